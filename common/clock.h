@@ -1,0 +1,16 @@
+/*
+ * clock — milliseconds, wall and monotonic.
+ *
+ * Deadlines are judged on the shard's Redis clock (TIME inside the Lua
+ * scripts), never on these: the local wall clock only stamps fired_ms, and the
+ * monotonic clock measures waits.
+ */
+#ifndef LAPSE_CLOCK_H
+#define LAPSE_CLOCK_H
+
+#include <stdint.h>
+
+int64_t lapse_clock_ms(void);      /* unix time in ms (CLOCK_REALTIME) */
+int64_t lapse_clock_mono_ms(void); /* CLOCK_MONOTONIC in ms, for intervals */
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * config — loads and validates the libconfig file (see config.h).
+ *
+ * Why a table: every key lapse reads is one line of `config_keys` below (after
+ * redis config.c), with its type, default, bounds and comment, so validation,
+ * defaults and lapse.conf.example cannot drift apart silently; adding a key is
+ * adding a line (plus its field in config.h and the example).
+ *
+ * Invariants:
+ *  - The whole file is checked before lapse_config_load returns 0: a key that
+ *    is not in a table, a value of the wrong type or out of bounds, or a
+ *    missing required key is an error. Problems are found in file order, then
+ *    missing keys in table order; only the first is reported.
+ *  - On success every field is set (from the file or the table's default);
+ *    every string is a strdup'd copy, so the libconfig object is destroyed
+ *    before we return and nothing points into it.
+ *  - On failure `cfg` is freed and zeroed, so lapse_config_free is always safe.
+ *    Arrays are allocated zeroed with their count set at once, so a failure
+ *    half-way through filling one frees cleanly.
+ *  - This module never prints and never exits; errstr gets one short line.
+ */
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NODES_MAX 64  /* redis.nodes upper bound */
+#define PATH_MAX_ 256 /* longest dotted key path we spell in a message */
+#define SEEN_MAX 32   /* entries a table may have (seen[] is on the stack) */
+
+enum ktype {
+    K_GROUP, /* a group whose keys are further entries of the same table */
+    K_INT,   /* int field; value within min..max */
+    K_STR,   /* char * field; length within min..max bytes (max 0: no limit) */
+    K_NAME,  /* K_STR restricted to [A-Za-z0-9_.-] (Redis prefix, topic) */
+    K_LEVEL, /* log level name, stored as an int (enum lapse_log_level) */
+    K_NODES, /* redis.nodes: a list of groups checked against node_keys */
+    K_PROPS, /* kafka.properties: a list of ("name", value) pairs */
+};
+
+struct key {
+    const char *path;    /* dotted path, relative to the table's root */
+    enum ktype type;
+    int required;        /* missing is an error (else the default applies) */
+    long long def;       /* K_INT default */
+    const char *sdef;    /* K_STR/K_NAME/K_LEVEL default (NULL: none) */
+    long long min, max;  /* K_INT value bounds; string length bounds */
+    size_t off;          /* field offset in the table's struct */
+    const char *comment; /* what it is for: the example config says the same */
+};
+
+#define CFG(f) offsetof(struct lapse_config, f)
+#define NODE(f) offsetof(struct lapse_redis_node, f)
+
+/* Order matters only for lapse.conf.example (same order) and for which
+ * missing key is reported first. */
+static const struct key config_keys[] = {
+    {"namespace", K_NAME, 1, 0, NULL, 1, LAPSE_NS_MAX, CFG(ns),
+     "prefix of every Redis key (NS:...); several namespaces share a Redis"},
+    {"redis", K_GROUP, 0, 0, NULL, 0, 0, 0, "where the shards live"},
+    {"redis.nodes", K_NODES, 1, 0, NULL, 1, NODES_MAX, 0,
+     "Redis servers; nodes[0] also holds the shard layout"},
+    {"redis.connect_timeout_ms", K_INT, 0, 1000, NULL, 10, 60000,
+     CFG(redis_connect_timeout_ms), "give up connecting to a node after this"},
+    {"redis.command_timeout_ms", K_INT, 0, 5000, NULL, 10, 600000,
+     CFG(redis_command_timeout_ms), "give up on one Redis reply after this"},
+    {"kafka", K_GROUP, 0, 0, NULL, 0, 0, 0, "where events go"},
+    {"kafka.brokers", K_STR, 1, 0, NULL, 1, 0, CFG(kafka_brokers),
+     "bootstrap.servers: host:port[,host:port...]"},
+    {"kafka.topic", K_NAME, 1, 0, NULL, 1, 249, CFG(kafka_topic),
+     "the topic that receives one event per fired deadline"},
+    {"kafka.properties", K_PROPS, 0, 0, NULL, 0, 0, 0,
+     "librdkafka properties passed through verbatim: ((\"name\", \"value\"), ...)"},
+    {"log_level", K_LEVEL, 0, 0, "info", 0, 0, CFG(log_level),
+     "debug, info, warn or error"},
+    {"producer", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-producer"},
+    {"producer.batch", K_INT, 0, 1000, NULL, 1, 100000, CFG(producer_batch),
+     "most operations sent to Redis in one flush"},
+    {"scanner", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-scanner"},
+    {"scanner.batch", K_INT, 0, 500, NULL, 1, 10000, CFG(scanner_batch),
+     "most due IDs claimed in one round trip"},
+    {"scanner.poll_ms", K_INT, 0, 10, NULL, 1, 1000, CFG(scanner_poll_ms),
+     "longest idle wait before looking for due IDs again"},
+    {"scanner.lease_ms", K_INT, 0, 5000, NULL, 500, 600000, CFG(scanner_lease_ms),
+     "claimed IDs and the shard lock return to others after this"},
+    {"scanner.max_inflight", K_INT, 0, 20000, NULL, 1, 10000000,
+     CFG(scanner_max_inflight), "claimed but unacknowledged IDs; claiming pauses here"},
+};
+
+/* One element of redis.nodes; paths are relative to "redis.nodes[i]". */
+static const struct key node_keys[] = {
+    {"host", K_STR, 1, 0, NULL, 1, 255, NODE(host), "hostname or address"},
+    {"port", K_INT, 1, 0, NULL, 1, 65535, NODE(port), "TCP port"},
+    {"password", K_STR, 0, 0, NULL, 1, 0, NODE(password), "AUTH password; omit for none"},
+    {"db", K_INT, 0, 0, NULL, 0, 15, NODE(db), "SELECT index"},
+};
+
+#define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
+_Static_assert(NKEYS(config_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(NKEYS(node_keys) <= SEEN_MAX, "raise SEEN_MAX");
+
+/* What one load is working on. */
+struct ctx {
+    struct lapse_config *cfg;
+    const char *path; /* file named in messages when a setting has none */
+    char *err;        /* caller's errstr */
+    size_t errsize;
+};
+
+/* Writes "FILE:LINE: key: reason" (or "FILE: key: reason" when `s` is NULL
+ * or has no line) into the caller's errstr; returns -1 for `return fail()`. */
+__attribute__((format(printf, 4, 5))) static int
+fail(struct ctx *x, const config_setting_t *s, const char *key, const char *fmt, ...)
+{
+    if (x->err == NULL || x->errsize == 0)
+        return -1;
+    const char *file = x->path;
+    unsigned line = 0;
+    if (s != NULL) {
+        line = config_setting_source_line(s);
+        if (config_setting_source_file(s) != NULL) /* an @include'd file */
+            file = config_setting_source_file(s);
+    }
+    int n = line ? snprintf(x->err, x->errsize, "%s:%u: %s: ", file, line, key)
+                 : snprintf(x->err, x->errsize, "%s: %s: ", file, key);
+    if (n >= 0 && (size_t)n < x->errsize) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(x->err + n, x->errsize - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int oom(struct ctx *x, const char *key) { return fail(x, NULL, key, "out of memory"); }
+
+/* Appends `s` to the key path in `out` (PATH_MAX_ bytes), cutting what does
+ * not fit: a cut path only shortens an error message; it cannot match a
+ * (much shorter) table entry. */
+static void append(char *out, const char *s)
+{
+    size_t len = strlen(out);
+    while (*s && len < PATH_MAX_ - 1)
+        out[len++] = *s++;
+    out[len] = '\0';
+}
+
+/* "prefix.name", or "name" at the top. */
+static void join(char *out, const char *prefix, const char *name)
+{
+    out[0] = '\0';
+    append(out, prefix);
+    if (prefix[0])
+        append(out, ".");
+    append(out, name);
+}
+
+/* "full[i]", for the elements of a list. */
+static void index_path(char *out, const char *full, int i)
+{
+    char num[16];
+    snprintf(num, sizeof num, "[%d]", i);
+    out[0] = '\0';
+    append(out, full);
+    append(out, num);
+}
+
+static int find(const struct key *tab, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tab[i].path, path) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
+/* Checks a string against a K_STR/K_NAME entry; returns 0 or fails. */
+static int check_str(struct ctx *x, const config_setting_t *s, const struct key *k,
+                     const char *full, const char *v)
+{
+    size_t len = strlen(v);
+    int ok = len >= (size_t)k->min && (k->max == 0 || len <= (size_t)k->max);
+    for (const char *p = v; ok && k->type == K_NAME && *p; p++)
+        ok = name_char((unsigned char)*p);
+    if (ok)
+        return 0;
+    if (k->type == K_NAME)
+        return fail(x, s, full, "must be %lld..%lld bytes of [A-Za-z0-9_.-]", k->min, k->max);
+    if (k->max)
+        return fail(x, s, full, "must be %lld..%lld bytes", k->min, k->max);
+    return fail(x, s, full, "must not be empty");
+}
+
+/* Stores a string (a strdup'd copy) into the char * field at k->off. */
+static int store_str(struct ctx *x, const struct key *k, void *base, const char *full,
+                     const char *v)
+{
+    char **field = (char **)((char *)base + k->off);
+    if (v == NULL)
+        return 0;
+    if ((*field = strdup(v)) == NULL)
+        return oom(x, full);
+    return 0;
+}
+
+static int walk(struct ctx *x, const config_setting_t *grp, const struct key *tab, size_t n,
+                unsigned char *seen, void *base, const char *rel, const char *full);
+static int fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
+                void *base, const char *full);
+
+static int is_list(const config_setting_t *s)
+{
+    return config_setting_is_list(s) || config_setting_is_array(s);
+}
+
+/* redis.nodes: 1..NODES_MAX groups, each checked against node_keys. */
+static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full)
+{
+    if (!is_list(s))
+        return fail(x, s, full, "expected a list ( { host = ...; port = ...; }, ... )");
+    int n = config_setting_length(s);
+    if (n < 1 || n > NODES_MAX)
+        return fail(x, s, full, "must list 1..%d nodes", NODES_MAX);
+    if ((x->cfg->nodes = calloc((size_t)n, sizeof *x->cfg->nodes)) == NULL)
+        return oom(x, full);
+    x->cfg->nnodes = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (!config_setting_is_group(e))
+            return fail(x, e, path, "expected a group { host = ...; port = ...; }");
+        unsigned char seen[SEEN_MAX] = {0};
+        if (walk(x, e, node_keys, NKEYS(node_keys), seen, &x->cfg->nodes[i], "", path) < 0 ||
+            fill(x, node_keys, NKEYS(node_keys), seen, &x->cfg->nodes[i], path) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* kafka.properties: ( ("name", value), ... ). A list of pairs rather than a
+ * group because libconfig names cannot contain the dots librdkafka's names
+ * have. Values may be strings, integers or booleans; they are kept as the
+ * strings rd_kafka_conf_set wants. Names are not checked here (librdkafka
+ * knows its own), but a name given twice is an error, not a silent override. */
+static int load_props(struct ctx *x, const config_setting_t *s, const char *full)
+{
+    if (!is_list(s))
+        return fail(x, s, full, "expected a list ( (\"name\", \"value\"), ... )");
+    int n = config_setting_length(s);
+    if (n == 0)
+        return 0;
+    if ((x->cfg->kafka_props = calloc((size_t)n, sizeof *x->cfg->kafka_props)) == NULL)
+        return oom(x, full);
+    x->cfg->nkafka_props = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char path[PATH_MAX_], num[32];
+        index_path(path, full, i);
+        if (!is_list(e) || config_setting_length(e) != 2)
+            return fail(x, e, path, "expected (\"name\", \"value\")");
+        const config_setting_t *ks = config_setting_get_elem(e, 0);
+        const config_setting_t *vs = config_setting_get_elem(e, 1);
+        const char *name = config_setting_get_string(ks);
+        if (name == NULL || name[0] == '\0')
+            return fail(x, e, path, "property name must be a non-empty string");
+        const char *value;
+        switch (config_setting_type(vs)) {
+        case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
+        case CONFIG_TYPE_INT:
+        case CONFIG_TYPE_INT64:
+            snprintf(num, sizeof num, "%lld", config_setting_get_int64(vs));
+            value = num;
+            break;
+        case CONFIG_TYPE_BOOL: value = config_setting_get_bool(vs) ? "true" : "false"; break;
+        default: return fail(x, e, path, "%s: value must be a string, integer or boolean", name);
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(x->cfg->kafka_props[j].key, name) == 0)
+                return fail(x, e, path, "%s: given twice", name);
+        struct lapse_kv *kv = &x->cfg->kafka_props[i];
+        if ((kv->key = strdup(name)) == NULL || (kv->value = strdup(value)) == NULL)
+            return oom(x, path);
+    }
+    return 0;
+}
+
+/* Checks one setting against its table entry and stores it. */
+static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k,
+                   const struct key *tab, size_t n, unsigned char *seen, void *base,
+                   const char *rel, const char *full)
+{
+    int t = config_setting_type(s);
+    switch (k->type) {
+    case K_GROUP:
+        if (t != CONFIG_TYPE_GROUP)
+            return fail(x, s, full, "expected a group { ... }");
+        return walk(x, s, tab, n, seen, base, rel, full);
+    case K_INT: {
+        if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+            return fail(x, s, full, "expected an integer");
+        long long v = config_setting_get_int64(s);
+        if (v < k->min || v > k->max)
+            return fail(x, s, full, "must be %lld..%lld (got %lld)", k->min, k->max, v);
+        *(int *)((char *)base + k->off) = (int)v;
+        return 0;
+    }
+    case K_STR:
+    case K_NAME:
+    case K_LEVEL: {
+        if (t != CONFIG_TYPE_STRING)
+            return fail(x, s, full, "expected a string");
+        const char *v = config_setting_get_string(s);
+        if (k->type != K_LEVEL)
+            return check_str(x, s, k, full, v) < 0 ? -1 : store_str(x, k, base, full, v);
+        int level = lapse_log_level_parse(v);
+        if (level < 0)
+            return fail(x, s, full, "must be one of debug, info, warn, error");
+        *(int *)((char *)base + k->off) = level;
+        return 0;
+    }
+    case K_NODES: return load_nodes(x, s, full);
+    case K_PROPS: return load_props(x, s, full);
+    }
+    return fail(x, s, full, "internal error: bad table entry");
+}
+
+/* Checks every setting of group `grp`, in file order, against `tab`; `rel`
+ * is the group's path within the table, `full` its path in the file. */
+static int walk(struct ctx *x, const config_setting_t *grp, const struct key *tab, size_t n,
+                unsigned char *seen, void *base, const char *rel, const char *full)
+{
+    int len = config_setting_length(grp);
+    for (int i = 0; i < len; i++) {
+        const config_setting_t *s = config_setting_get_elem(grp, (unsigned)i);
+        char relp[PATH_MAX_], fullp[PATH_MAX_];
+        join(relp, rel, config_setting_name(s));
+        join(fullp, full, config_setting_name(s));
+        int k = find(tab, n, relp);
+        if (k < 0)
+            return fail(x, s, fullp, "unknown key");
+        seen[k] = 1;
+        if (set_one(x, s, &tab[k], tab, n, seen, base, relp, fullp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After a walk: a required key not seen is an error, others get defaults. */
+static int fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
+                void *base, const char *full)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct key *k = &tab[i];
+        char fullp[PATH_MAX_];
+        if (seen[i])
+            continue;
+        join(fullp, full, k->path);
+        if (k->required)
+            return fail(x, NULL, fullp, "missing");
+        if (k->type == K_INT)
+            *(int *)((char *)base + k->off) = (int)k->def;
+        else if (k->type == K_LEVEL)
+            *(int *)((char *)base + k->off) = lapse_log_level_parse(k->sdef);
+        else if ((k->type == K_STR || k->type == K_NAME) && store_str(x, k, base, fullp, k->sdef) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Reports why `path` cannot be read, with errno taken right at the failing
+ * call; libconfig only says "file I/O error". Returns 0 if it looks readable. */
+static int probe(const char *path, char *errstr, size_t size)
+{
+    struct stat st;
+    int e = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        e = errno;
+    else if (fstat(fd, &st) < 0)
+        e = errno;
+    else if (S_ISDIR(st.st_mode))
+        e = EISDIR;
+    if (fd >= 0)
+        close(fd);
+    if (e && errstr && size)
+        snprintf(errstr, size, "%s: cannot read: %s", path, strerror(e));
+    return e ? -1 : 0;
+}
+
+int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size)
+{
+    struct ctx x = {cfg, path, errstr, size};
+    memset(cfg, 0, sizeof *cfg);
+    if (errstr && size)
+        errstr[0] = '\0';
+    if (probe(path, errstr, size) < 0)
+        return -1;
+
+    config_t lc;
+    config_init(&lc);
+    if (!config_read_file(&lc, path)) {
+        const char *file = config_error_file(&lc) ? config_error_file(&lc) : path;
+        const char *text = config_error_text(&lc) ? config_error_text(&lc) : "?";
+        if (errstr && size) {
+            if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
+                snprintf(errstr, size, "%s: cannot read: %s", file, text);
+            else if (strcmp(text, "syntax error") == 0) /* don't say it twice */
+                snprintf(errstr, size, "%s:%d: syntax error", file, config_error_line(&lc));
+            else
+                snprintf(errstr, size, "%s:%d: syntax error: %s", file,
+                         config_error_line(&lc), text);
+        }
+        config_destroy(&lc);
+        return -1;
+    }
+
+    unsigned char seen[SEEN_MAX] = {0};
+    int rc = -1;
+    if ((cfg->path = strdup(path)) == NULL)
+        oom(&x, "path");
+    else if (walk(&x, config_root_setting(&lc), config_keys, NKEYS(config_keys), seen, cfg, "",
+                  "") == 0)
+        rc = fill(&x, config_keys, NKEYS(config_keys), seen, cfg, "");
+    config_destroy(&lc);
+    if (rc < 0)
+        lapse_config_free(cfg);
+    return rc;
+}
+
+void lapse_config_free(struct lapse_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < cfg->nnodes; i++) {
+        free(cfg->nodes[i].host);
+        free(cfg->nodes[i].password);
+    }
+    for (size_t i = 0; i < cfg->nkafka_props; i++) {
+        free(cfg->kafka_props[i].key);
+        free(cfg->kafka_props[i].value);
+    }
+    free(cfg->nodes);
+    free(cfg->kafka_props);
+    free(cfg->path);
+    free(cfg->ns);
+    free(cfg->kafka_brokers);
+    free(cfg->kafka_topic);
+    memset(cfg, 0, sizeof *cfg);
+}

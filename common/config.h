@@ -1,0 +1,63 @@
+/*
+ * config — the libconfig file every lapse program reads.
+ *
+ * Every key lives in one table in config.c with its type, default, bounds and
+ * a comment; lapse.conf.example documents the same keys. Loading validates the
+ * whole file (unknown keys, wrong types, out-of-range values, missing required
+ * keys) before any program touches Redis or Kafka, and reports the first
+ * problem as "FILE:LINE: key: reason" ("FILE: key: reason" when there is no
+ * line, e.g. a missing key).
+ */
+#ifndef LAPSE_CONFIG_H
+#define LAPSE_CONFIG_H
+
+#include <stddef.h>
+
+#define LAPSE_NS_MAX 64 /* namespace length limit, bytes */
+
+struct lapse_redis_node {
+    char *host;     /* hostname or address */
+    int port;       /* 1..65535 */
+    char *password; /* AUTH password, or NULL */
+    int db;         /* SELECT index, 0 = default */
+};
+
+struct lapse_kv {
+    char *key;   /* librdkafka property name */
+    char *value; /* its value, passed through verbatim */
+};
+
+struct lapse_config {
+    char *path;                      /* the file it was loaded from */
+    char *ns;                        /* namespace: prefix of every Redis key */
+    int log_level;                   /* enum lapse_log_level */
+
+    struct lapse_redis_node *nodes;  /* redis.nodes; nodes[0] holds the layout */
+    size_t nnodes;
+    int redis_connect_timeout_ms;    /* redis.connect_timeout_ms */
+    int redis_command_timeout_ms;    /* redis.command_timeout_ms */
+
+    char *kafka_brokers;             /* kafka.brokers (bootstrap.servers) */
+    char *kafka_topic;               /* kafka.topic: where events go */
+    struct lapse_kv *kafka_props;    /* kafka.properties passthrough */
+    size_t nkafka_props;
+
+    int producer_batch;              /* producer.batch: max ops per flush */
+
+    int scanner_batch;               /* scanner.batch: max IDs per claim */
+    int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */
+    int scanner_lease_ms;            /* scanner.lease_ms: in-flight lease */
+    int scanner_max_inflight;        /* scanner.max_inflight: claim stops here */
+};
+
+/*
+ * Loads and validates `path` into `cfg` (which it fully initialises).
+ * Returns 0, or -1 with the reason in errstr and `cfg` left empty (safe to
+ * pass to lapse_config_free).
+ */
+int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size);
+
+/* Frees everything lapse_config_load allocated; `cfg` may be all zeros. */
+void lapse_config_free(struct lapse_config *cfg);
+
+#endif

@@ -1,0 +1,150 @@
+/* layout — see layout.h. */
+#include "layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+
+int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
+                    uint32_t shard)
+{
+    return snprintf(buf, size, "%s:%c:%u", ns, (char)kind, shard);
+}
+
+void lapse_layout_free(struct lapse_layout *l)
+{
+    free(l->node_of);
+    memset(l, 0, sizeof *l);
+}
+
+static int node_index(const struct lapse_config *cfg, const char *hostport, size_t len)
+{
+    for (size_t i = 0; i < cfg->nnodes; i++) {
+        char name[300];
+        int n = snprintf(name, sizeof name, "%s:%d", cfg->nodes[i].host, cfg->nodes[i].port);
+        if ((size_t)n == len && memcmp(name, hostport, len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Parses the "nodes" field: one host:port per shard. */
+static int layout_parse_nodes(const struct lapse_config *cfg, const char *s,
+                              struct lapse_layout *l, char *errstr, size_t size)
+{
+    l->node_of = calloc(l->shards, sizeof *l->node_of);
+    if (!l->node_of) {
+        snprintf(errstr, size, "out of memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < l->shards; i++) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        int idx = node_index(cfg, s, len);
+        if (idx < 0) {
+            snprintf(errstr, size, "layout of \"%s\": shard %u is on node %.*s, which %s does not list",
+                     cfg->ns, i, (int)(len > 200 ? 200 : len), s, cfg->path);
+            return -1;
+        }
+        l->node_of[i] = (uint16_t)idx;
+        if (!end && i + 1 < l->shards) {
+            snprintf(errstr, size, "layout of \"%s\": nodes lists %u shards, expected %u",
+                     cfg->ns, i + 1, l->shards);
+            return -1;
+        }
+        s = end ? end + 1 : s + len;
+    }
+    return 0;
+}
+
+int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
+                      struct lapse_layout *out, char *errstr, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    redisReply *r = lapse_redis_command(home, "HMGET %s:layout shards prev_shards epoch state nodes",
+                                        cfg->ns);
+    if (!r) {
+        snprintf(errstr, size, "%s", lapse_redis_errstr(home));
+        return -1;
+    }
+    int rc = -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+        snprintf(errstr, size, "redis %s: HMGET %s:layout: %s", lapse_redis_name(home), cfg->ns,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        goto out;
+    }
+    if (r->element[0]->type != REDIS_REPLY_STRING) {
+        rc = 1;
+        goto out;
+    }
+    for (int i = 0; i < 5; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING) {
+            snprintf(errstr, size, "layout of \"%s\" is incomplete", cfg->ns);
+            goto out;
+        }
+    long shards = strtol(r->element[0]->str, NULL, 10);
+    long prev = strtol(r->element[1]->str, NULL, 10);
+    if (!lapse_shards_valid(shards) || !lapse_shards_valid(prev)) {
+        snprintf(errstr, size, "layout of \"%s\": bad shard count", cfg->ns);
+        goto out;
+    }
+    out->shards = (uint32_t)shards;
+    out->prev_shards = (uint32_t)prev;
+    out->epoch = strtoll(r->element[2]->str, NULL, 10);
+    out->splitting = strcmp(r->element[3]->str, "splitting") == 0;
+    if (layout_parse_nodes(cfg, r->element[4]->str, out, errstr, size) < 0) {
+        lapse_layout_free(out);
+        goto out;
+    }
+    rc = 0;
+out:
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Creates the record only if absent; returns the shard count it holds. */
+static const char layout_init_lua[] =
+    "local cur = redis.call('HGET', KEYS[1], 'shards')\n"
+    "if cur then return tonumber(cur) end\n"
+    "redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'prev_shards', ARGV[1],\n"
+    "           'epoch', 1, 'state', 'stable', 'nodes', ARGV[2])\n"
+    "return 0\n";
+
+int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
+                      char *errstr, size_t size)
+{
+    size_t cap = (size_t)shards * 300 + 1, len = 0;
+    char *nodes = malloc(cap);
+    if (!nodes) {
+        snprintf(errstr, size, "out of memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < shards; i++) {
+        const struct lapse_redis_node *n = &cfg->nodes[i % cfg->nnodes];
+        len += (size_t)snprintf(nodes + len, cap - len, "%s%s:%d", i ? "," : "", n->host, n->port);
+    }
+    char key[LAPSE_NS_MAX + 16];
+    snprintf(key, sizeof key, "%s:layout", cfg->ns);
+    redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s", layout_init_lua, key, shards,
+                                        nodes);
+    free(nodes);
+    if (!r) {
+        snprintf(errstr, size, "%s", lapse_redis_errstr(home));
+        return -1;
+    }
+    int rc = -1;
+    if (r->type != REDIS_REPLY_INTEGER)
+        snprintf(errstr, size, "redis %s: layout init: %s", lapse_redis_name(home),
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    else if (r->integer == 0)
+        rc = 0;
+    else if (r->integer == (long long)shards)
+        rc = 1;
+    else
+        snprintf(errstr, size, "namespace \"%s\" is already initialised with %lld shards",
+                 cfg->ns, r->integer);
+    freeReplyObject(r);
+    return rc;
+}

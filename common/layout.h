@@ -1,0 +1,62 @@
+/*
+ * layout — the shard layout record of a namespace, and the Redis key names.
+ *
+ * The record is the hash NS:layout on the first configured Redis node:
+ *   shards       N, a power of two
+ *   prev_shards  N before the current split (= N when stable)
+ *   epoch        bumped by every layout change
+ *   state        "stable" or "splitting"
+ *   nodes        "host:port" of each shard, comma-separated, in shard order
+ * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
+ * NS:p:I (hash ID -> payload) and NS:f:I (hash ID -> deadline while in
+ * flight). Producers and scanners read the record; lapse-scale writes it.
+ */
+#ifndef LAPSE_LAYOUT_H
+#define LAPSE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "redis.h"
+
+struct lapse_layout {
+    uint32_t shards;      /* N */
+    uint32_t prev_shards; /* N before the split in progress, else N */
+    int64_t epoch;        /* layout version */
+    int splitting;        /* state == "splitting" */
+    uint16_t *node_of;    /* shards entries: index into cfg->nodes */
+};
+
+enum lapse_key_kind {
+    LAPSE_KEY_DUE = 'z',      /* zset ID -> deadline */
+    LAPSE_KEY_PAYLOAD = 'p',  /* hash ID -> payload */
+    LAPSE_KEY_INFLIGHT = 'f', /* hash ID -> deadline of a claimed ID */
+};
+
+/* Writes "NS:K:SHARD" into buf; returns its length. */
+int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
+                    uint32_t shard);
+
+/*
+ * Reads the layout of cfg->ns through `home` (the connection to
+ * cfg->nodes[0]) into `out`. Returns 0; 1 if the namespace has no layout yet
+ * (not initialised); -1 with errstr on a Redis error or a malformed record
+ * (including a node the config does not list). `out` is left empty unless 0
+ * is returned; free it with lapse_layout_free.
+ */
+int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
+                      struct lapse_layout *out, char *errstr, size_t size);
+
+/*
+ * Creates the layout with `shards` shards (a power of two) placed round-robin
+ * on the configured nodes, atomically. Returns 0 if created, 1 if the
+ * namespace already has exactly that many shards (nothing changed), -1 with
+ * errstr otherwise (already initialised with another count, Redis error).
+ */
+int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
+                      char *errstr, size_t size);
+
+void lapse_layout_free(struct lapse_layout *l); /* accepts an all-zero layout */
+
+#endif

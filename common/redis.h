@@ -1,0 +1,73 @@
+/*
+ * redis — one connection to one Redis node, kept alive.
+ *
+ * A lapse_redis owns a hiredis context that it (re)connects on demand with
+ * exponential back-off (100 ms doubling to 2 s), authenticates and selects the
+ * configured db, and loads every script of script.h so they can be called by
+ * SHA. After any I/O error the context is dropped; the next call reconnects
+ * (once the back-off allows) and reloads the scripts, so a restarted Redis is
+ * picked up without the caller knowing. A NOSCRIPT reply (e.g. SCRIPT FLUSH)
+ * marks the scripts for reloading too.
+ *
+ * Errors: functions return -1 / NULL and leave a one-line reason in
+ * lapse_redis_errstr(). Replies that are Redis errors are returned as replies
+ * (type REDIS_REPLY_ERROR), not as failures. Not thread-safe: one thread per
+ * lapse_redis.
+ */
+#ifndef LAPSE_REDIS_H
+#define LAPSE_REDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "script.h"
+
+typedef struct lapse_redis lapse_redis;
+
+/* Creates a disconnected handle; copies what it needs from `node`. NULL on
+ * allocation failure. */
+lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_timeout_ms,
+                             int command_timeout_ms);
+void lapse_redis_free(lapse_redis *r); /* accepts NULL */
+
+/* Makes sure the connection is up and the scripts loaded. Returns 0, or -1 if
+ * it is down and (re)connecting failed or the back-off forbids trying yet. */
+int lapse_redis_ensure(lapse_redis *r);
+
+/* Milliseconds until the back-off allows the next connect attempt (0 = now). */
+int lapse_redis_backoff_ms(const lapse_redis *r);
+
+/* One command, waiting for the reply. The caller frees it with
+ * freeReplyObject. NULL on connection failure (the context is dropped). */
+redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...);
+redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
+                                     const size_t *argvlen);
+
+/* Calls script `s` (EVALSHA) with nkeys keys followed by args: argv holds the
+ * keys then the args, argc of them in all. Reloads the scripts and retries
+ * once on NOSCRIPT. Same ownership and errors as lapse_redis_command. */
+redisReply *lapse_redis_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
+                             const char **argv, const size_t *argvlen);
+
+/* Pipelining: append any number of calls, then read one reply per call with
+ * lapse_redis_get_reply in the same order. Append returns 0 or -1 (not
+ * connected / out of memory). get_reply returns 0 with *reply set, or -1 on a
+ * connection failure, after which every pending reply is lost and the calls
+ * must be re-sent. */
+int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
+                            const char **argv, const size_t *argvlen);
+int lapse_redis_get_reply(lapse_redis *r, redisReply **reply);
+
+/* 1 if `reply` is Redis's NOSCRIPT error; also marks the scripts for reload. */
+int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);
+
+/* Drops the connection; the next call reconnects. */
+void lapse_redis_disconnect(lapse_redis *r);
+
+const char *lapse_redis_errstr(const lapse_redis *r);
+const char *lapse_redis_name(const lapse_redis *r); /* "host:port" */
+uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects after the first */
+
+#endif

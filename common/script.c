@@ -1,0 +1,13 @@
+#include "script.h"
+
+extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[];
+
+const char *lapse_script_source(enum lapse_script s)
+{
+    static const char *const src[LAPSE_SCRIPT_COUNT] = {
+        [LAPSE_SCRIPT_APPLY] = lapse_lua_apply,
+        [LAPSE_SCRIPT_CLAIM] = lapse_lua_claim,
+        [LAPSE_SCRIPT_ACK] = lapse_lua_ack,
+    };
+    return src[s];
+}

@@ -1,0 +1,19 @@
+/*
+ * script — the server-side Lua scripts lapse runs (the .lua files of common/lua, embedded
+ * at build time). Each is loaded once per connection with SCRIPT LOAD and
+ * called by SHA; lapse_redis reloads them after a reconnect or NOSCRIPT.
+ */
+#ifndef LAPSE_SCRIPT_H
+#define LAPSE_SCRIPT_H
+
+enum lapse_script {
+    LAPSE_SCRIPT_APPLY = 0, /* producer ops on one shard (apply.lua) */
+    LAPSE_SCRIPT_CLAIM,     /* take due IDs for dispatch (claim.lua) */
+    LAPSE_SCRIPT_ACK,       /* compare-and-delete after Kafka ack (ack.lua) */
+    LAPSE_SCRIPT_COUNT
+};
+
+/* The Lua source of script `s`. */
+const char *lapse_script_source(enum lapse_script s);
+
+#endif

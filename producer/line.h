@@ -1,0 +1,68 @@
+/*
+ * line — the producer line protocol, parsed from bytes (no I/O).
+ *
+ *   touch  <id> <when> [<payload>]
+ *   extend <id> <when> [<payload>]
+ *   repeat <id> <when> <period_ms> [<payload>]
+ *   cancel <id>
+ *
+ * Fields are separated by one or more spaces. <id> is 1..512 bytes, none of
+ * them 0x00-0x20 or 0x7f. <when> is +<ms> (relative to the moment the write is
+ * applied, on the shard's Redis clock) or @<unix_ms>. <payload> is the rest
+ * of the line after the spaces following the last field, a trailing \r
+ * dropped, at most 64 KiB. The parsed command points into the caller's
+ * buffer: nothing is copied or allocated.
+ */
+#ifndef LAPSE_LINE_H
+#define LAPSE_LINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LAPSE_ID_MAX      512
+#define LAPSE_PAYLOAD_MAX 65536
+#define LAPSE_WHEN_MAX    INT64_C(8640000000000000) /* ms; the limit of JS Date */
+
+enum lapse_op {
+    LAPSE_OP_TOUCH = 1,
+    LAPSE_OP_EXTEND,
+    LAPSE_OP_REPEAT,
+    LAPSE_OP_CANCEL,
+};
+
+enum lapse_when_kind {
+    LAPSE_WHEN_NONE = 0, /* cancel */
+    LAPSE_WHEN_REL,      /* +ms: from the moment the write is applied */
+    LAPSE_WHEN_ABS,      /* @unix_ms */
+};
+
+struct lapse_cmd {
+    enum lapse_op op;
+    const char *id;       /* points into the line */
+    size_t id_len;
+    enum lapse_when_kind when_kind;
+    int64_t when_ms;      /* 0..LAPSE_WHEN_MAX */
+    int64_t period_ms;    /* repeat only, >= 1 */
+    const char *payload;  /* NULL when the line has none */
+    size_t payload_len;
+};
+
+enum lapse_line_result {
+    LAPSE_LINE_OK = 0,
+    LAPSE_LINE_BLANK,     /* empty or only spaces: ignore it */
+    LAPSE_LINE_ERROR,     /* errstr says why */
+};
+
+/*
+ * Parses one line of `len` bytes (without its '\n'; a trailing '\r' is
+ * dropped here). On LAPSE_LINE_OK fills `cmd`, whose pointers point into
+ * `line`. On LAPSE_LINE_ERROR writes a short reason (no "line N:" prefix) to
+ * errstr and leaves `cmd` unspecified.
+ */
+enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lapse_cmd *cmd,
+                                        char *errstr, size_t size);
+
+/* "touch", "extend", "repeat", "cancel". */
+const char *lapse_op_name(enum lapse_op op);
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * lapse-producer: applies the line protocol read on stdin.
+ *
+ * Reads stdin in large chunks, parses each complete line, and queues it in
+ * the producer library; whenever no more input is waiting (or at EOF) it
+ * flushes, so a lone line in a live stream is applied at once while a fast
+ * stream is batched. Bad lines are reported as "line N: reason" and skipped.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "line.h"
+#include "log.h"
+#include "producer.h"
+
+/* The longest line we accept: op, id, when, period, payload and separators. */
+#define LINE_MAX_BYTES (LAPSE_PAYLOAD_MAX + LAPSE_ID_MAX + 256)
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+struct run {
+    lapse_producer *p;
+    unsigned long long rejected; /* lines refused, by us or by Redis */
+};
+
+static void on_error(void *ctx, uint64_t tag, const char *reason)
+{
+    struct run *run = ctx;
+    run->rejected++;
+    fprintf(stderr, "line %llu: %s\n", (unsigned long long)tag, reason);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: lapse-producer -c FILE\n"
+                 "Reads commands on stdin, one a line, and applies them:\n"
+                 "  touch  <id> <when> [<payload>]\n"
+                 "  extend <id> <when> [<payload>]\n"
+                 "  cancel <id>\n"
+                 "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
+                 "Exit status is 1 if any line was rejected.\n");
+}
+
+static void handle_line(struct run *run, const char *line, size_t len, unsigned long long lineno)
+{
+    struct lapse_cmd cmd;
+    char why[256];
+    switch (lapse_line_parse(line, len, &cmd, why, sizeof why)) {
+    case LAPSE_LINE_BLANK:
+        return;
+    case LAPSE_LINE_ERROR:
+        run->rejected++;
+        fprintf(stderr, "line %llu: %s\n", lineno, why);
+        return;
+    case LAPSE_LINE_OK:
+        if (lapse_producer_submit(run->p, &cmd, lineno, why, sizeof why) < 0) {
+            run->rejected++;
+            fprintf(stderr, "line %llu: %s\n", lineno, why);
+        }
+        return;
+    }
+}
+
+static int input_waiting(void)
+{
+    struct pollfd pfd = {.fd = 0, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+}
+
+/* Reads stdin to EOF; returns 0, or -1 when the producer itself failed. */
+static int serve(struct run *run)
+{
+    char *buf = malloc(LINE_MAX_BYTES + 65536);
+    if (!buf) {
+        log_error("out of memory");
+        return -1;
+    }
+    size_t have = 0, cap = LINE_MAX_BYTES + 65536;
+    unsigned long long lineno = 0;
+    int skipping = 0; /* inside an over-long line: drop bytes to its '\n' */
+    char why[256];
+    while (!stop) {
+        ssize_t n = read(0, buf + have, cap - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            log_error("stdin: %s", strerror(errno));
+            break;
+        }
+        int eof = n == 0;
+        have += (size_t)n;
+        size_t pos = 0;
+        for (;;) {
+            char *nl = memchr(buf + pos, '\n', have - pos);
+            if (!nl)
+                break;
+            size_t len = (size_t)(nl - (buf + pos));
+            lineno++;
+            if (skipping)
+                skipping = 0;
+            else
+                handle_line(run, buf + pos, len, lineno);
+            pos += len + 1;
+        }
+        memmove(buf, buf + pos, have - pos);
+        have -= pos;
+        if (have == cap) { /* no '\n' within the longest line allowed */
+            if (!skipping) {
+                lineno++;
+                run->rejected++;
+                fprintf(stderr, "line %llu: line longer than %d bytes\n", lineno, LINE_MAX_BYTES);
+            }
+            skipping = 1;
+            have = 0;
+        }
+        if (eof) {
+            if (have && !skipping)
+                handle_line(run, buf, have, ++lineno); /* last line without '\n' */
+            break;
+        }
+        if (!input_waiting() && lapse_producer_flush(run->p, why, sizeof why) < 0)
+            log_error("%s", why);
+    }
+    free(buf);
+    if (lapse_producer_flush(run->p, why, sizeof why) < 0) {
+        log_error("%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL;
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        if (ch == 'c')
+            path = optarg;
+        else if (ch == 'h') {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        fprintf(stderr, "lapse-producer: %s\n", path ? "unexpected argument" : "-c FILE is required");
+        return 2;
+    }
+    lapse_log_init("lapse-producer", LAPSE_LOG_INFO);
+    struct lapse_config cfg;
+    char err[512];
+    if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    lapse_log_init("lapse-producer", cfg.log_level);
+    struct run run = {0};
+    run.p = lapse_producer_new(&cfg, on_error, &run, err, sizeof err);
+    if (!run.p) {
+        log_error("%s", err);
+        lapse_config_free(&cfg);
+        return 1;
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = serve(&run);
+    lapse_producer_free(run.p);
+    lapse_config_free(&cfg);
+    if (rc < 0)
+        return 1;
+    return run.rejected ? 1 : 0;
+}

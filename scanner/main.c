@@ -1,0 +1,85 @@
+/* lapse-scanner: serves one shard (see scanner.h). options -> config ->
+ * scanner -> signals -> serve. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "hash.h"
+#include "log.h"
+#include "scanner.h"
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: lapse-scanner -c FILE --shard N\n"
+                 "Serves shard N: claims due IDs, sends one event each to Kafka, and removes\n"
+                 "them once Kafka acknowledged. SIGTERM/SIGINT stop it cleanly.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL;
+    long shard = -1;
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"shard", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
+        char *end;
+        switch (ch) {
+        case 'c':
+            path = optarg;
+            break;
+        case 's':
+            shard = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || shard < 0 || shard >= LAPSE_MAX_SHARDS) {
+                fprintf(stderr, "lapse-scanner: --shard: \"%s\" is not a shard number\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || shard < 0 || optind != argc) {
+        fprintf(stderr, "lapse-scanner: %s\n",
+                optind != argc ? "unexpected argument" : !path ? "-c FILE is required"
+                                                               : "--shard N is required");
+        return 2;
+    }
+    lapse_log_init("lapse-scanner", LAPSE_LOG_INFO);
+    struct lapse_config cfg;
+    char err[512];
+    if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    lapse_log_init("lapse-scanner", cfg.log_level);
+    lapse_scanner *s = lapse_scanner_new(&cfg, (uint32_t)shard, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "%s\n", err);
+        lapse_config_free(&cfg);
+        return 2;
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = lapse_scanner_serve(s, &stop);
+    lapse_scanner_free(s);
+    lapse_config_free(&cfg);
+    return rc;
+}

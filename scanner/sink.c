@@ -1,0 +1,127 @@
+/* sink — see sink.h. */
+#include "sink.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka.h"
+#include "log.h"
+
+struct lapse_sink {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    lapse_sink_delivered_cb *cb;
+    void *ctx;
+};
+
+static void sink_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *conf_opaque)
+{
+    (void)rk;
+    struct lapse_sink *s = conf_opaque;
+    s->cb(s->ctx, m->_private, m->err == RD_KAFKA_RESP_ERR_NO_ERROR,
+          m->err ? rd_kafka_err2str(m->err) : NULL);
+}
+
+/* librdkafka's own log lines go through ours (rate-limited: a broker outage
+ * makes it chatty). */
+static void sink_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    static struct lapse_log_limit lim;
+    lapse_log_limited(&lim, 5, level <= 3 ? LAPSE_LOG_ERROR : level <= 4 ? LAPSE_LOG_WARN : LAPSE_LOG_INFO,
+                      "kafka %s: %s", fac, buf);
+}
+
+lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb, void *ctx,
+                           char *errstr, size_t size)
+{
+    lapse_sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(errstr, size, "out of memory");
+        return NULL;
+    }
+    s->cb = cb;
+    s->ctx = ctx;
+    /* message.timeout.ms stays below the lease: an event librdkafka gave up
+     * on is re-claimed from Redis when its lease runs out, never lost, and a
+     * still-queued one is not claimed a second time. */
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%d",
+             cfg->scanner_lease_ms > 2000 ? cfg->scanner_lease_ms - 1000 : cfg->scanner_lease_ms / 2);
+    const struct lapse_kv defaults[] = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "1"},
+        {"message.timeout.ms", timeout},
+        {"log.connection.close", "false"},
+    };
+    rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, sizeof defaults / sizeof *defaults,
+                                             errstr, size);
+    if (!conf) {
+        free(s);
+        return NULL;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, sink_dr);
+    rd_kafka_conf_set_log_cb(conf, sink_log);
+    rd_kafka_conf_set_opaque(conf, s);
+    char why[512];
+    s->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!s->rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(errstr, size, "kafka: %s", why);
+        free(s);
+        return NULL;
+    }
+    s->rkt = rd_kafka_topic_new(s->rk, cfg->kafka_topic, NULL);
+    if (!s->rkt) {
+        snprintf(errstr, size, "kafka: topic %s: %s", cfg->kafka_topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        lapse_sink_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void lapse_sink_free(lapse_sink *s)
+{
+    if (!s)
+        return;
+    if (s->rkt)
+        rd_kafka_topic_destroy(s->rkt);
+    if (s->rk) {
+        rd_kafka_purge(s->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(s->rk, 0); /* deliver the purge reports: callers free their records */
+        rd_kafka_destroy(s->rk);
+    }
+    free(s);
+}
+
+int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, char *value, size_t value_len,
+                    void *opaque, char *errstr, size_t size)
+{
+    if (rd_kafka_produce(s->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_FREE, value, value_len, key,
+                         key_len, opaque) == 0)
+        return 0;
+    snprintf(errstr, size, "kafka: %s", rd_kafka_err2str(rd_kafka_last_error()));
+    free(value);
+    return -1;
+}
+
+void lapse_sink_poll(lapse_sink *s, int timeout_ms) { rd_kafka_poll(s->rk, timeout_ms); }
+
+int lapse_sink_flush(lapse_sink *s, int timeout_ms)
+{
+    rd_kafka_flush(s->rk, timeout_ms);
+    return rd_kafka_outq_len(s->rk);
+}
+
+int lapse_sink_fatal(lapse_sink *s, char *errstr, size_t size)
+{
+    char why[512];
+    if (rd_kafka_fatal_error(s->rk, why, sizeof why) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    snprintf(errstr, size, "kafka fatal error: %s", why);
+    return 1;
+}

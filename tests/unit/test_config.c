@@ -1,0 +1,394 @@
+/*
+ * test_config — the config table: the example file, defaults, and one test
+ * per kind of error with its exact message. Each config text is written to a
+ * temp file; messages are compared with the temp path replaced by "FILE", so
+ * a check reads like what an operator sees.
+ */
+#include "config.h"
+#include "log.h"
+#include "t.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+/* The contract's three keys, one per line (lines 1..3). */
+#define MIN_NS "namespace = \"demo\";\n"
+#define MIN_REDIS "redis = { nodes = ( { host = \"127.0.0.1\"; port = 6379; } ); };\n"
+#define MIN_KAFKA "kafka = { brokers = \"127.0.0.1:9092\"; topic = \"lapse.timeouts\"; };\n"
+#define MIN MIN_NS MIN_REDIS MIN_KAFKA
+
+static char msg[256]; /* last error, temp path replaced by "FILE" */
+
+/* Writes `text` to a temp file, loads it into cfg with an errstr of `size`
+ * bytes and returns what lapse_config_load returned; the message lands in
+ * `msg`. */
+static int load_text_n(struct lapse_config *cfg, const char *text, size_t size)
+{
+    char path[] = "/tmp/lapse-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    size_t len = strlen(text);
+    REQUIRE(write(fd, text, len) == (ssize_t)len);
+    close(fd);
+
+    char err[256];
+    memset(err, 'x', sizeof err);
+    int rc = lapse_config_load(cfg, path, err, size);
+    CHECK(size == 0 || memchr(err, '\0', size) != NULL); /* terminated within size */
+    CHECK(size == sizeof err || err[size] == 'x');         /* nothing written past it */
+    unlink(path);
+    size_t plen = strlen(path);
+    if (strncmp(err, path, plen) == 0)
+        snprintf(msg, sizeof msg, "FILE%s", err + plen);
+    else
+        snprintf(msg, sizeof msg, "%s", err);
+    return rc;
+}
+
+static int load_text(struct lapse_config *cfg, const char *text)
+{
+    return load_text_n(cfg, text, 256);
+}
+
+static int all_zero(const struct lapse_config *cfg)
+{
+    static const struct lapse_config zero;
+    return memcmp(cfg, &zero, sizeof zero) == 0;
+}
+
+/* Loads `text`, expects failure with exactly `want`, and a zeroed cfg. */
+static void expect_err(const char *text, const char *want)
+{
+    struct lapse_config cfg;
+    CHECK(load_text(&cfg, text) == -1);
+    CHECK_STR(msg, want);
+    CHECK(all_zero(&cfg));
+    lapse_config_free(&cfg);
+}
+
+static void check_defaults(const struct lapse_config *c)
+{
+    CHECK(c->log_level == LAPSE_LOG_INFO);
+    CHECK(c->redis_connect_timeout_ms == 1000);
+    CHECK(c->redis_command_timeout_ms == 5000);
+    CHECK(c->nkafka_props == 0 && c->kafka_props == NULL);
+    CHECK(c->producer_batch == 1000);
+    CHECK(c->scanner_batch == 500);
+    CHECK(c->scanner_poll_ms == 10);
+    CHECK(c->scanner_lease_ms == 5000);
+    CHECK(c->scanner_max_inflight == 20000);
+}
+
+TEST(config_example_loads)
+{
+    struct lapse_config c;
+    char err[256] = "";
+    int rc = lapse_config_load(&c, "lapse.conf.example", err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "    %s\n", err);
+    REQUIRE(rc == 0);
+    CHECK_STR(err, "");
+    CHECK_STR(c.path, "lapse.conf.example");
+    CHECK_STR(c.ns, "demo");
+    REQUIRE(c.nnodes == 1);
+    CHECK_STR(c.nodes[0].host, "127.0.0.1");
+    CHECK(c.nodes[0].port == 6379);
+    CHECK(c.nodes[0].password == NULL);
+    CHECK(c.nodes[0].db == 0);
+    CHECK_STR(c.kafka_brokers, "127.0.0.1:9092");
+    CHECK_STR(c.kafka_topic, "lapse.timeouts");
+    check_defaults(&c); /* the example shows the defaults */
+    lapse_config_free(&c);
+    CHECK(all_zero(&c));
+}
+
+TEST(config_example_documents_every_key)
+{
+    static const char *const names[] = {
+        "namespace", "redis", "nodes", "host", "port", "password", "db",
+        "connect_timeout_ms", "command_timeout_ms", "kafka", "brokers", "topic",
+        "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
+        "lease_ms", "max_inflight",
+    };
+    FILE *f = fopen("lapse.conf.example", "r");
+    REQUIRE(f != NULL);
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s =", names[i]);
+        if (strstr(text, key) == NULL)
+            fprintf(stderr, "    not in example: %s\n", names[i]);
+        CHECK(strstr(text, key) != NULL);
+    }
+}
+
+TEST(config_minimal_gets_defaults)
+{
+    struct lapse_config c;
+    REQUIRE(load_text(&c, MIN) == 0);
+    CHECK_STR(msg, "");
+    CHECK_STR(c.ns, "demo");
+    REQUIRE(c.nnodes == 1);
+    CHECK(c.nodes[0].port == 6379 && c.nodes[0].db == 0 && c.nodes[0].password == NULL);
+    check_defaults(&c);
+    lapse_config_free(&c);
+}
+
+TEST(config_every_key_set)
+{
+    struct lapse_config c;
+    REQUIRE(load_text(&c, "namespace = \"a-b_c.d\";\n"
+                          "log_level = \"debug\";\n"
+                          "redis = {\n"
+                          "  nodes = ( { host = \"r1\"; port = 7000; },\n"
+                          "            { host = \"r2\"; port = 7001; password = \"pw\"; db = 15; } );\n"
+                          "  connect_timeout_ms = 10;\n"
+                          "  command_timeout_ms = 600000;\n"
+                          "};\n"
+                          "kafka = { brokers = \"k1:9092,k2:9092\"; topic = \"t\"; properties = (); };\n"
+                          "producer = { batch = 100000; };\n"
+                          "scanner = { batch = 1; poll_ms = 1000; lease_ms = 500; max_inflight = 10000000; };\n") == 0);
+    CHECK_STR(c.ns, "a-b_c.d");
+    CHECK(c.log_level == LAPSE_LOG_DEBUG);
+    REQUIRE(c.nnodes == 2);
+    CHECK_STR(c.nodes[0].host, "r1");
+    CHECK(c.nodes[0].port == 7000 && c.nodes[0].password == NULL && c.nodes[0].db == 0);
+    CHECK_STR(c.nodes[1].host, "r2");
+    CHECK(c.nodes[1].port == 7001 && c.nodes[1].db == 15);
+    CHECK_STR(c.nodes[1].password, "pw");
+    CHECK(c.redis_connect_timeout_ms == 10 && c.redis_command_timeout_ms == 600000);
+    CHECK_STR(c.kafka_brokers, "k1:9092,k2:9092");
+    CHECK_STR(c.kafka_topic, "t");
+    CHECK(c.nkafka_props == 0);
+    CHECK(c.producer_batch == 100000);
+    CHECK(c.scanner_batch == 1 && c.scanner_poll_ms == 1000);
+    CHECK(c.scanner_lease_ms == 500 && c.scanner_max_inflight == 10000000);
+    lapse_config_free(&c);
+}
+
+TEST(config_kafka_properties)
+{
+    struct lapse_config c;
+    REQUIRE(load_text(&c, MIN_NS MIN_REDIS
+                      "kafka = {\n"
+                      "  brokers = \"b:1\"; topic = \"t\";\n"
+                      "  properties = ( (\"security.protocol\", \"SASL_SSL\"),\n"
+                      "                 [\"sasl.password\", \"x=y\"],\n"
+                      "                 (\"linger.ms\", 5),\n"
+                      "                 (\"enable.idempotence\", true) );\n"
+                      "};\n") == 0);
+    REQUIRE(c.nkafka_props == 4);
+    CHECK_STR(c.kafka_props[0].key, "security.protocol");
+    CHECK_STR(c.kafka_props[0].value, "SASL_SSL");
+    CHECK_STR(c.kafka_props[1].key, "sasl.password");
+    CHECK_STR(c.kafka_props[1].value, "x=y");
+    CHECK_STR(c.kafka_props[2].key, "linger.ms");
+    CHECK_STR(c.kafka_props[2].value, "5");
+    CHECK_STR(c.kafka_props[3].key, "enable.idempotence");
+    CHECK_STR(c.kafka_props[3].value, "true");
+    lapse_config_free(&c);
+}
+
+TEST(config_kafka_properties_errors)
+{
+#define KAFKA_PROPS(p) MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; topic = \"t\";\n" p "\n};\n"
+    expect_err(KAFKA_PROPS("properties = { acks = \"all\"; };"),
+               "FILE:4: kafka.properties: expected a list ( (\"name\", \"value\"), ... )");
+    expect_err(KAFKA_PROPS("properties = ( (\"a\", \"1\"), (\"b\") );"),
+               "FILE:4: kafka.properties[1]: expected (\"name\", \"value\")");
+    expect_err(KAFKA_PROPS("properties = ( \"acks=all\" );"),
+               "FILE:4: kafka.properties[0]: expected (\"name\", \"value\")");
+    expect_err(KAFKA_PROPS("properties = ( (1, \"x\") );"),
+               "FILE:4: kafka.properties[0]: property name must be a non-empty string");
+    expect_err(KAFKA_PROPS("properties = ( (\"\", \"x\") );"),
+               "FILE:4: kafka.properties[0]: property name must be a non-empty string");
+    expect_err(KAFKA_PROPS("properties = ( (\"linger.ms\", 0.5) );"),
+               "FILE:4: kafka.properties[0]: linger.ms: value must be a string, integer or boolean");
+    expect_err(KAFKA_PROPS("properties = ( (\"acks\", \"1\"),\n(\"acks\", \"all\") );"),
+               "FILE:5: kafka.properties[1]: acks: given twice");
+#undef KAFKA_PROPS
+}
+
+TEST(config_unknown_keys)
+{
+    expect_err(MIN "bogus = 1;\n", "FILE:4: bogus: unknown key");
+    expect_err(MIN "scanner = {\n  batch = 5;\n  bacth = 6;\n};\n",
+               "FILE:6: scanner.bacth: unknown key");
+    expect_err(MIN_NS
+               "redis = { nodes = ( { host = \"a\"; port = 1; },\n"
+               "                    { host = \"b\"; port = 2; user = \"u\"; } ); };\n" MIN_KAFKA,
+               "FILE:3: redis.nodes[1].user: unknown key");
+    /* a known name in the wrong group is still unknown there */
+    expect_err(MIN "producer = { lease_ms = 5000; };\n", "FILE:4: producer.lease_ms: unknown key");
+    expect_err(MIN "nodes = ();\n", "FILE:4: nodes: unknown key");
+}
+
+TEST(config_wrong_types)
+{
+    expect_err(MIN "producer = { batch = \"10\"; };\n", "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "producer = { batch = 10.0; };\n", "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "producer = { batch = true; };\n", "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "log_level = 3;\n", "FILE:4: log_level: expected a string");
+    expect_err(MIN "scanner = 5;\n", "FILE:4: scanner: expected a group { ... }");
+    expect_err("namespace = [\"demo\"];\n" MIN_REDIS MIN_KAFKA, "FILE:1: namespace: expected a string");
+    expect_err(MIN_NS "redis = { nodes = { host = \"a\"; port = 1; }; };\n" MIN_KAFKA,
+               "FILE:2: redis.nodes: expected a list ( { host = ...; port = ...; }, ... )");
+    expect_err(MIN_NS "redis = { nodes = ( \"a:1\" ); };\n" MIN_KAFKA,
+               "FILE:2: redis.nodes[0]: expected a group { host = ...; port = ...; }");
+}
+
+TEST(config_out_of_range)
+{
+    expect_err(MIN_NS
+               "redis = {\n"
+               "  nodes = ( { host = \"a\"; port = 1; } );\n"
+               "  connect_timeout_ms = 9;\n"
+               "};\n" MIN_KAFKA,
+               "FILE:4: redis.connect_timeout_ms: must be 10..60000 (got 9)");
+    expect_err(MIN "scanner = { lease_ms = 600001; };\n",
+               "FILE:4: scanner.lease_ms: must be 500..600000 (got 600001)");
+    expect_err(MIN "scanner = { max_inflight = 0; };\n",
+               "FILE:4: scanner.max_inflight: must be 1..10000000 (got 0)");
+    expect_err(MIN "producer = { batch = -1; };\n", "FILE:4: producer.batch: must be 1..100000 (got -1)");
+    expect_err(MIN "scanner = { batch = 10000000000L; };\n",
+               "FILE:4: scanner.batch: must be 1..10000 (got 10000000000)");
+    expect_err(MIN "log_level = \"verbose\";\n",
+               "FILE:4: log_level: must be one of debug, info, warn, error");
+}
+
+TEST(config_missing_required)
+{
+    expect_err(MIN_REDIS MIN_KAFKA, "FILE: namespace: missing");
+    expect_err(MIN_NS MIN_KAFKA, "FILE: redis.nodes: missing");
+    expect_err(MIN_NS "redis = { };\n" MIN_KAFKA, "FILE: redis.nodes: missing");
+    expect_err(MIN_NS MIN_REDIS, "FILE: kafka.brokers: missing");
+    expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; };\n", "FILE: kafka.topic: missing");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; } ); };\n" MIN_KAFKA,
+               "FILE: redis.nodes[0].port: missing");
+    expect_err("", "FILE: namespace: missing");
+    /* file order first: a bad value is reported before a missing key */
+    expect_err("log_level = \"loud\";\n", "FILE:1: log_level: must be one of debug, info, warn, error");
+}
+
+TEST(config_namespace)
+{
+    expect_err("namespace = \"de:mo\";\n" MIN_REDIS MIN_KAFKA,
+               "FILE:1: namespace: must be 1..64 bytes of [A-Za-z0-9_.-]");
+    expect_err("namespace = \"\";\n" MIN_REDIS MIN_KAFKA,
+               "FILE:1: namespace: must be 1..64 bytes of [A-Za-z0-9_.-]");
+    expect_err("namespace = \"a b\";\n" MIN_REDIS MIN_KAFKA,
+               "FILE:1: namespace: must be 1..64 bytes of [A-Za-z0-9_.-]");
+    expect_err("namespace = \"{tag}\";\n" MIN_REDIS MIN_KAFKA,
+               "FILE:1: namespace: must be 1..64 bytes of [A-Za-z0-9_.-]");
+
+    char text[512], ns[LAPSE_NS_MAX + 2];
+    memset(ns, 'n', sizeof ns - 1);
+    ns[LAPSE_NS_MAX + 1] = '\0'; /* 65 bytes */
+    snprintf(text, sizeof text, "namespace = \"%s\";\n" MIN_REDIS MIN_KAFKA, ns);
+    expect_err(text, "FILE:1: namespace: must be 1..64 bytes of [A-Za-z0-9_.-]");
+
+    ns[LAPSE_NS_MAX] = '\0'; /* 64 bytes: fine */
+    snprintf(text, sizeof text, "namespace = \"%s\";\n" MIN_REDIS MIN_KAFKA, ns);
+    struct lapse_config c;
+    REQUIRE(load_text(&c, text) == 0);
+    CHECK_STR(c.ns, ns);
+    lapse_config_free(&c);
+}
+
+TEST(config_kafka_strings)
+{
+    expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"\"; topic = \"t\"; };\n",
+               "FILE:3: kafka.brokers: must not be empty");
+    expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; topic = \"a/b\"; };\n",
+               "FILE:3: kafka.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
+    char text[1024], topic[251];
+    memset(topic, 't', 250);
+    topic[250] = '\0';
+    snprintf(text, sizeof text, MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; topic = \"%s\"; };\n", topic);
+    expect_err(text, "FILE:3: kafka.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
+}
+
+TEST(config_nodes)
+{
+#define NODES(n) MIN_NS "redis = {\n  nodes = (\n" n "\n  );\n};\n" MIN_KAFKA
+    expect_err(NODES("{ host = \"a\"; port = 0; }"), "FILE:4: redis.nodes[0].port: must be 1..65535 (got 0)");
+    expect_err(NODES("{ host = \"a\"; port = 6379; },\n{ host = \"b\";\n  port = 65536; }"),
+               "FILE:6: redis.nodes[1].port: must be 1..65535 (got 65536)");
+    expect_err(NODES("{ host = \"a\"; port = \"6379\"; }"), "FILE:4: redis.nodes[0].port: expected an integer");
+    expect_err(NODES("{ host = \"\"; port = 1; }"), "FILE:4: redis.nodes[0].host: must be 1..255 bytes");
+    expect_err(NODES("{ host = \"a\"; port = 1; db = 16; }"), "FILE:4: redis.nodes[0].db: must be 0..15 (got 16)");
+    expect_err(NODES("{ host = \"a\"; port = 1; password = \"\"; }"),
+               "FILE:4: redis.nodes[0].password: must not be empty");
+    expect_err(NODES(""), "FILE:3: redis.nodes: must list 1..64 nodes");
+#undef NODES
+
+    /* 64 nodes load, 65 do not */
+    static char text[16384];
+    size_t off = (size_t)snprintf(text, sizeof text, MIN_NS "redis = { nodes = (");
+    for (int i = 0; i < 65; i++)
+        off += (size_t)snprintf(text + off, sizeof text - off, "%s{ host = \"h%d\"; port = %d; }",
+                                i ? ", " : "", i, 7000 + i);
+    snprintf(text + off, sizeof text - off, "); };\n" MIN_KAFKA);
+    expect_err(text, "FILE:2: redis.nodes: must list 1..64 nodes");
+    char *cut = strstr(text, ", { host = \"h64\"");
+    REQUIRE(cut != NULL);
+    snprintf(cut, sizeof text - (size_t)(cut - text), "); };\n" MIN_KAFKA);
+    struct lapse_config c;
+    REQUIRE(load_text(&c, text) == 0);
+    REQUIRE(c.nnodes == 64);
+    CHECK_STR(c.nodes[63].host, "h63");
+    CHECK(c.nodes[63].port == 7063);
+    lapse_config_free(&c);
+}
+
+TEST(config_syntax_errors)
+{
+    expect_err("namespace = \"demo\";\nredis = {\n  nodes = ( { host = ; } );\n};\n",
+               "FILE:3: syntax error");
+    expect_err(MIN "namespace = \"again\";\n", "FILE:4: syntax error: duplicate setting name");
+    expect_err(MIN "scanner = { batch = [1, \"x\"]; };\n", "FILE:4: syntax error: mismatched element type in array");
+}
+
+TEST(config_unreadable)
+{
+    struct lapse_config c;
+    char err[256];
+    CHECK(lapse_config_load(&c, "/nonexistent/lapse.conf", err, sizeof err) == -1);
+    CHECK_STR(err, "/nonexistent/lapse.conf: cannot read: No such file or directory");
+    CHECK(all_zero(&c));
+    CHECK(lapse_config_load(&c, "/tmp", err, sizeof err) == -1);
+    CHECK_STR(err, "/tmp: cannot read: Is a directory");
+    CHECK(all_zero(&c));
+}
+
+TEST(config_errstr_bounds)
+{
+    struct lapse_config c;
+    char err[12];
+    memset(err, 'x', sizeof err);
+    CHECK(lapse_config_load(&c, "/nonexistent/lapse.conf", err, 8) == -1);
+    CHECK(strlen(err) == 7); /* truncated, terminated, nothing past size */
+    CHECK(err[8] == 'x');
+    CHECK(load_text_n(&c, MIN "bogus = 1;\n", 8) == -1);  /* shorter than the path */
+    CHECK_STR(msg, "/tmp/la");
+    CHECK(load_text_n(&c, MIN "bogus = 1;\n", 45) == -1); /* cut inside the reason */
+    CHECK_STR(msg, "FILE:4: bogus: unkn");
+    CHECK(all_zero(&c));
+    CHECK(lapse_config_load(&c, "/nonexistent/lapse.conf", NULL, 0) == -1);
+    CHECK(all_zero(&c));
+}
+
+TEST(config_free_zeroed)
+{
+    struct lapse_config c;
+    memset(&c, 0, sizeof c);
+    lapse_config_free(&c);
+    lapse_config_free(NULL);
+    REQUIRE(load_text(&c, MIN) == 0);
+    lapse_config_free(&c);
+    CHECK(all_zero(&c));
+    lapse_config_free(&c); /* twice is fine: the first zeroed it */
+}

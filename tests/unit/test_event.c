@@ -1,0 +1,185 @@
+/*
+ * test_event — the exact bytes of the event JSON: consumers parse it, and the
+ * field names and order are part of the contract. Also checks that bytes
+ * which are not UTF-8 come out readable and recoverable (base64), and that
+ * JSON-special characters survive a round trip through a real parser.
+ */
+#include "event.h"
+#include "t.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+
+#define FFFD "\xef\xbf\xbd"
+
+/* Encodes ev and checks the output against want, length included. */
+static void check_json(const struct lapse_event *ev, const char *want)
+{
+    size_t len = 0;
+    char *got = lapse_event_encode(ev, &len);
+    REQUIRE(got != NULL);
+    CHECK_STR(got, want);
+    CHECK(len == strlen(got));
+    free(got);
+}
+
+static struct lapse_event base(void)
+{
+    struct lapse_event ev = {
+        .ns = "demo",
+        .id = "dev-42",
+        .id_len = 6,
+        .deadline_ms = INT64_C(1795303123000),
+        .fired_ms = INT64_C(1795303123004),
+        .shard = 5,
+    };
+    return ev;
+}
+
+TEST(event_full)
+{
+    struct lapse_event ev = base();
+    ev.payload = "hello world";
+    ev.payload_len = 11;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"hello world\"}");
+}
+
+TEST(event_without_payload)
+{
+    struct lapse_event ev = base();
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5}");
+}
+
+TEST(event_empty_payload_is_present)
+{
+    struct lapse_event ev = base();
+    ev.payload = "";
+    ev.payload_len = 0;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"\"}");
+}
+
+TEST(event_with_seq)
+{
+    struct lapse_event ev = base();
+    ev.payload = "p";
+    ev.payload_len = 1;
+    ev.seq = 3;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"p\",\"seq\":3}");
+    ev.payload = NULL;
+    ev.seq = 1;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,\"seq\":1}");
+}
+
+TEST(event_id_is_length_delimited)
+{
+    struct lapse_event ev = base();
+    ev.id = "dev-42-and-more";
+    ev.id_len = 6;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5}");
+}
+
+TEST(event_non_utf8_id)
+{
+    struct lapse_event ev = base();
+    ev.id = "a\xff" "b";
+    ev.id_len = 3;
+    ev.shard = 0;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"a" FFFD "b\",\"id_b64\":\"Yf9i\","
+                    "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":0}");
+}
+
+TEST(event_valid_utf8_passes_through)
+{
+    struct lapse_event ev = base();
+    ev.id = "caf\xc3\xa9-\xf0\x9f\x98\x80";
+    ev.id_len = 10;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"caf\xc3\xa9-\xf0\x9f\x98\x80\","
+                    "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":5}");
+}
+
+TEST(event_non_utf8_payload)
+{
+    /* overlong, surrogate, truncated, past U+10FFFF: each bad byte -> U+FFFD;
+     * the valid emoji and é after them stay. */
+    static const char p[] = "\xed\xa0\x80\xe2\x82\xf4\x90\x80\x80\xf0\x9f\x98\x80\xc3\xa9";
+    struct lapse_event ev = base();
+    ev.payload = p;
+    ev.payload_len = sizeof p - 1;
+    ev.seq = 2;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,"
+                    "\"payload\":\"" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD
+                    "\xf0\x9f\x98\x80\xc3\xa9\",\"payload_b64\":\"7aCA4oL0kICA8J+YgMOp\","
+                    "\"seq\":2}");
+}
+
+TEST(event_nul_is_replaced)
+{
+    struct lapse_event ev = base();
+    ev.payload = "x\0y";
+    ev.payload_len = 3;
+    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"shard\":5,"
+                    "\"payload\":\"x" FFFD "y\",\"payload_b64\":\"eAB5\"}");
+}
+
+TEST(event_base64_padding)
+{
+    /* 1, 2 and 3 bytes: two '=', one '=', none */
+    static const struct {
+        const char *id;
+        size_t n;
+        const char *b64;
+    } cases[] = {
+        {"\xff", 1, "/w=="},
+        {"\xff\xfe", 2, "//4="},
+        {"\xc0\x80", 2, "wIA="},
+        {"\xff\xfe\xfd", 3, "//79"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct lapse_event ev = base();
+        ev.id = cases[i].id;
+        ev.id_len = cases[i].n;
+        char *s = lapse_event_encode(&ev, NULL);
+        REQUIRE(s != NULL);
+        json_t *j = json_loads(s, 0, NULL);
+        REQUIRE(j != NULL);
+        CHECK_STR(json_string_value(json_object_get(j, "id_b64")), cases[i].b64);
+        CHECK(json_string_length(json_object_get(j, "id")) == 3 * cases[i].n);
+        json_decref(j);
+        free(s);
+    }
+}
+
+TEST(event_json_special_chars_round_trip)
+{
+    static const char p[] = "say \"hi\"\\ back\nslash / tab\t ctl\x01 end";
+    struct lapse_event ev = base();
+    ev.payload = p;
+    ev.payload_len = sizeof p - 1;
+    size_t len;
+    char *s = lapse_event_encode(&ev, &len);
+    REQUIRE(s != NULL);
+    CHECK_STR(s, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                 "\"fired_ms\":1795303123004,\"shard\":5,"
+                 "\"payload\":\"say \\\"hi\\\"\\\\ back\\nslash / tab\\t ctl\\u0001 end\"}");
+    CHECK(strchr(s, '\n') == NULL); /* one message, one line */
+
+    json_error_t e;
+    json_t *j = json_loadb(s, len, 0, &e);
+    REQUIRE(j != NULL);
+    json_t *v = json_object_get(j, "payload");
+    REQUIRE(json_is_string(v));
+    CHECK(json_string_length(v) == sizeof p - 1);
+    CHECK(memcmp(json_string_value(v), p, sizeof p - 1) == 0);
+    CHECK(json_object_get(j, "payload_b64") == NULL);
+    CHECK(json_integer_value(json_object_get(j, "deadline_ms")) == INT64_C(1795303123000));
+    json_decref(j);
+    free(s);
+}
