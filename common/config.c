@@ -2,9 +2,10 @@
  * config — loads and validates the libconfig file (see config.h).
  *
  * Why a table: every key lapse reads is one line of `config_keys` below (after
- * redis config.c), with its type, default, bounds and comment, so validation,
- * defaults and lapse.conf.example cannot drift apart silently; adding a key is
- * adding a line (plus its field in config.h and the example).
+ * redis config.c), with its type, default, bounds and comment, so checking and
+ * defaults come from one place; adding a key is adding a line (plus its field
+ * in config.h and its entry in lapse.conf.example, which the unit tests load
+ * and compare with these defaults).
  *
  * Invariants:
  *  - The whole file is checked before lapse_config_load returns 0: a key that
@@ -277,6 +278,8 @@ static int load_props(struct ctx *x, const config_setting_t *s, const char *full
         const char *name = config_setting_get_string(ks);
         if (name == NULL || name[0] == '\0')
             return fail(x, e, path, "property name must be a non-empty string");
+        if (strcmp(name, "bootstrap.servers") == 0 || strcmp(name, "metadata.broker.list") == 0)
+            return fail(x, e, path, "%s: set kafka.brokers instead", name);
         const char *value;
         switch (config_setting_type(vs)) {
         case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
@@ -312,6 +315,9 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
     case K_INT: {
         if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
             return fail(x, s, full, "expected an integer");
+        /* libconfig 1.5 wraps an unsuffixed literal beyond 32 bits into an
+         * int (4294967297 reads as 1) and gives us no way to tell; only
+         * "L"-suffixed literals arrive as INT64 with their real value. */
         long long v = config_setting_get_int64(s);
         if (v < k->min || v > k->max)
             return fail(x, s, full, "must be %lld..%lld (got %lld)", k->min, k->max, v);

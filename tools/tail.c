@@ -39,6 +39,7 @@
 #define UNPARSABLE_SHOW 80    /* bytes of a bad value shown */
 #define PAYLOAD_SHOW 200      /* bytes of a payload shown in demo format */
 #define MAX_CONF 64           /* -X properties */
+#define WARN_EVERY_MS 5000    /* at most one Kafka warning per this period */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -319,6 +320,31 @@ static int print_message(const struct opts *o, const rd_kafka_message_t *m) {
         return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
 }
 
+/*
+ * Reports a Kafka error on stderr, at most once per WARN_EVERY_MS: brokers
+ * that are down (on purpose, in tests) must not flood the output, but a
+ * tail that waits on a wrong address must not be silent either. librdkafka
+ * keeps retrying by itself; nothing here ends the tail.
+ */
+static void warn_kafka(const char *what) {
+        static long long last;
+        long long now = now_ms();
+
+        if (last != 0 && now - last < WARN_EVERY_MS)
+                return;
+        last = now;
+        fprintf(stderr, PROG ": warning: kafka: %s\n", what);
+}
+
+/* error_cb: runs on the main thread, inside rd_kafka_consumer_poll(). */
+static void on_error(rd_kafka_t *rk, int err, const char *reason,
+                     void *opaque) {
+        (void)rk;
+        (void)err;
+        (void)opaque;
+        warn_kafka(reason);
+}
+
 /* Sets one property or prints why not. Returns 0 or -1. */
 static int conf_set(rd_kafka_conf_t *conf, const char *name,
                     const char *value) {
@@ -347,10 +373,13 @@ static rd_kafka_t *consumer_new(const struct opts *o) {
             conf_set(conf, "enable.partition.eof", "false") == -1 ||
             conf_set(conf, "auto.offset.reset", "earliest") == -1 ||
             conf_set(conf, "fetch.wait.max.ms", "10") == -1 ||
-            conf_set(conf, "log_level", "3") == -1) {
+            conf_set(conf, "log_level", "2") == -1) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;
         }
+        /* Errors reach on_error once; librdkafka's own logs of the same
+         * events stay below log_level unless -X log_level=7 asks. */
+        rd_kafka_conf_set_error_cb(conf, on_error);
         for (i = 0; i < o->conf_cnt; i++) {
                 if (conf_set(conf, o->conf[i][0], o->conf[i][1]) == -1) {
                         rd_kafka_conf_destroy(conf);
@@ -448,13 +477,6 @@ static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
         return 0;
 }
 
-/* Errors that only mean "brokers are away for now": the consumer retries. */
-static int transient(rd_kafka_resp_err_t err) {
-        return err == RD_KAFKA_RESP_ERR__TRANSPORT ||
-               err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
-               err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
-}
-
 /*
  * Prints messages until the count, the deadline or a signal. Returns the
  * exit status.
@@ -475,9 +497,8 @@ static int tail(rd_kafka_t *rk, const struct opts *o, long long deadline) {
                 if (m == NULL)
                         continue;
                 if (m->err) {
-                        if (!transient(m->err))
-                                fprintf(stderr, PROG ": %s\n",
-                                        rd_kafka_message_errstr(m));
+                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                warn_kafka(rd_kafka_message_errstr(m));
                         rd_kafka_message_destroy(m);
                         continue;
                 }
