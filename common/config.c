@@ -91,7 +91,7 @@ static const struct key config_keys[] = {
     {"scanner.poll_ms", K_INT, 0, 10, NULL, 1, 1000, CFG(scanner_poll_ms),
      "longest idle wait before looking for due IDs again"},
     {"scanner.lease_ms", K_INT, 0, 5000, NULL, 500, 600000, CFG(scanner_lease_ms),
-     "claimed IDs and the shard lock return to others after this"},
+     "an unacknowledged claimed ID falls due again after this"},
     {"scanner.max_inflight", K_INT, 0, 20000, NULL, 1, 10000000,
      CFG(scanner_max_inflight), "claimed but unacknowledged IDs; claiming pauses here"},
 };

@@ -47,6 +47,14 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
     /* message.timeout.ms stays below the lease: an event librdkafka gave up
      * on is re-claimed from Redis when its lease runs out, never lost, and a
      * still-queued one is not claimed a second time. */
+    const char *user = lapse_kafka_prop(cfg, "message.timeout.ms");
+    if (user && (atol(user) <= 0 || atol(user) >= cfg->scanner_lease_ms)) {
+        /* 0 would mean "retry forever": the lease would run out under it */
+        snprintf(errstr, size, "%s: kafka.properties: message.timeout.ms: must be 1..%d (below scanner.lease_ms)",
+                 cfg->path, cfg->scanner_lease_ms - 1);
+        free(s);
+        return NULL;
+    }
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%d",
              cfg->scanner_lease_ms > 2000 ? cfg->scanner_lease_ms - 1000 : cfg->scanner_lease_ms / 2);

@@ -373,6 +373,9 @@ static rd_kafka_t *consumer_new(const struct opts *o) {
             conf_set(conf, "enable.partition.eof", "false") == -1 ||
             conf_set(conf, "auto.offset.reset", "earliest") == -1 ||
             conf_set(conf, "fetch.wait.max.ms", "10") == -1 ||
+            /* Back from a broker outage within a second, not the default
+             * ten (tests take brokers down on purpose). */
+            conf_set(conf, "reconnect.backoff.max.ms", "1000") == -1 ||
             conf_set(conf, "log_level", "2") == -1) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;

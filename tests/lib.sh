@@ -1,0 +1,579 @@
+# tests/lib.sh — sourced by every integration test (tests/integration/*.sh).
+#
+# Gives a test a private temp dir (its cwd), throwaway servers on 127.0.0.1
+# (redis-server, lapse-kafka-dev), the lapse programs, and assertions.
+#
+# Invariants:
+#  - every process a test starts goes through spawn() (or is a child of the
+#    test shell) and is killed by the EXIT trap, also when the test fails or
+#    is interrupted; tests/run additionally kills the test's process group;
+#  - every wait is bounded (wait_until), so a broken program fails a test
+#    instead of hanging it;
+#  - a daemon that dies without the test asking (crash, sanitizer abort) and
+#    any sanitizer report in a log fail the test, even if its checks passed;
+#  - on failure the tails of all daemon logs are printed.
+#
+# Environment: LAPSE_BIN (default bin, relative to the repo root),
+# LAPSE_TEST_DIR (set by tests/run; else a fresh mktemp dir),
+# LAPSE_KEEP_TMP=1 keeps the temp dir of a failed test.
+
+set -euo pipefail
+
+LAPSE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LAPSE_BIN=${LAPSE_BIN:-bin}
+[[ $LAPSE_BIN == /* ]] || LAPSE_BIN=$LAPSE_ROOT/$LAPSE_BIN
+LAPSE_SCRIPTS=$LAPSE_ROOT/scripts
+export LAPSE_BIN LAPSE_ROOT
+
+NS=${NS:-demo}                  # namespace written by write_config
+TOPIC=${TOPIC:-lapse.timeouts}  # event topic created by kafka_start
+TEST_NAME=$(basename "$0" .sh)
+
+if [[ -n ${LAPSE_TEST_DIR:-} ]]; then
+    T=$LAPSE_TEST_DIR
+    mkdir -p "$T"
+else
+    T=$(mktemp -d "${TMPDIR:-/tmp}/lapse-$TEST_NAME.XXXXXX")
+fi
+T=$(cd "$T" && pwd)
+cd "$T"
+CONF=$T/lapse.conf
+KAFKA_BROKERS=${KAFKA_BROKERS:-127.0.0.1:1}  # nothing listens there until kafka_start
+REDIS_PORT=
+SCANNER_CFG=${SCANNER_CFG:-"poll_ms = 10;"}
+
+# ---------------------------------------------------------------- assertions
+
+note() { echo "# $*"; }
+
+fail() {
+    echo "FAIL: $TEST_NAME: $*" >&2
+    exit 1
+}
+
+assert_eq() { # GOT WANT [WHAT]
+    [[ $1 == "$2" ]] || fail "${3:-value}: got '$1', want '$2'"
+}
+
+assert_ne() { # GOT UNWANTED [WHAT]
+    [[ $1 != "$2" ]] || fail "${3:-value}: got '$1', which it must not be"
+}
+
+_int() { [[ $1 =~ ^-?[0-9]+$ ]] || fail "${2:-value}: '$1' is not an integer"; }
+
+assert_le() { # A B [WHAT]: A <= B (integers)
+    _int "$1" "${3:-}"; _int "$2" "${3:-}"
+    (($1 <= $2)) || fail "${3:-value}: $1 is not <= $2"
+}
+
+assert_ge() { # A B [WHAT]: A >= B (integers)
+    _int "$1" "${3:-}"; _int "$2" "${3:-}"
+    (($1 >= $2)) || fail "${3:-value}: $1 is not >= $2"
+}
+
+assert_match() { # STRING ERE [WHAT]
+    [[ $1 =~ $2 ]] || fail "${3:-value}: '$1' does not match /$2/"
+}
+
+assert_file_match() { # FILE ERE [WHAT]: some line of FILE matches
+    grep -qE -- "$2" "$1" || {
+        echo "---- $1:" >&2
+        head -c 4000 "$1" >&2
+        fail "${3:-$(basename "$1")}: no line matches /$2/"
+    }
+}
+
+# ---------------------------------------------------------------- time, waits
+
+local_ms() { # the local wall clock in ms (use now_ms for the shard clock)
+    local t=${EPOCHREALTIME//[.,]/}
+    echo $((10#$t / 1000))
+}
+
+# wait_until TIMEOUT_MS 'shell condition': evaluates the condition every 20 ms
+# until it is true (return 0) or the time is up (return 1).
+wait_until() {
+    local _wu_end=$(($(local_ms) + $1))
+    while :; do
+        if eval "$2"; then return 0; fi
+        (($(local_ms) < _wu_end)) || return 1
+        sleep 0.02
+    done
+}
+
+# sleep until the shard clock reads at least MS
+sleep_until_ms() {
+    local now
+    now=$(now_ms)
+    while ((now < $1)); do
+        sleep "$(printf '0.%03d' $(((($1 - now) > 999 ? 999 : ($1 - now)))))"
+        now=$(now_ms)
+    done
+}
+
+# ---------------------------------------------------------------- processes
+
+declare -A _PID=() _WATCH=()
+_NAMES=()
+SPAWNED=
+
+_pid_alive() { # PID: running (not gone, not a zombie)
+    local s
+    read -r s 2>/dev/null </proc/"$1"/stat || return 1
+    s=${s##*) }
+    [[ ${s:0:1} != Z ]]
+}
+
+# spawn NAME CMD [ARGS...]: starts CMD in the background; stdin from
+# $SPAWN_STDIN (default /dev/null), stdout to $SPAWN_OUT (default
+# $T/NAME.log), stderr to $T/NAME.log. The name actually used (NAME, or
+# NAME.2, ... when taken) is left in SPAWNED. The process is watched: if it
+# dies before proc_stop/proc_kill9, the test fails.
+spawn() {
+    local name=$1 n=$1 i=2
+    shift
+    while [[ -n ${_PID[$n]:-} ]]; do n=$name.$((i++)); done
+    local in=${SPAWN_STDIN:-/dev/null} out=${SPAWN_OUT:-$T/$n.log}
+    "$@" <"$in" >>"$out" 2>>"$T/$n.log" &
+    _PID[$n]=$!
+    _WATCH[$n]=${SPAWN_WATCH:-1}
+    _NAMES+=("$n")
+    SPAWNED=$n
+}
+
+proc_pid() { echo "${_PID[$1]:?no process named $1}"; }
+
+proc_alive() { _pid_alive "${_PID[$1]:?no process named $1}"; }
+
+# proc_stop NAME [TIMEOUT_S [SIGNAL]]: sends SIGNAL (TERM) and waits for the
+# exit. Sets PROC_RC (exit status, 128+n for a signal) and PROC_MS (how long
+# the exit took). Fails the test if it is still running after TIMEOUT_S (10).
+proc_stop() {
+    local n=$1 to=${2:-10} sig=${3:-TERM} pid t0
+    pid=${_PID[$n]:?no process named $n}
+    _WATCH[$n]=0
+    t0=$(local_ms)
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    if ! wait_until $((to * 1000)) "! _pid_alive $pid"; then
+        kill -KILL "$pid" 2>/dev/null || true
+        fail "$n (pid $pid) still running ${to} s after SIG$sig"
+    fi
+    PROC_MS=$(($(local_ms) - t0))
+    PROC_RC=0
+    wait "$pid" 2>/dev/null || PROC_RC=$?
+}
+
+proc_kill9() { # NAME
+    local pid=${_PID[$1]:?no process named $1}
+    _WATCH[$1]=0
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+_proc_table() { # fills _PPID[pid] and _PGRP[pid] for every process
+    local f line pid rest
+    _PPID=() _PGRP=()
+    for f in /proc/[0-9]*/stat; do
+        read -r line 2>/dev/null <"$f" || continue
+        pid=${line%% *}
+        rest=${line##*) }
+        set -- $rest
+        _PPID[$pid]=$2
+        _PGRP[$pid]=$3
+    done
+}
+declare -A _PPID=() _PGRP=()
+
+_descendants() { # PID: prints every live descendant
+    local -a todo=("$1")
+    local p c
+    _proc_table
+    while ((${#todo[@]})); do
+        p=${todo[0]}
+        todo=("${todo[@]:1}")
+        for c in "${!_PPID[@]}"; do
+            if [[ ${_PPID[$c]} == "$p" && $c != "$BASHPID" ]]; then
+                echo "$c"
+                todo+=("$c")
+            fi
+        done
+    done
+}
+
+_dump_logs() {
+    local f
+    for f in "$T"/*.log "$T"/*.out "$T"/*.err; do
+        [[ -s $f ]] || continue
+        echo "---- $(basename "$f") (last 40 lines)"
+        tail -n 40 "$f" | cut -c1-400
+    done
+}
+
+_cleanup() {
+    local rc=$? n pid f
+    trap - EXIT
+    trap '' TERM INT HUP
+    set +e
+
+    for n in "${_NAMES[@]}"; do
+        if [[ ${_WATCH[$n]} == 1 ]] && ! _pid_alive "${_PID[$n]}"; then
+            wait "${_PID[$n]}" 2>/dev/null
+            echo "FAIL: $TEST_NAME: $n (pid ${_PID[$n]}) died unexpectedly (status $?)" >&2
+            rc=1
+        fi
+    done
+
+    # Everything still running that this shell started, tracked or not.
+    local -a pids=()
+    for n in "${_NAMES[@]}"; do
+        _pid_alive "${_PID[$n]}" && pids+=("${_PID[$n]}")
+    done
+    pids+=($(_descendants $$))
+    if ((${#pids[@]})); then
+        kill -TERM "${pids[@]}" 2>/dev/null
+        wait_until 3000 '_none_alive "${pids[@]}"' ||
+            kill -KILL "${pids[@]}" 2>/dev/null
+        for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
+    fi
+
+    # Sanitizer reports anywhere (also from programs that were killed or ran
+    # in the foreground with their stderr in a file).
+    f=$(grep -rlIE --exclude-dir='redis-*' \
+        'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error: ' "$T" 2>/dev/null)
+    if [[ -n $f ]]; then
+        echo "FAIL: $TEST_NAME: sanitizer report in: $f" >&2
+        grep -h -A 30 -E 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error: ' $f | head -n 80 >&2
+        rc=1
+    fi
+
+    if ((rc != 0)); then
+        _dump_logs >&2
+    fi
+    if ((rc != 0)) && [[ ${LAPSE_KEEP_TMP:-0} == 1 ]]; then
+        echo "# kept $T" >&2
+    elif [[ -n $T && $T != / ]]; then
+        rm -rf "$T"
+    fi
+    exit "$rc"
+}
+
+_none_alive() {
+    local p
+    for p; do _pid_alive "$p" && return 1; done
+    return 0
+}
+
+trap _cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------- ports
+
+_PORTS_GIVEN=" "
+
+# free_port: a TCP port in 20000-32767 (below Linux's ephemeral range) that
+# no socket uses now and that this test has not handed out before.
+free_port() {
+    local i port hex
+    for ((i = 0; i < 200; i++)); do
+        port=$((20000 + RANDOM % 12768))
+        [[ $_PORTS_GIVEN == *" $port "* ]] && continue
+        printf -v hex ':%04X ' "$port"
+        if ! grep -qF -- "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+            _PORTS_GIVEN+="$port "
+            echo "$port"
+            return 0
+        fi
+    done
+    fail "free_port: no free port found"
+}
+
+# ---------------------------------------------------------------- redis
+
+declare -A _REDIS_PORT=() _REDIS_ARGS=() _REDIS_PROC=()
+
+# redis_start NAME [redis-server args...]: a redis-server on 127.0.0.1, data
+# in $T/redis-NAME, no RDB snapshots, AOF off unless the args say
+# `--appendonly yes`. The first one started is the test's redis: REDIS_PORT,
+# used by rcli, now_ms and write_config.
+redis_start() {
+    local name=$1 attempt port
+    shift
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        if _redis_launch "$name" "$port" "$@"; then
+            _REDIS_ARGS[$name]=$(printf '%q ' "$@")
+            [[ -n $REDIS_PORT ]] || REDIS_PORT=$port
+            return 0
+        fi
+    done
+    fail "redis_start $name: could not start redis-server"
+}
+
+_redis_launch() { # NAME PORT ARGS...: 0 when it answers PING, 1 if the port was taken
+    local name=$1 port=$2 dir=$T/redis-$1
+    shift 2
+    mkdir -p "$dir"
+    spawn "redis-$name" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+        --save '' --appendonly no --daemonize no --logfile '' \
+        "$@"
+    local proc=$SPAWNED
+    _REDIS_PROC[$name]=$proc
+    _REDIS_PORT[$name]=$port
+    if wait_until 10000 "! proc_alive $proc || [[ \$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null) == PONG ]]" &&
+        proc_alive "$proc"; then
+        return 0
+    fi
+    _WATCH[$proc]=0
+    if grep -q 'Address already in use' "$T/$proc.log"; then
+        proc_kill9 "$proc"
+        return 1
+    fi
+    proc_kill9 "$proc"
+    tail -n 20 "$T/$proc.log" >&2
+    fail "redis-server $name did not start"
+}
+
+redis_port() { echo "${_REDIS_PORT[${1:-main}]:?no redis named ${1:-main}}"; }
+
+redis_stop() { # NAME: SIGTERM (an AOF is flushed), wait for the exit
+    proc_stop "${_REDIS_PROC[$1]:?no redis named $1}" 20
+}
+
+redis_kill9() { # NAME
+    proc_kill9 "${_REDIS_PROC[$1]:?no redis named $1}"
+}
+
+redis_restart() { # NAME: same port, dir and args (reloads its AOF)
+    local name=$1 args
+    eval "args=(${_REDIS_ARGS[$name]})"
+    if proc_alive "${_REDIS_PROC[$name]}"; then redis_stop "$name"; fi
+    _redis_launch "$name" "${_REDIS_PORT[$name]}" "${args[@]}" ||
+        fail "redis_restart $name: port ${_REDIS_PORT[$name]} taken meanwhile"
+}
+
+rcli() { # redis-cli against the test's redis (raw output)
+    redis-cli -h 127.0.0.1 -p "${REDIS_PORT:?no redis started}" "$@"
+}
+
+# now_ms: the shard clock (TIME of the test's redis), in ms
+now_ms() {
+    local -a t
+    mapfile -t t < <(rcli TIME)
+    [[ ${t[0]:-} =~ ^[0-9]+$ && ${t[1]:-} =~ ^[0-9]+$ ]] || fail "now_ms: redis TIME answered '${t[*]:-}'"
+    echo $((t[0] * 1000 + 10#${t[1]} / 1000))
+}
+
+# id_where ID: prints "SHARD SCORE" for the shard zset of namespace NS that
+# holds ID (shards taken from NS:layout), nothing when none does.
+id_where() {
+    rcli EVAL "
+        local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
+        local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
+        if p > n then n = p end
+        for s = 0, n - 1 do
+            local sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[2])
+            if sc then return s .. ' ' .. sc end
+        end
+        return ''" 0 "$NS" "$1"
+}
+
+id_score() { # ID: its score (deadline, or a lease ending in .5), or nothing
+    local w
+    w=$(id_where "$1")
+    echo "${w#* }"
+}
+
+id_shard() { # ID: the shard zset holding it, or nothing
+    local w
+    w=$(id_where "$1")
+    [[ -z $w ]] || echo "${w%% *}"
+}
+
+id_payload() { # ID: its stored payload (empty when none or not pending)
+    local s
+    s=$(id_shard "$1")
+    [[ -z $s ]] || rcli HGET "$NS:p:$s" "$1"
+}
+
+id_has_payload() { # ID: 0 when a payload is stored for it in any shard
+    local n
+    n=$(rcli EVAL "
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':p:*')) do
+            if redis.call('HEXISTS', k, ARGV[2]) == 1 then return 1 end
+        end
+        return 0" 0 "$NS" "$1")
+    [[ $n == 1 ]]
+}
+
+# ns_data_keys: how many zsets, payload and in-flight hashes NS has left
+ns_data_keys() {
+    rcli EVAL "return #redis.call('KEYS', ARGV[1] .. ':[zpf]:*')" 0 "$NS"
+}
+
+# ns_wait_empty [TIMEOUT_MS]: waits until every ID of NS is gone from Redis
+ns_wait_empty() {
+    wait_until "${1:-5000}" '[[ $(ns_data_keys) == 0 ]]' || {
+        rcli EVAL "local r = {} for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':[zpf]:*')) do
+                       r[#r + 1] = k .. ' ' .. redis.call('TYPE', k).ok end return r" 0 "$NS" | head -20 >&2
+        fail "namespace $NS still holds data after delivery"
+    }
+}
+
+is_lease() { [[ $1 == *.5 ]]; } # SCORE: a claimed ID's lease (claim + lease_ms + 0.5)
+
+ns_leases() { # how many IDs of NS are claimed (score x.5) right now
+    rcli EVAL "
+        local c = 0
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+            local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+            for i = 2, #m, 2 do
+                if string.sub(m[i], -2) == '.5' then c = c + 1 end
+            end
+        end
+        return c" 0 "$NS"
+}
+
+# hash_shard ID N: the shard of ID among N by the documented hash
+# (XXH64, seed 0), computed with xxhsum; nothing when xxhsum is missing.
+hash_shard() {
+    command -v xxhsum >/dev/null 2>&1 || return 0
+    local h
+    h=$(printf '%s' "$1" | xxhsum -H1 - | cut -d' ' -f1)
+    [[ $h =~ ^[0-9a-f]{16}$ ]] || fail "xxhsum printed '$h'"
+    echo $((16#${h:12:4} & ($2 - 1)))
+}
+
+# ---------------------------------------------------------------- kafka
+
+KAFKA_CTL_FD=
+
+# kafka_start [lapse-kafka-dev options...]: a mock Kafka with TOPIC (4
+# partitions unless the options say otherwise); sets KAFKA_BROKERS. Its stdin
+# is a FIFO kept open here, for kafka_ctl.
+kafka_start() {
+    mkfifo "$T/kafka.ctl"
+    exec {KAFKA_CTL_FD}<>"$T/kafka.ctl"
+    : >"$T/kafka.out"
+    SPAWN_STDIN=$T/kafka.ctl SPAWN_OUT=$T/kafka.out \
+        spawn kafka "$LAPSE_BIN/lapse-kafka-dev" --partitions 4 "$@" "$TOPIC"
+    wait_until 15000 '! proc_alive kafka || (($(_lines "$T/kafka.out") >= 1))' ||
+        fail "lapse-kafka-dev printed no bootstrap address within 15 s"
+    proc_alive kafka || fail "lapse-kafka-dev exited at start"
+    KAFKA_BROKERS=$(head -n 1 "$T/kafka.out")
+    assert_match "$KAFKA_BROKERS" '^[^ ]+:[0-9]+(,[^ ]+:[0-9]+)*$' "bootstrap address"
+}
+
+_lines() { local n; n=$(wc -l <"$1"); echo $((n)); }
+
+# kafka_ctl "COMMAND": sends a control line to lapse-kafka-dev and fails the
+# test unless it answers "ok" within 5 s.
+kafka_ctl() {
+    [[ -n $KAFKA_CTL_FD ]] || fail "kafka_ctl before kafka_start"
+    local before ans
+    before=$(_lines "$T/kafka.out")
+    printf '%s\n' "$*" >&"$KAFKA_CTL_FD"
+    wait_until 5000 '(($(_lines "$T/kafka.out") > before))' ||
+        fail "lapse-kafka-dev did not answer '$*'"
+    ans=$(sed -n "$((before + 1))p" "$T/kafka.out")
+    [[ $ans == ok ]] || fail "lapse-kafka-dev answered '$ans' to '$*'"
+}
+
+# events_read COUNT TIMEOUT_MS > FILE: the first COUNT events of TOPIC (from
+# the start of the topic), one JSON object a line; lapse-tail's status (1
+# when fewer arrived within TIMEOUT_MS).
+events_read() {
+    "$LAPSE_BIN/lapse-tail" -b "$KAFKA_BROKERS" -t "$TOPIC" --count "$1" --timeout-ms "$2" \
+        2>>"$T/tail.log"
+}
+
+# events_follow FILE: a background lapse-tail appending every event to FILE
+# until the test ends (or events_follow_stop).
+events_follow() {
+    SPAWN_OUT=$1 SPAWN_WATCH=0 spawn tail-follow "$LAPSE_BIN/lapse-tail" \
+        -b "$KAFKA_BROKERS" -t "$TOPIC" --count 100000000 --timeout-ms 600000
+    FOLLOW=$SPAWNED
+}
+
+events_follow_stop() { proc_stop "$FOLLOW" 5; }
+
+events_ids() { # FILE: the id of every complete event line (duplicates kept)
+    jq -R -r 'fromjson? | .id' "$1"
+}
+
+events_unique() { # FILE: how many distinct IDs
+    local n
+    n=$(events_ids "$1" | sort -u | wc -l)
+    echo $((n))
+}
+
+# events_wait_ids FILE N TIMEOUT_MS: waits until FILE holds N distinct IDs
+events_wait_ids() {
+    local _ew_file=$1 _ew_n=$2
+    wait_until "$3" '(($(events_unique "$_ew_file") >= _ew_n))' ||
+        fail "only $(events_unique "$1") of $2 distinct IDs arrived within $3 ms"
+}
+
+# ---------------------------------------------------------------- lapse
+
+# write_config [FILE [EXTRA]]: a config for the test's redis and kafka;
+# scanner settings from SCANNER_CFG (default "poll_ms = 10;"); EXTRA is
+# appended as top-level libconfig text.
+write_config() {
+    local f=${1:-$CONF}
+    cat >"$f" <<EOF
+namespace = "$NS";
+log_level = "${LOG_LEVEL:-info}";
+redis = { nodes = ( { host = "127.0.0.1"; port = ${REDIS_PORT:-1}; } ); };
+kafka = { brokers = "$KAFKA_BROKERS"; topic = "$TOPIC"; };
+scanner = { $SCANNER_CFG };
+${2:-}
+EOF
+}
+
+produce() { # [ARGS...] < LINES: lapse-producer -c CONF
+    "$LAPSE_BIN/lapse-producer" -c "$CONF" "$@"
+}
+
+scale() { # ARGS...: scripts/lapse-scale -c CONF
+    "$LAPSE_SCRIPTS/lapse-scale" -c "$CONF" "$@"
+}
+
+# scanner_start SHARD [ARGS...]: a scanner for SHARD in the background; its
+# process name (scanner-SHARD, scanner-SHARD.2, ...) is left in SCANNER.
+scanner_start() {
+    local shard=$1
+    shift
+    spawn "scanner-$shard" "$LAPSE_BIN/lapse-scanner" -c "$CONF" --shard "$shard" "$@"
+    SCANNER=$SPAWNED
+}
+
+scanners_start() { # N: one scanner for each of shards 0..N-1
+    local s
+    for ((s = 0; s < $1; s++)); do scanner_start "$s"; done
+}
+
+_scanner_names() { # [SHARD]: the running scanners (of SHARD)
+    local n
+    for n in "${_NAMES[@]}"; do
+        [[ $n == scanner-${1:-*} || $n == scanner-${1:-*}.* ]] || continue
+        proc_alive "$n" && echo "$n"
+    done
+    return 0
+}
+
+# scanner_stop [SHARD]: SIGTERM to the running scanners (of SHARD); each must
+# exit with status 0 within 10 s.
+scanner_stop() {
+    local n
+    for n in $(_scanner_names "${1:-}"); do
+        proc_stop "$n" 10
+        [[ $PROC_RC == 0 ]] || fail "$n exited with status $PROC_RC after SIGTERM"
+    done
+}
+
+scanner_kill9() { # [SHARD]
+    local n
+    for n in $(_scanner_names "${1:-}"); do proc_kill9 "$n"; done
+}
