@@ -5,7 +5,8 @@
 # never written by hand.
 #
 #   make                    build bin/*
-#   make test               unit + integration tests (installs deps if needed)
+#   make test               unit + integration tests (installs deps if needed);
+#                           T=0030 runs only the integration tests matching it
 #   make run                the embedded demo (local Redis + lapse-kafka-dev)
 #   make SANITIZE=address   build with AddressSanitizer (or =undefined)
 
@@ -43,7 +44,7 @@ PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner \
             $(TOOLS_SRC:tools/%.c=$(BIN)/lapse-%)
 UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
-.PHONY: all test unit integration run bench clean deps
+.PHONY: all test unit run clean deps
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: %.c
@@ -86,7 +87,7 @@ deps:
 # the runner's last line is "N passed, N failed".
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN)
-	@LAPSE_BIN=$(BIN) tests/run $(UNIT_BIN)
+	@LAPSE_BIN=$(BIN) tests/run $(UNIT_BIN) $(T)
 
 unit: $(UNIT_BIN)
 	$(UNIT_BIN)

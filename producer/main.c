@@ -103,11 +103,10 @@ static int serve(struct run *run)
             if (!nl)
                 break;
             size_t len = (size_t)(nl - (buf + pos));
-            lineno++;
             if (skipping)
-                skipping = 0;
+                skipping = 0; /* the end of an over-long line, counted already */
             else
-                handle_line(run, buf + pos, len, lineno);
+                handle_line(run, buf + pos, len, ++lineno);
             pos += len + 1;
         }
         memmove(buf, buf + pos, have - pos);

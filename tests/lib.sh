@@ -25,8 +25,8 @@ LAPSE_BIN=${LAPSE_BIN:-bin}
 LAPSE_SCRIPTS=$LAPSE_ROOT/scripts
 export LAPSE_BIN LAPSE_ROOT
 
-NS=${NS:-demo}                  # namespace written by write_config
-TOPIC=${TOPIC:-lapse.timeouts}  # event topic created by kafka_start
+NS=demo                # namespace written by write_config
+TOPIC=lapse.timeouts   # event topic created by kafka_start
 TEST_NAME=$(basename "$0" .sh)
 
 if [[ -n ${LAPSE_TEST_DIR:-} ]]; then
@@ -38,9 +38,9 @@ fi
 T=$(cd "$T" && pwd)
 cd "$T"
 CONF=$T/lapse.conf
-KAFKA_BROKERS=${KAFKA_BROKERS:-127.0.0.1:1}  # nothing listens there until kafka_start
-REDIS_PORT=
-SCANNER_CFG=${SCANNER_CFG:-"poll_ms = 10;"}
+KAFKA_BROKERS=127.0.0.1:1     # nothing listens there; kafka_start sets it
+REDIS_PORT=                    # the first redis_start sets it
+SCANNER_CFG="poll_ms = 10;"    # the scanner group of write_config
 
 # ---------------------------------------------------------------- assertions
 
@@ -106,7 +106,7 @@ sleep_until_ms() {
     local now
     now=$(now_ms)
     while ((now < $1)); do
-        sleep "$(printf '0.%03d' $(((($1 - now) > 999 ? 999 : ($1 - now)))))"
+        sleep "$(printf '0.%03d' $((($1 - now) > 999 ? 999 : $1 - now)))"
         now=$(now_ms)
     done
 }
@@ -204,8 +204,13 @@ _dump_logs() {
     local f
     for f in "$T"/*.log "$T"/*.out "$T"/*.err; do
         [[ -s $f ]] || continue
-        echo "---- $(basename "$f") (last 40 lines)"
-        tail -n 40 "$f" | cut -c1-400
+        if [[ $f == */redis-* ]]; then # the start-up banner says little
+            echo "---- $(basename "$f") (last 6 lines)"
+            tail -n 6 "$f" | cut -c1-300
+        else
+            echo "---- $(basename "$f") (last 40 lines)"
+            tail -n 40 "$f" | cut -c1-400
+        fi
     done
 }
 
@@ -215,7 +220,9 @@ _cleanup() {
     trap '' TERM INT HUP
     set +e
 
-    for n in "${_NAMES[@]}"; do
+    # (After a signal, everything in the process group got it too.)
+    [[ -z $_SIGNALLED ]] || echo "FAIL: $TEST_NAME: interrupted by SIG$_SIGNALLED" >&2
+    [[ -n $_SIGNALLED ]] || for n in "${_NAMES[@]}"; do
         if [[ ${_WATCH[$n]} == 1 ]] && ! _pid_alive "${_PID[$n]}"; then
             wait "${_PID[$n]}" 2>/dev/null
             echo "FAIL: $TEST_NAME: $n (pid ${_PID[$n]}) died unexpectedly (status $?)" >&2
@@ -228,7 +235,9 @@ _cleanup() {
     for n in "${_NAMES[@]}"; do
         _pid_alive "${_PID[$n]}" && pids+=("${_PID[$n]}")
     done
-    pids+=($(_descendants $$))
+    local -a desc
+    mapfile -t desc < <(_descendants $$)
+    pids+=("${desc[@]}")
     if ((${#pids[@]})); then
         kill -TERM "${pids[@]}" 2>/dev/null
         wait_until 3000 '_none_alive "${pids[@]}"' ||
@@ -264,16 +273,18 @@ _none_alive() {
 }
 
 trap _cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-trap 'exit 129' HUP
+_SIGNALLED=
+trap '_SIGNALLED=TERM; exit 143' TERM
+trap '_SIGNALLED=INT; exit 130' INT
+trap '_SIGNALLED=HUP; exit 129' HUP
 
 # ---------------------------------------------------------------- ports
 
 _PORTS_GIVEN=" "
 
-# free_port: a TCP port in 20000-32767 (below Linux's ephemeral range) that
-# no socket uses now and that this test has not handed out before.
+# free_port: prints (and leaves in FREE_PORT) a TCP port in 20000-32767
+# (below Linux's ephemeral range) that no socket uses now and that this test
+# has not handed out before (call it without $(...) for that to hold).
 free_port() {
     local i port hex
     for ((i = 0; i < 200; i++)); do
@@ -282,6 +293,7 @@ free_port() {
         printf -v hex ':%04X ' "$port"
         if ! grep -qF -- "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
             _PORTS_GIVEN+="$port "
+            FREE_PORT=$port
             echo "$port"
             return 0
         fi
@@ -301,7 +313,8 @@ redis_start() {
     local name=$1 attempt port
     shift
     for attempt in 1 2 3 4 5; do
-        port=$(free_port)
+        free_port >/dev/null
+        port=$FREE_PORT
         if _redis_launch "$name" "$port" "$@"; then
             _REDIS_ARGS[$name]=$(printf '%q ' "$@")
             [[ -n $REDIS_PORT ]] || REDIS_PORT=$port
@@ -416,7 +429,7 @@ ns_data_keys() {
 ns_wait_empty() {
     wait_until "${1:-5000}" '[[ $(ns_data_keys) == 0 ]]' || {
         rcli EVAL "local r = {} for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':[zpf]:*')) do
-                       r[#r + 1] = k .. ' ' .. redis.call('TYPE', k).ok end return r" 0 "$NS" | head -20 >&2
+                       r[#r + 1] = k .. ' ' .. redis.call('TYPE', k).ok end return r" 0 "$NS" | head -20 >&2 || true
         fail "namespace $NS still holds data after delivery"
     }
 }
@@ -492,7 +505,7 @@ events_read() {
 # until the test ends (or events_follow_stop).
 events_follow() {
     SPAWN_OUT=$1 SPAWN_WATCH=0 spawn tail-follow "$LAPSE_BIN/lapse-tail" \
-        -b "$KAFKA_BROKERS" -t "$TOPIC" --count 100000000 --timeout-ms 600000
+        -b "$KAFKA_BROKERS" -t "$TOPIC"
     FOLLOW=$SPAWNED
 }
 
@@ -500,6 +513,20 @@ events_follow_stop() { proc_stop "$FOLLOW" 5; }
 
 events_ids() { # FILE: the id of every complete event line (duplicates kept)
     jq -R -r 'fromjson? | .id' "$1"
+}
+
+# assert_never_early FILE: no event in FILE has fired_ms < deadline_ms
+assert_never_early() {
+    local early
+    early=$(jq -c -s '[.[] | select(.fired_ms < .deadline_ms)] | .[:3][]' "$1")
+    [[ -z $early ]] || fail "fired before the deadline: $early"
+}
+
+# assert_once FILE: no ID has two events in FILE
+assert_once() {
+    local dups
+    dups=$(jq -r -s 'map(.id) | group_by(.) | map(select(length > 1) | .[0]) | .[:5][]' "$1")
+    [[ -z $dups ]] || fail "delivered more than once: $dups"
 }
 
 events_unique() { # FILE: how many distinct IDs

@@ -8,17 +8,23 @@
  * so a bug there cannot hide itself from the tests that use this tool.
  *
  * How: an assign-only consumer. Partitions are found with a metadata request
- * (retried until the topic exists), then every partition is assigned from
- * its beginning. Nothing is ever committed and the consumer never joins a
- * group, so there is no rebalance delay and no state is left behind. The
- * group.id set below exists only because librdkafka's assign() refuses a
- * handle without one; it is unique per process.
+ * for all topics (retried until ours shows up; a request naming the topic
+ * could make the broker auto-create it with default settings), then every
+ * partition is assigned from its beginning (its low watermark). Nothing is
+ * ever committed and the
+ * consumer never joins a group, so there is no rebalance delay and no state
+ * is left behind. The group.id set below exists only because librdkafka
+ * 2.0's assign() refuses a handle without one; it is unique per process.
+ * Messages come out in order within a partition, interleaved across them.
  *
  * Invariants:
- *  - one message, one output line (json: the value verbatim; demo: control
- *    bytes escaped), flushed before the next message is read;
+ *  - one message, one output, flushed before the next message is read:
+ *    json prints the value verbatim (one line for lapse's events, which
+ *    never hold a raw newline); demo prints one line, control bytes escaped;
+ *  - the tail never creates, commits or changes anything in Kafka;
  *  - a value that is not a lapse event never stops the tail;
- *  - signals only set a flag; every wait is at most TICK_MS long.
+ *  - signals only set a flag; a signal is seen within TICK_MS (within
+ *    METADATA_MS while the topic is still being looked up).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -215,6 +221,13 @@ static void put_escaped(FILE *f, const char *p, size_t n) {
         }
 }
 
+/* put_escaped() of at most max bytes, then "..." if there was more. */
+static void put_clipped(FILE *f, const char *p, size_t n, size_t max) {
+        put_escaped(f, p, n > max ? max : n);
+        if (n > max)
+                fputs("...", f);
+}
+
 /* Local wall-clock HH:MM:SS.mmm of a Unix time in ms into buf (>= 16). */
 static void format_clock(long long unix_ms, char *buf, size_t size) {
         long long sec = unix_ms / 1000, ms = unix_ms % 1000;
@@ -242,6 +255,7 @@ static int print_demo_event(const char *val, size_t len) {
         json_error_t jerr;
         json_t *ev, *id, *dl, *fired, *shard, *ns, *payload, *seq;
         char clock[32];
+        json_int_t late;
 
         ev = json_loadb(val, len, 0, &jerr);
         if (ev == NULL)
@@ -255,7 +269,9 @@ static int print_demo_event(const char *val, size_t len) {
         seq     = json_object_get(ev, "seq");
         if (!json_is_object(ev) || !json_is_string(id) ||
             !json_is_integer(dl) || !json_is_integer(fired) ||
-            !json_is_integer(shard) || (ns != NULL && !json_is_string(ns))) {
+            !json_is_integer(shard) || (ns != NULL && !json_is_string(ns)) ||
+            __builtin_sub_overflow(json_integer_value(fired),
+                                   json_integer_value(dl), &late)) {
                 json_decref(ev);
                 return -1;
         }
@@ -264,27 +280,19 @@ static int print_demo_event(const char *val, size_t len) {
         fputs("timeout  ", stdout);
         put_escaped(stdout, json_string_value(id), json_string_length(id));
         printf("  deadline %s  fired %+lld ms late  shard %lld", clock,
-               (long long)(json_integer_value(fired) -
-                           json_integer_value(dl)),
+               (long long)late,
                (long long)json_integer_value(shard));
         if (json_is_string(payload)) {
-                size_t plen = json_string_length(payload);
-
                 fputs("  payload=", stdout);
-                put_escaped(stdout, json_string_value(payload),
-                            plen > PAYLOAD_SHOW ? PAYLOAD_SHOW : plen);
-                if (plen > PAYLOAD_SHOW)
-                        fputs("...", stdout);
+                put_clipped(stdout, json_string_value(payload),
+                            json_string_length(payload), PAYLOAD_SHOW);
         } else if (payload != NULL && !json_is_null(payload)) {
+                /* Not lapse's own (a string), but show what is there. */
                 char *dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
 
                 if (dump != NULL) {
-                        size_t dlen = strlen(dump);
-
                         fputs("  payload=", stdout);
-                        put_escaped(stdout, dump, dlen > PAYLOAD_SHOW
-                                                      ? PAYLOAD_SHOW
-                                                      : dlen);
+                        put_clipped(stdout, dump, strlen(dump), PAYLOAD_SHOW);
                         free(dump);
                 }
         }
@@ -412,6 +420,31 @@ static int wait_ms(long long deadline, int cap) {
 }
 
 /*
+ * Replaces each partition's logical BEGINNING by its low watermark, where
+ * the broker answers in time. Why: librdkafka 2.0 resolves a logical offset
+ * only once it knows the partition's leader, and when assign() comes right
+ * after the first metadata it often does not yet, so the lookup waits for a
+ * 500 ms retry timer; an absolute offset starts fetching at once. Partitions
+ * left at BEGINNING are still read from the beginning, only later.
+ */
+static void start_offsets(rd_kafka_t *rk,
+                          rd_kafka_topic_partition_list_t *parts,
+                          long long deadline) {
+        int64_t lo, hi;
+        int i;
+
+        for (i = 0; i < parts->cnt && !stop_requested; i++) {
+                rd_kafka_topic_partition_t *p = &parts->elems[i];
+                int ms = wait_ms(deadline, METADATA_MS);
+
+                if (ms > 0 && rd_kafka_query_watermark_offsets(
+                                  rk, p->topic, p->partition, &lo, &hi, ms) ==
+                                  RD_KAFKA_RESP_ERR_NO_ERROR)
+                        p->offset = lo;
+        }
+}
+
+/*
  * Finds the topic's partitions and assigns all of them from the beginning.
  * Retries while the topic does not exist yet (or the brokers cannot be
  * reached). Returns 0; 1 when stopped by a signal; -1 after printing why,
@@ -423,8 +456,7 @@ static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
         rd_kafka_message_t *m;
         int i, j;
 
-        while (parts == NULL && !stop_requested &&
-               (deadline == 0 || now_ms() < deadline)) {
+        while (!stop_requested && (deadline == 0 || now_ms() < deadline)) {
                 const struct rd_kafka_metadata *md = NULL;
                 int ms = wait_ms(deadline, METADATA_MS);
 
@@ -470,6 +502,7 @@ static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
                         "timeout: %s\n", topic, rd_kafka_err2str(err));
                 return -1;
         }
+        start_offsets(rk, parts, deadline);
         err = rd_kafka_assign(rk, parts);
         rd_kafka_topic_partition_list_destroy(parts);
         if (err) {

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# 0030-reset-wins: writes that land while an ID is being dispatched.
+#
+# The broker's round trip is made 2 s long, so a claimed batch stays in
+# flight. While A, B and C are claimed (their score is a lease, x.5):
+#   touch A +3000   -> kept: A stays pending with the new deadline and fires
+#                      again later with it (the old fire may arrive too)
+#   extend B +3000  -> kept, although +3000 is earlier than B's lease score
+#                      (extend compares with the in-flight deadline)
+#   cancel C        -> C is gone after the in-flight dispatch completes and
+#                      never fires a second time
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+write_config # lease_ms: default 5000
+scale init 1 >/dev/null
+scanner_start 0
+events_follow events.json
+
+# warm up the whole path before slowing it down
+echo "touch warm +0" | produce
+events_wait_ids events.json 1 10000
+
+kafka_ctl "rtt 1 2000"
+printf 'touch A +100 pa\ntouch B +100 pb\ntouch C +100 pc\n' | produce
+wait_until 5000 'is_lease "$(id_score A)" && is_lease "$(id_score B)" && is_lease "$(id_score C)"' ||
+    fail "A, B, C not all claimed within 5 s (scores: $(id_score A) $(id_score B) $(id_score C))"
+dA=$(rcli HGET "$NS:f:0" A)
+dB=$(rcli HGET "$NS:f:0" B)
+dC=$(rcli HGET "$NS:f:0" C)
+_int "$dA" "in-flight deadline of A"
+_int "$dB" "in-flight deadline of B"
+_int "$dC" "in-flight deadline of C"
+
+t1=$(now_ms)
+printf 'touch A +3000 pa2\nextend B +3000 pb2\ncancel C\n' | produce
+t2=$(now_ms)
+[[ $(rcli HLEN "$NS:f:0") != 0 ]] || fail "the dispatch completed before the resets landed (test too slow?)"
+newA=$(id_score A)
+newB=$(id_score B)
+assert_ge "$newA" $((t1 + 3000)) "A's new deadline"
+assert_le "$newA" $((t2 + 3000)) "A's new deadline"
+assert_ge "$newB" $((t1 + 3000)) "B's new deadline"
+assert_le "$newB" $((t2 + 3000)) "B's new deadline"
+assert_eq "$(id_score C)" "" "C's score after cancel"
+
+# the slow dispatch completes
+wait_until 10000 '[[ $(rcli HLEN "$NS:f:0") == 0 ]]' || fail "in-flight IDs not acknowledged within 10 s"
+kafka_ctl "rtt 1 0"
+assert_eq "$(id_score A)" "$newA" "A after its old deadline was delivered"
+assert_eq "$(id_score B)" "$newB" "B after its old deadline was delivered"
+assert_eq "$(id_payload A)" pa2 "A's payload"
+assert_eq "$(id_payload B)" pb2 "B's payload"
+assert_eq "$(id_score C)" "" "C after its dispatch completed"
+! id_has_payload C || fail "C's payload is still stored after cancel"
+
+# the new deadlines fire; C does not fire again
+events_wait_ids events.json 4 8000 # warm, A, B, C
+wait_until 8000 '(($(jq -c "select(.id == \"A\" or .id == \"B\")" events.json | wc -l) >= 4))' ||
+    fail "A and B did not fire with their new deadlines: $(jq -c 'select(.id != "warm")' events.json)"
+ns_wait_empty 3000
+sleep 0.3 # let a wrong extra event for C show
+events_follow_stop
+
+got() { jq -r --arg id "$1" 'select(.id == $id) | .deadline_ms' events.json | tr '\n' ' '; }
+assert_eq "$(got A)" "$dA $newA " "deadlines A fired with"
+assert_eq "$(got B)" "$dB $newB " "deadlines B fired with"
+assert_eq "$(got C)" "$dC " "deadlines C fired with"
+assert_eq "$(jq -r 'select(.id == "A" and .deadline_ms == '"$newA"') | .payload' events.json)" pa2 "A's second payload"
+assert_never_early events.json

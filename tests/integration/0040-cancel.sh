@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# 0040-cancel: of 50 IDs due in 1.5 s, 25 are cancelled before any scanner
+# runs; exactly the other 25 arrive, and nothing else does until well past
+# the deadline (1.5 s after it). Cancelled IDs lose their payloads too.
+# Cancelling an unknown ID is accepted silently.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start
+write_config
+scale init 2 >/dev/null
+
+t0=$(now_ms)
+for ((i = 0; i < 50; i++)); do printf 'touch c-%d +1500 payload-%d\n' "$i" "$i"; done | produce
+t1=$(now_ms)
+for ((i = 0; i < 50; i += 2)); do printf 'cancel c-%d\n' "$i"; done | produce
+
+for ((i = 0; i < 50; i++)); do
+    if ((i % 2 == 0)); then
+        assert_eq "$(id_score c-$i)" "" "score of cancelled c-$i"
+        ! id_has_payload c-$i || fail "payload of cancelled c-$i still stored"
+    else
+        s=$(id_score c-$i)
+        assert_ge "$s" $((t0 + 1500)) "deadline of c-$i"
+        assert_le "$s" $((t1 + 1500)) "deadline of c-$i"
+    fi
+done
+
+printf 'cancel never-touched\ncancel c-0\n' | produce 2>cancel.err ||
+    fail "cancel of an unknown ID: exit status $? ($(cat cancel.err))"
+! grep -q 'line [0-9]' cancel.err || fail "cancel of an unknown ID reported: $(cat cancel.err)"
+
+scanners_start 2
+# 26 never come: read until 1.5 s past the last deadline
+wait_ms=$((t1 + 1500 + 1500 - $(now_ms)))
+if events_read 26 "$wait_ms" >events.json; then
+    fail "a 26th event arrived: $(jq -c . events.json | tail -n 3)"
+fi
+jq -r .id events.json | sort >got
+for ((i = 1; i < 50; i += 2)); do echo "c-$i"; done | sort >want
+diff want got >d.diff || { cat d.diff >&2; fail "the events are not exactly the 25 IDs not cancelled"; }
+jq -s -e 'all(.[]; .payload == ("payload-" + (.id | ltrimstr("c-"))))' events.json >/dev/null ||
+    fail "wrong payload in an event"
+ns_wait_empty 3000
