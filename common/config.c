@@ -85,6 +85,8 @@ static const struct key config_keys[] = {
     {"producer", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-producer"},
     {"producer.batch", K_INT, 0, 1000, NULL, 1, 100000, CFG(producer_batch),
      "most operations sent to Redis in one flush"},
+    {"producer.slack_ms", K_INT, 0, 0, NULL, 0, 3600000, CFG(producer_slack_ms),
+     "extend only: skip writes moving a deadline less than this; 0 = exact"},
     {"scanner", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-scanner"},
     {"scanner.batch", K_INT, 0, 500, NULL, 1, 10000, CFG(scanner_batch),
      "most due IDs claimed in one round trip"},

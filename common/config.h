@@ -43,6 +43,7 @@ struct lapse_config {
     size_t nkafka_props;
 
     int producer_batch;              /* producer.batch: max ops per flush */
+    int producer_slack_ms;           /* producer.slack_ms: extend coalescing, 0 = off */
 
     int scanner_batch;               /* scanner.batch: max IDs per claim */
     int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */

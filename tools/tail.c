@@ -11,10 +11,10 @@
  * for all topics (retried until ours shows up; a request naming the topic
  * could make the broker auto-create it with default settings), then every
  * partition is assigned from its beginning (its low watermark). Nothing is
- * ever committed and the
- * consumer never joins a group, so there is no rebalance delay and no state
- * is left behind. The group.id set below exists only because librdkafka
- * 2.0's assign() refuses a handle without one; it is unique per process.
+ * ever committed and the consumer never joins a group, so there is no
+ * rebalance delay and no state is left behind. The group.id set below
+ * exists only because librdkafka 2.0's assign() refuses a handle without
+ * one; it is unique per process.
  * Messages come out in order within a partition, interleaved across them.
  *
  * Invariants:
@@ -421,27 +421,33 @@ static int wait_ms(long long deadline, int cap) {
 
 /*
  * Replaces each partition's logical BEGINNING by its low watermark, where
- * the broker answers in time. Why: librdkafka 2.0 resolves a logical offset
+ * the brokers answer in time. Why: librdkafka 2.0 resolves a logical offset
  * only once it knows the partition's leader, and when assign() comes right
  * after the first metadata it often does not yet, so the lookup waits for a
- * 500 ms retry timer; an absolute offset starts fetching at once. Partitions
- * left at BEGINNING are still read from the beginning, only later.
+ * 500 ms retry timer; an absolute offset starts fetching at once. One
+ * ListOffsets request per leader: in that request the "timestamp" -2
+ * (== RD_KAFKA_OFFSET_BEGINNING) means "earliest offset". Partitions the
+ * brokers did not answer for stay at BEGINNING: still read from the
+ * beginning, only later.
  */
 static void start_offsets(rd_kafka_t *rk,
                           rd_kafka_topic_partition_list_t *parts,
                           long long deadline) {
-        int64_t lo, hi;
+        rd_kafka_topic_partition_list_t *q =
+            rd_kafka_topic_partition_list_copy(parts);
+        int ms = wait_ms(deadline, METADATA_MS);
         int i;
 
-        for (i = 0; i < parts->cnt && !stop_requested; i++) {
-                rd_kafka_topic_partition_t *p = &parts->elems[i];
-                int ms = wait_ms(deadline, METADATA_MS);
-
-                if (ms > 0 && rd_kafka_query_watermark_offsets(
-                                  rk, p->topic, p->partition, &lo, &hi, ms) ==
-                                  RD_KAFKA_RESP_ERR_NO_ERROR)
-                        p->offset = lo;
+        if (ms > 0 && rd_kafka_offsets_for_times(rk, q, ms) ==
+                          RD_KAFKA_RESP_ERR_NO_ERROR) {
+                for (i = 0; i < q->cnt && i < parts->cnt; i++) {
+                        if (q->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                            q->elems[i].offset >= 0 &&
+                            q->elems[i].partition == parts->elems[i].partition)
+                                parts->elems[i].offset = q->elems[i].offset;
+                }
         }
+        rd_kafka_topic_partition_list_destroy(q);
 }
 
 /*
