@@ -100,3 +100,6 @@ clean:
 	rm -rf build bin
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# Fuzz targets and benchmarks bring their own rules.
+include tests/fuzz/fuzz.mk tests/bench/bench.mk

@@ -1,0 +1,2 @@
+# make bench: see tests/bench/run
+.PHONY: bench

@@ -1,0 +1,2 @@
+# make fuzz: see tests/fuzz/README (filled in by the fuzz work)
+.PHONY: fuzz
