@@ -64,6 +64,9 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
         {"linger.ms", "1"},
         {"message.timeout.ms", timeout},
         {"log.connection.close", "false"},
+        /* librdkafka backs reconnects off up to 10 s by default; a backlog
+         * held up by an outage should drain within a second of the return */
+        {"reconnect.backoff.max.ms", "1000"},
     };
     rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, sizeof defaults / sizeof *defaults,
                                              errstr, size);
