@@ -7,6 +7,9 @@
 
 #include "hash.h"
 
+const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS] = {
+    LAPSE_KEY_DUE, LAPSE_KEY_PAYLOAD, LAPSE_KEY_INFLIGHT, LAPSE_KEY_REPEAT};
+
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                     uint32_t shard)
 {

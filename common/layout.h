@@ -8,8 +8,8 @@
  *   state        "stable" or "splitting"
  *   nodes        "host:port" of each shard, comma-separated, in shard order
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
- * NS:p:I (hash ID -> payload) and NS:f:I (hash ID -> deadline while in
- * flight). Producers and scanners read the record; lapse-scale writes it.
+ * NS:p:I (hash ID -> payload), NS:f:I (hash ID -> deadline while in
+ * flight) and NS:r:I (hash ID -> "period_ms:fired" of repeating IDs). Producers and scanners read the record; lapse-scale writes it.
  */
 #ifndef LAPSE_LAYOUT_H
 #define LAPSE_LAYOUT_H
@@ -32,7 +32,12 @@ enum lapse_key_kind {
     LAPSE_KEY_DUE = 'z',      /* zset ID -> deadline */
     LAPSE_KEY_PAYLOAD = 'p',  /* hash ID -> payload */
     LAPSE_KEY_INFLIGHT = 'f', /* hash ID -> deadline of a claimed ID */
+    LAPSE_KEY_REPEAT = 'r',   /* hash ID -> "period_ms:fired" of a repeating ID */
 };
+
+/* The keys every shard script takes, in this order (see common/lua). */
+#define LAPSE_SHARD_NKEYS 4
+extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
 
 /* Writes "NS:K:SHARD" into buf; returns its length. */
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,

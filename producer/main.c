@@ -44,6 +44,7 @@ static void usage(FILE *out)
                  "Reads commands on stdin, one a line, and applies them:\n"
                  "  touch  <id> <when> [<payload>]\n"
                  "  extend <id> <when> [<payload>]\n"
+                 "  repeat <id> <when> <period_ms> [<payload>]\n"
                  "  cancel <id>\n"
                  "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
                  "Exit status is 1 if any line was rejected.\n");

@@ -25,12 +25,14 @@
 
 struct producer_op {
     uint32_t shard;
-    char op;                /* 't' touch, 'e' extend, 'c' cancel (apply.lua) */
+    char op;                /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
     int has_payload;
     size_t id_off, id_len;  /* in the arena */
     size_t pl_off, pl_len;  /* in the arena */
     char when[24];          /* "+ms" / "@ms" / "" */
     size_t when_len;
+    char period[24];        /* repeat: period ms, else "" */
+    size_t period_len;
     uint64_t tag;
 };
 
@@ -42,7 +44,7 @@ struct lapse_producer {
     const struct lapse_config *cfg;
     lapse_redis **nodes;           /* one per cfg->nodes entry */
     struct lapse_layout layout;
-    char (*keys)[3][KEY_MAX];      /* per shard: z, p, f key names */
+    char (*keys)[LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
     struct producer_op *ops;
     size_t nops, cap_ops;
     char *arena;
@@ -87,9 +89,8 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     if (!p->keys)
         goto oom;
     for (uint32_t s = 0; s < p->layout.shards; s++) {
-        lapse_key_shard(p->keys[s][0], KEY_MAX, cfg->ns, LAPSE_KEY_DUE, s);
-        lapse_key_shard(p->keys[s][1], KEY_MAX, cfg->ns, LAPSE_KEY_PAYLOAD, s);
-        lapse_key_shard(p->keys[s][2], KEY_MAX, cfg->ns, LAPSE_KEY_INFLIGHT, s);
+        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+            lapse_key_shard(p->keys[s][k], KEY_MAX, cfg->ns, lapse_shard_keys[k], s);
     }
     return p;
 oom:
@@ -136,10 +137,6 @@ static int producer_arena_put(lapse_producer *p, const char *b, size_t len, size
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size)
 {
-    if (cmd->op == LAPSE_OP_REPEAT) {
-        snprintf(errstr, size, "repeat is not supported by this version of lapse");
-        return -1;
-    }
     if (p->nops == p->cap_ops) {
         size_t cap = p->cap_ops ? p->cap_ops * 2 : 1024;
         struct producer_op *ops = realloc(p->ops, cap * sizeof *ops);
@@ -153,7 +150,12 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     struct producer_op *op = &p->ops[p->nops];
     memset(op, 0, sizeof *op);
     op->shard = lapse_shard_of(lapse_hash(cmd->id, cmd->id_len), p->layout.shards);
-    op->op = cmd->op == LAPSE_OP_TOUCH ? 't' : cmd->op == LAPSE_OP_EXTEND ? 'e' : 'c';
+    static const char codes[] = {[LAPSE_OP_TOUCH] = 't', [LAPSE_OP_EXTEND] = 'e',
+                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c'};
+    op->op = codes[cmd->op];
+    if (cmd->op == LAPSE_OP_REPEAT)
+        op->period_len = (size_t)snprintf(op->period, sizeof op->period, "%lld",
+                                          (long long)cmd->period_ms);
     op->tag = tag;
     if (cmd->when_kind != LAPSE_WHEN_NONE)
         op->when_len = (size_t)snprintf(op->when, sizeof op->when, "%c%lld",
@@ -192,8 +194,8 @@ static int producer_send_node(lapse_producer *p, lapse_redis *r, const size_t *o
 {
     for (size_t c = 0; c < ncalls; c++) {
         const struct producer_op *first = &p->ops[order[calls[c].first]];
-        int argc = 3;
-        for (int k = 0; k < 3; k++) {
+        int argc = LAPSE_SHARD_NKEYS;
+        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++) {
             argv[k] = p->keys[first->shard][k];
             argvlen[k] = strlen(argv[k]);
         }
@@ -202,10 +204,12 @@ static int producer_send_node(lapse_producer *p, lapse_redis *r, const size_t *o
             argv[argc] = &op->op, argvlen[argc++] = 1;
             argv[argc] = p->arena + op->id_off, argvlen[argc++] = op->id_len;
             argv[argc] = op->when, argvlen[argc++] = op->when_len;
+            argv[argc] = op->period, argvlen[argc++] = op->period_len;
             argv[argc] = op->has_payload ? "1" : "0", argvlen[argc++] = 1;
             argv[argc] = p->arena + op->pl_off, argvlen[argc++] = op->pl_len;
         }
-        if (lapse_redis_append_eval(r, LAPSE_SCRIPT_APPLY, 3, argc, argv, argvlen) < 0)
+        if (lapse_redis_append_eval(r, LAPSE_SCRIPT_APPLY, LAPSE_SHARD_NKEYS, argc, argv,
+                                    argvlen) < 0)
             return -1;
     }
     int retry = 0;
@@ -231,8 +235,8 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
     size_t *start = calloc(shards + 1, sizeof *start);
     size_t *order = malloc(p->nops * sizeof *order);
     struct producer_call *calls = malloc((p->nops + shards) * sizeof *calls);
-    const char **argv = malloc((3 + 5 * APPLY_CHUNK) * sizeof *argv);
-    size_t *argvlen = malloc((3 + 5 * APPLY_CHUNK) * sizeof *argvlen);
+    const char **argv = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argv);
+    size_t *argvlen = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argvlen);
     int rc = -1;
     if (!start || !order || !calls || !argv || !argvlen) {
         snprintf(errstr, size, "out of memory");

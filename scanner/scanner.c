@@ -32,7 +32,7 @@ struct lapse_scanner {
     lapse_redis *home;           /* cfg->nodes[0]: the layout */
     lapse_redis *node;           /* the shard's node (may be home) */
     struct lapse_layout layout;
-    char keys[3][KEY_MAX];       /* z, p, f of the shard */
+    char keys[LAPSE_SHARD_NKEYS][KEY_MAX]; /* the shard's keys, as common/lua takes them */
     lapse_sink *sink;
     struct flight *acks;         /* acknowledged, waiting for removal */
     size_t nacks;
@@ -78,10 +78,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     }
     s->cfg = cfg;
     s->shard = shard;
-    for (int k = 0; k < 3; k++)
-        lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns,
-                        (enum lapse_key_kind[]){LAPSE_KEY_DUE, LAPSE_KEY_PAYLOAD, LAPSE_KEY_INFLIGHT}[k],
-                        shard);
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+        lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
     s->home = lapse_redis_new(&cfg->nodes[0], cfg->redis_connect_timeout_ms,
                               cfg->redis_command_timeout_ms);
     s->sink = lapse_sink_new(cfg, scanner_delivered, s, errstr, size);
@@ -157,18 +155,19 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
  * outage outlasts the lease they fire again: at-least-once). */
 static void scanner_ack(lapse_scanner *s)
 {
-    const char *argv[3 + 2 * ACK_CHUNK];
-    size_t argvlen[3 + 2 * ACK_CHUNK];
+    const char *argv[LAPSE_SHARD_NKEYS + 2 * ACK_CHUNK];
+    size_t argvlen[LAPSE_SHARD_NKEYS + 2 * ACK_CHUNK];
     while (s->acks) {
-        int argc = 3;
-        for (int k = 0; k < 3; k++)
+        int argc = LAPSE_SHARD_NKEYS;
+        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
             argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
         struct flight *f = s->acks;
         for (int i = 0; f && i < ACK_CHUNK; i++, f = f->next) {
             argv[argc] = f->id, argvlen[argc++] = f->id_len;
             argv[argc] = f->lease, argvlen[argc++] = f->lease_len;
         }
-        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, 3, argc, argv, argvlen);
+        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, LAPSE_SHARD_NKEYS, argc, argv,
+                                         argvlen);
         if (!r || r->type == REDIS_REPLY_ERROR) {
             lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: ack: %s", s->shard,
                               r ? r->str : lapse_redis_errstr(s->node));
@@ -189,7 +188,8 @@ static void scanner_ack(lapse_scanner *s)
 /* Sends the event of one claimed ID; the flight record rides along as the
  * message's opaque and comes back in scanner_delivered. */
 static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long deadline,
-                             const redisReply *payload, const char *lease, size_t lease_len)
+                             const redisReply *payload, long long seq, const char *lease,
+                             size_t lease_len)
 {
     struct flight *f = malloc(sizeof *f + id->len);
     if (!f)
@@ -208,6 +208,7 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
         .shard = s->shard,
         .payload = payload->type == REDIS_REPLY_STRING ? payload->str : NULL,
         .payload_len = payload->type == REDIS_REPLY_STRING ? payload->len : 0,
+        .seq = seq,
     };
     size_t len;
     char *value = lapse_event_encode(&ev, &len);
@@ -232,12 +233,19 @@ static int scanner_claim(lapse_scanner *s, int want)
     char batch[16], lease_ms[16];
     snprintf(batch, sizeof batch, "%d", want);
     snprintf(lease_ms, sizeof lease_ms, "%d", s->cfg->scanner_lease_ms);
-    const char *argv[5] = {s->keys[0], s->keys[1], s->keys[2], batch, lease_ms};
-    size_t argvlen[5];
-    for (int i = 0; i < 5; i++)
+    enum { ARGC = LAPSE_SHARD_NKEYS + 2, PER_ID = 4 /* id, deadline, payload, seq */ };
+    const char *argv[ARGC];
+    size_t argvlen[ARGC];
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+        argv[k] = s->keys[k];
+    argv[LAPSE_SHARD_NKEYS] = batch;
+    argv[LAPSE_SHARD_NKEYS + 1] = lease_ms;
+    for (int i = 0; i < ARGC; i++)
         argvlen[i] = strlen(argv[i]);
-    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, 3, 5, argv, argvlen);
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 3 != 0) {
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, LAPSE_SHARD_NKEYS, ARGC, argv,
+                                     argvlen);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+        (r->elements - 3) % PER_ID != 0) {
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: claim: %s", s->shard,
                           !r ? lapse_redis_errstr(s->node)
                           : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -248,10 +256,10 @@ static int scanner_claim(lapse_scanner *s, int want)
     }
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
-    size_t claimed = (r->elements - 3) / 3;
+    size_t claimed = (r->elements - 3) / PER_ID;
     for (size_t i = 0; i < claimed; i++) {
-        redisReply **e = r->element + 3 + 3 * i;
-        scanner_dispatch(s, e[0], e[1]->integer, e[2], lease->str, lease->len);
+        redisReply **e = r->element + 3 + PER_ID * i;
+        scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str, lease->len);
     }
     freeReplyObject(r);
     if (claimed == (size_t)want)

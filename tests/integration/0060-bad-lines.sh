@@ -2,8 +2,7 @@
 # 0060-bad-lines: a producer fed a mix of good and bad lines reports each bad
 # one on stderr as "line N: reason" with the right N (blank lines count, are
 # not errors), exits 1, does not crash, and applies every good line, also
-# those after bad ones. repeat is rejected with a clear "not supported" error
-# in this version.
+# those after bad ones.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -46,8 +45,9 @@ add bad 'id|long|512'           'touch %s +1000' "$x513"
 add bad 'id|control|byte|char'  'touch tab\there +1000'
 LINE_PAYLOAD=- add good good-3 "extend good-3 @$b"
 add bad 'payload|long|large|size' 'touch big +1000 %s' "$p64k1"
-add bad 'repeat|support|implement' 'repeat rep-1 +1000 5000'
-add bad 'repeat|support|implement' 'repeat rep-2 +1000 5000 with payload'
+add bad 'period'                'repeat rep-1 +1000 0'
+add bad 'repeat|period'         'repeat rep-1b +1000'
+LINE_PAYLOAD='with payload' add good rep-2 'repeat rep-2 +600000 5000 with payload'
 add bad ''                      'touch'
 add bad ''                      'touch only-id'
 add bad ''                      'cancel'
