@@ -36,6 +36,8 @@
 #define NODES_MAX 64  /* redis.nodes upper bound */
 #define PATH_MAX_ 256 /* longest dotted key path we spell in a message */
 #define SEEN_MAX 32   /* entries a table may have (seen[] is on the stack) */
+#define RULES_MAX 256 /* ingress.rules upper bound */
+#define ID_MAX 512    /* LAPSE_ID_MAX of producer/line.h: an ID prefix is no longer */
 
 enum ktype {
     K_GROUP, /* a group whose keys are further entries of the same table */
@@ -44,7 +46,11 @@ enum ktype {
     K_NAME,  /* K_STR restricted to [A-Za-z0-9_.-] (Redis prefix, topic) */
     K_LEVEL, /* log level name, stored as an int (enum lapse_log_level) */
     K_NODES, /* redis.nodes: a list of groups checked against node_keys */
-    K_PROPS, /* kafka.properties: a list of ("name", value) pairs */
+    K_PROPS, /* a list of ("name", value) pairs: off = the struct lapse_kv *
+              * field, def = the offset of its size_t count */
+    K_TIME,  /* "arrival", "kafka" or "field", stored as an int
+              * (enum lapse_time_source) */
+    K_RULES, /* ingress.rules: a list of groups checked against rule_keys */
 };
 
 struct key {
@@ -60,6 +66,7 @@ struct key {
 
 #define CFG(f) offsetof(struct lapse_config, f)
 #define NODE(f) offsetof(struct lapse_redis_node, f)
+#define RULE(f) offsetof(struct lapse_ingress_rule, f)
 
 /* Order matters only for lapse.conf.example (same order) and for which
  * missing key is reported first. */
@@ -78,7 +85,7 @@ static const struct key config_keys[] = {
      "bootstrap.servers: host:port[,host:port...]"},
     {"kafka.topic", K_NAME, 1, 0, NULL, 1, 249, CFG(kafka_topic),
      "the topic that receives one event per fired deadline"},
-    {"kafka.properties", K_PROPS, 0, 0, NULL, 0, 0, 0,
+    {"kafka.properties", K_PROPS, 0, CFG(nkafka_props), NULL, 0, 0, CFG(kafka_props),
      "librdkafka properties passed through verbatim: ((\"name\", \"value\"), ...)"},
     {"log_level", K_LEVEL, 0, 0, "info", 0, 0, CFG(log_level),
      "debug, info, warn or error"},
@@ -96,6 +103,35 @@ static const struct key config_keys[] = {
      "an unacknowledged claimed ID falls due again after this"},
     {"scanner.max_inflight", K_INT, 0, 20000, NULL, 1, 10000000,
      CFG(scanner_max_inflight), "claimed but unacknowledged IDs; claiming pauses here"},
+    {"ingress", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-producer --from-kafka"},
+    {"ingress.topic", K_NAME, 0, 0, NULL, 1, 249, CFG(ingress_topic),
+     "the topic of command messages and raw signals (required by --from-kafka)"},
+    {"ingress.group", K_STR, 0, 0, NULL, 1, 255, CFG(ingress_group),
+     "the consumer group (required by --from-kafka)"},
+    {"ingress.dead_letter_topic", K_NAME, 0, 0, NULL, 1, 249, CFG(ingress_dead_letter_topic),
+     "a copy of every message not understood goes here; omit for none"},
+    {"ingress.rules", K_RULES, 0, 0, NULL, 0, RULES_MAX, 0,
+     "watchdog rules turning raw signals into extend; the first match wins"},
+    {"ingress.properties", K_PROPS, 0, CFG(ningress_props), NULL, 0, 0, CFG(ingress_props),
+     "librdkafka properties for the ingress consumer only, after kafka.properties"},
+};
+
+/* One element of ingress.rules; paths are relative to "ingress.rules[i]". */
+static const struct key rule_keys[] = {
+    {"id_prefix", K_STR, 0, 0, NULL, 1, ID_MAX, RULE(id_prefix),
+     "match: the ID starts with these bytes"},
+    {"match_field", K_STR, 0, 0, NULL, 1, 255, RULE(match_field),
+     "match: this top-level field of the JSON value ..."},
+    {"match_value", K_STR, 0, 0, NULL, 0, 0, RULE(match_value),
+     "... equals this (a string, or the JSON text of a number or boolean)"},
+    {"id_field", K_STR, 0, 0, NULL, 1, 255, RULE(id_field),
+     "the ID is this string field of the JSON value; omit: the message key"},
+    {"time", K_TIME, 0, 0, "arrival", 0, 0, RULE(time_source),
+     "arrival, kafka (message timestamp) or field (time_field, unix ms)"},
+    {"time_field", K_STR, 0, 0, "ts", 1, 255, RULE(time_field),
+     "with time = \"field\": the field holding the signal's unix ms"},
+    {"timeout_ms", K_INT, 1, 0, NULL, 1, 2147483647, RULE(timeout_ms),
+     "deadline = time + timeout_ms"},
 };
 
 /* One element of redis.nodes; paths are relative to "redis.nodes[i]". */
@@ -109,6 +145,7 @@ static const struct key node_keys[] = {
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
 _Static_assert(NKEYS(config_keys) <= SEEN_MAX, "raise SEEN_MAX");
 _Static_assert(NKEYS(node_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(NKEYS(rule_keys) <= SEEN_MAX, "raise SEEN_MAX");
 
 /* What one load is working on. */
 struct ctx {
@@ -254,21 +291,32 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
     return 0;
 }
 
-/* kafka.properties: ( ("name", value), ... ). A list of pairs rather than a
- * group because libconfig names cannot contain the dots librdkafka's names
- * have. Values may be strings, integers or booleans; they are kept as the
- * strings rd_kafka_conf_set wants. Names are not checked here (librdkafka
- * knows its own), but a name given twice is an error, not a silent override. */
-static int load_props(struct ctx *x, const config_setting_t *s, const char *full)
+/* Properties lapse sets itself on the ingress consumer: overriding them
+ * would break the commit rule, so naming them is an error. */
+static const char *const ingress_reserved[] = {
+    "group.id", "enable.auto.commit", "enable.auto.offset.store",
+};
+
+/* kafka.properties, ingress.properties: ( ("name", value), ... ). A list of
+ * pairs rather than a group because libconfig names cannot contain the dots
+ * librdkafka's names have. Values may be strings, integers or booleans; they
+ * are kept as the strings rd_kafka_conf_set wants. Names are not checked here
+ * (librdkafka knows its own), but a name given twice is an error, not a
+ * silent override. */
+static int load_props(struct ctx *x, const config_setting_t *s, const struct key *k,
+                      const char *full)
 {
+    struct lapse_kv **props = (struct lapse_kv **)((char *)x->cfg + k->off);
+    size_t *count = (size_t *)((char *)x->cfg + k->def);
+    int ingress = strcmp(k->path, "ingress.properties") == 0;
     if (!is_list(s))
         return fail(x, s, full, "expected a list ( (\"name\", \"value\"), ... )");
     int n = config_setting_length(s);
     if (n == 0)
         return 0;
-    if ((x->cfg->kafka_props = calloc((size_t)n, sizeof *x->cfg->kafka_props)) == NULL)
+    if ((*props = calloc((size_t)n, sizeof **props)) == NULL)
         return oom(x, full);
-    x->cfg->nkafka_props = (size_t)n;
+    *count = (size_t)n;
     for (int i = 0; i < n; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         char path[PATH_MAX_], num[32];
@@ -282,6 +330,10 @@ static int load_props(struct ctx *x, const config_setting_t *s, const char *full
             return fail(x, e, path, "property name must be a non-empty string");
         if (strcmp(name, "bootstrap.servers") == 0 || strcmp(name, "metadata.broker.list") == 0)
             return fail(x, e, path, "%s: set kafka.brokers instead", name);
+        for (size_t r = 0; ingress && r < NKEYS(ingress_reserved); r++)
+            if (strcmp(name, ingress_reserved[r]) == 0)
+                return fail(x, e, path, "%s: set by lapse (ingress.group; offsets are "
+                            "committed only once applied)", name);
         const char *value;
         switch (config_setting_type(vs)) {
         case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
@@ -294,13 +346,60 @@ static int load_props(struct ctx *x, const config_setting_t *s, const char *full
         default: return fail(x, e, path, "%s: value must be a string, integer or boolean", name);
         }
         for (int j = 0; j < i; j++)
-            if (strcmp(x->cfg->kafka_props[j].key, name) == 0)
+            if (strcmp((*props)[j].key, name) == 0)
                 return fail(x, e, path, "%s: given twice", name);
-        struct lapse_kv *kv = &x->cfg->kafka_props[i];
+        struct lapse_kv *kv = &(*props)[i];
         if ((kv->key = strdup(name)) == NULL || (kv->value = strdup(value)) == NULL)
             return oom(x, path);
     }
     return 0;
+}
+
+/* ingress.rules: 0..RULES_MAX groups, each checked against rule_keys, then
+ * for what one key alone cannot say: match_field and match_value come
+ * together, and time_field only means something with time = "field". */
+static int load_rules(struct ctx *x, const config_setting_t *s, const char *full)
+{
+    if (!is_list(s))
+        return fail(x, s, full, "expected a list ( { timeout_ms = ...; }, ... )");
+    int n = config_setting_length(s);
+    if (n > RULES_MAX)
+        return fail(x, s, full, "must list 0..%d rules", RULES_MAX);
+    if (n == 0)
+        return 0;
+    if ((x->cfg->ingress_rules = calloc((size_t)n, sizeof *x->cfg->ingress_rules)) == NULL)
+        return oom(x, full);
+    x->cfg->ningress_rules = (size_t)n;
+    int tf = find(rule_keys, NKEYS(rule_keys), "time_field");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        struct lapse_ingress_rule *r = &x->cfg->ingress_rules[i];
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (!config_setting_is_group(e))
+            return fail(x, e, path, "expected a group { timeout_ms = ...; }");
+        unsigned char seen[SEEN_MAX] = {0};
+        if (walk(x, e, rule_keys, NKEYS(rule_keys), seen, r, "", path) < 0 ||
+            fill(x, rule_keys, NKEYS(rule_keys), seen, r, path) < 0)
+            return -1;
+        if ((r->match_field == NULL) != (r->match_value == NULL))
+            return fail(x, e, path, "match_field and match_value go together");
+        if (seen[tf] && r->time_source != LAPSE_TIME_FIELD)
+            return fail(x, e, path, "time_field needs time = \"field\"");
+    }
+    return 0;
+}
+
+static const char *const time_names[] = {
+    [LAPSE_TIME_ARRIVAL] = "arrival", [LAPSE_TIME_KAFKA] = "kafka", [LAPSE_TIME_FIELD] = "field",
+};
+
+static int time_parse(const char *v)
+{
+    for (int i = 0; i < (int)NKEYS(time_names); i++)
+        if (strcmp(v, time_names[i]) == 0)
+            return i;
+    return -1;
 }
 
 /* Checks one setting against its table entry and stores it. */
@@ -328,10 +427,18 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
     }
     case K_STR:
     case K_NAME:
-    case K_LEVEL: {
+    case K_LEVEL:
+    case K_TIME: {
         if (t != CONFIG_TYPE_STRING)
             return fail(x, s, full, "expected a string");
         const char *v = config_setting_get_string(s);
+        if (k->type == K_TIME) {
+            int ts = time_parse(v);
+            if (ts < 0)
+                return fail(x, s, full, "must be one of arrival, kafka, field");
+            *(int *)((char *)base + k->off) = ts;
+            return 0;
+        }
         if (k->type != K_LEVEL)
             return check_str(x, s, k, full, v) < 0 ? -1 : store_str(x, k, base, full, v);
         int level = lapse_log_level_parse(v);
@@ -341,7 +448,8 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
         return 0;
     }
     case K_NODES: return load_nodes(x, s, full);
-    case K_PROPS: return load_props(x, s, full);
+    case K_PROPS: return load_props(x, s, k, full);
+    case K_RULES: return load_rules(x, s, full);
     }
     return fail(x, s, full, "internal error: bad table entry");
 }
@@ -383,6 +491,8 @@ static int fill(struct ctx *x, const struct key *tab, size_t n, const unsigned c
             *(int *)((char *)base + k->off) = (int)k->def;
         else if (k->type == K_LEVEL)
             *(int *)((char *)base + k->off) = lapse_log_level_parse(k->sdef);
+        else if (k->type == K_TIME)
+            *(int *)((char *)base + k->off) = time_parse(k->sdef);
         else if ((k->type == K_STR || k->type == K_NAME) && store_str(x, k, base, fullp, k->sdef) < 0)
             return -1;
     }
@@ -406,6 +516,33 @@ static int probe(const char *path, char *errstr, size_t size)
     if (e && errstr && size)
         snprintf(errstr, size, "%s: cannot read: %s", path, strerror(e));
     return e ? -1 : 0;
+}
+
+/* Topics that must differ: reading the event topic or the dead-letter topic
+ * as ingress would feed lapse's own output back into it. */
+static int check_topics(struct ctx *x, const config_t *lc)
+{
+    const struct lapse_config *c = x->cfg;
+    if (c->ingress_topic == NULL)
+        return 0;
+    if (strcmp(c->ingress_topic, c->kafka_topic) == 0)
+        return fail(x, config_lookup(lc, "ingress.topic"), "ingress.topic",
+                    "must differ from kafka.topic (the events lapse produces)");
+    if (c->ingress_dead_letter_topic && strcmp(c->ingress_dead_letter_topic, c->ingress_topic) == 0)
+        return fail(x, config_lookup(lc, "ingress.dead_letter_topic"), "ingress.dead_letter_topic",
+                    "must differ from ingress.topic");
+    return 0;
+}
+
+int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, size_t size)
+{
+    const char *key = !cfg->ingress_topic ? "ingress.topic" : !cfg->ingress_group ? "ingress.group"
+                                                                                  : NULL;
+    if (key == NULL)
+        return 0;
+    if (errstr && size)
+        snprintf(errstr, size, "%s: %s: missing (required by --from-kafka)", cfg->path, key);
+    return -1;
 }
 
 int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size)
@@ -440,8 +577,9 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     if ((cfg->path = strdup(path)) == NULL)
         oom(&x, "path");
     else if (walk(&x, config_root_setting(&lc), config_keys, NKEYS(config_keys), seen, cfg, "",
-                  "") == 0)
-        rc = fill(&x, config_keys, NKEYS(config_keys), seen, cfg, "");
+                  "") == 0 &&
+             fill(&x, config_keys, NKEYS(config_keys), seen, cfg, "") == 0)
+        rc = check_topics(&x, &lc);
     config_destroy(&lc);
     if (rc < 0)
         lapse_config_free(cfg);
@@ -460,6 +598,23 @@ void lapse_config_free(struct lapse_config *cfg)
         free(cfg->kafka_props[i].key);
         free(cfg->kafka_props[i].value);
     }
+    for (size_t i = 0; i < cfg->ningress_props; i++) {
+        free(cfg->ingress_props[i].key);
+        free(cfg->ingress_props[i].value);
+    }
+    for (size_t i = 0; i < cfg->ningress_rules; i++) {
+        struct lapse_ingress_rule *r = &cfg->ingress_rules[i];
+        free(r->id_prefix);
+        free(r->match_field);
+        free(r->match_value);
+        free(r->id_field);
+        free(r->time_field);
+    }
+    free(cfg->ingress_props);
+    free(cfg->ingress_rules);
+    free(cfg->ingress_dead_letter_topic);
+    free(cfg->ingress_group);
+    free(cfg->ingress_topic);
     free(cfg->nodes);
     free(cfg->kafka_props);
     free(cfg->path);

@@ -27,6 +27,24 @@ struct lapse_kv {
     char *value; /* its value, passed through verbatim */
 };
 
+/* Where a watchdog rule takes the signal's time from (ingress.rules[].time). */
+enum lapse_time_source {
+    LAPSE_TIME_ARRIVAL = 0, /* "arrival": when the write is applied (Redis clock) */
+    LAPSE_TIME_KAFKA,       /* "kafka": the Kafka message timestamp */
+    LAPSE_TIME_FIELD,       /* "field": a JSON field holding unix ms */
+};
+
+/* One watchdog rule (ingress.rules[i]); producer/watchdog.h applies them. */
+struct lapse_ingress_rule {
+    char *id_prefix;   /* match: the ID starts with this; NULL = any ID */
+    char *match_field; /* match: this top-level JSON field of the value ... */
+    char *match_value; /* ... equals this; both NULL or both set */
+    char *id_field;    /* the ID is this JSON string field; NULL = the message key */
+    int time_source;   /* enum lapse_time_source */
+    char *time_field;  /* LAPSE_TIME_FIELD: the field holding unix ms */
+    int timeout_ms;    /* deadline = time + timeout_ms */
+};
+
 struct lapse_config {
     char *path;                      /* the file it was loaded from */
     char *ns;                        /* namespace: prefix of every Redis key */
@@ -49,6 +67,16 @@ struct lapse_config {
     int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */
     int scanner_lease_ms;            /* scanner.lease_ms: in-flight lease */
     int scanner_max_inflight;        /* scanner.max_inflight: claim stops here */
+
+    /* ingress: lapse-producer --from-kafka; all optional at load time (see
+     * lapse_config_check_ingress). */
+    char *ingress_topic;             /* ingress.topic: commands and signals, or NULL */
+    char *ingress_group;             /* ingress.group: consumer group id, or NULL */
+    char *ingress_dead_letter_topic; /* ingress.dead_letter_topic, or NULL: none */
+    struct lapse_ingress_rule *ingress_rules; /* ingress.rules, first match wins */
+    size_t ningress_rules;
+    struct lapse_kv *ingress_props;  /* ingress.properties: consumer-only passthrough */
+    size_t ningress_props;
 };
 
 /*
@@ -57,6 +85,13 @@ struct lapse_config {
  * pass to lapse_config_free).
  */
 int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size);
+
+/*
+ * What --from-kafka needs beyond a loadable file: ingress.topic and
+ * ingress.group. Returns 0, or -1 with "FILE: ingress.topic: missing (...)"
+ * in errstr. Leaves `cfg` untouched.
+ */
+int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, size_t size);
 
 /* Frees everything lapse_config_load allocated; `cfg` may be all zeros. */
 void lapse_config_free(struct lapse_config *cfg);
