@@ -256,6 +256,29 @@ enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lap
     return LAPSE_LINE_OK;
 }
 
+int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size)
+{
+    if (cmd->op < LAPSE_OP_TOUCH || cmd->op > LAPSE_OP_CANCEL)
+        return fail(errstr, size, "unknown command"), -1;
+    if (!cmd->id || cmd->id_len == 0)
+        return fail(errstr, size, "%s needs an id", lapse_op_name(cmd->op)), -1;
+    if (check_id((struct field){cmd->id, cmd->id_len}, errstr, size) != LAPSE_LINE_OK)
+        return -1;
+    if (cmd->op == LAPSE_OP_CANCEL)
+        return 0;
+    if (cmd->when_kind != LAPSE_WHEN_REL && cmd->when_kind != LAPSE_WHEN_ABS)
+        return fail(errstr, size, "%s needs a time", lapse_op_name(cmd->op)), -1;
+    if (cmd->when_ms < 0 || cmd->when_ms > LAPSE_WHEN_MAX)
+        return fail(errstr, size, "time %lld out of range (0..%lld ms)", (long long)cmd->when_ms,
+                    (long long)LAPSE_WHEN_MAX), -1;
+    if (cmd->op == LAPSE_OP_REPEAT && (cmd->period_ms < 1 || cmd->period_ms > LAPSE_WHEN_MAX))
+        return fail(errstr, size, "period %lld out of range (1..%lld ms)",
+                    (long long)cmd->period_ms, (long long)LAPSE_WHEN_MAX), -1;
+    if (cmd->payload && cmd->payload_len > LAPSE_PAYLOAD_MAX)
+        return fail(errstr, size, "payload longer than %d bytes", LAPSE_PAYLOAD_MAX), -1;
+    return 0;
+}
+
 const char *lapse_op_name(enum lapse_op op)
 {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)

@@ -62,6 +62,14 @@ enum lapse_line_result {
 enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lapse_cmd *cmd,
                                         char *errstr, size_t size);
 
+/*
+ * Checks a command built by hand (the library's callers, the Kafka ingress)
+ * against the same rules the parser enforces: op, id bytes and length, time
+ * kind and range, period, payload size. Returns 0, or -1 with a short reason
+ * in errstr.
+ */
+int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size);
+
 /* "touch", "extend", "repeat", "cancel". */
 const char *lapse_op_name(enum lapse_op op);
 

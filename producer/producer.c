@@ -7,6 +7,12 @@
  * shard and chunk, then read the replies. One round trip per node per flush
  * is the whole cost of a batch; the Lua side (common/lua/apply.lua) does the
  * ZADD/HSET work and reads the shard's clock for relative times.
+ *
+ * Coalescing: a small open-addressing index (ID hash -> latest queued op of
+ * that ID) lets submit fold a new operation into the queued one when the
+ * pair has a single-operation equivalent (producer_fold). Folding happens
+ * in place, so the op keeps its position; per-ID order is all that matters,
+ * since different IDs never interact.
  */
 #include "producer.h"
 
@@ -19,20 +25,22 @@
 #include "hash.h"
 #include "layout.h"
 #include "redis.h"
+#include "slack.h"
 
 #define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 
 struct producer_op {
+    uint64_t hash;             /* lapse_hash of the ID */
     uint32_t shard;
-    char op;                /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
+    char op;                   /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
     int has_payload;
-    size_t id_off, id_len;  /* in the arena */
-    size_t pl_off, pl_len;  /* in the arena */
-    char when[24];          /* "+ms" / "@ms" / "" */
-    size_t when_len;
-    char period[24];        /* repeat: period ms, else "" */
-    size_t period_len;
+    enum lapse_when_kind kind; /* of when_ms */
+    int64_t when_ms;           /* as sent (slack included) */
+    int64_t period_ms;         /* repeat only */
+    size_t id_off, id_len;     /* in the arena */
+    size_t pl_off, pl_len;     /* in the arena */
+    size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
 };
 
@@ -42,13 +50,19 @@ struct producer_call {      /* one EVALSHA in a node's pipeline */
 
 struct lapse_producer {
     const struct lapse_config *cfg;
-    lapse_redis **nodes;           /* one per cfg->nodes entry */
+    struct lapse_config owned_cfg;  /* when opened from a file */
+    int owns_cfg;
+    lapse_redis **nodes;            /* one per cfg->nodes entry */
     struct lapse_layout layout;
     char (*keys)[LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
     struct producer_op *ops;
     size_t nops, cap_ops;
+    uint32_t *index;                /* op index + 1 of the latest op per ID; 0 = empty */
+    size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
+    lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
+    struct lapse_producer_stats stats;
     lapse_producer_error_cb *on_error;
     void *ctx;
 };
@@ -68,8 +82,15 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     p->cfg = cfg;
     p->on_error = on_error;
     p->ctx = ctx;
+    size_t slots = 2;
+    while (slots < 2 * (size_t)cfg->producer_batch)
+        slots *= 2;
+    p->index_mask = slots - 1;
+    p->index = calloc(slots, sizeof *p->index);
     p->nodes = calloc(cfg->nnodes, sizeof *p->nodes);
-    if (!p->nodes)
+    if (!p->index || !p->nodes)
+        goto oom;
+    if (cfg->producer_slack_ms > 0 && !(p->slack = lapse_slack_new()))
         goto oom;
     for (size_t i = 0; i < cfg->nnodes; i++)
         if (!(p->nodes[i] = lapse_redis_new(&cfg->nodes[i], cfg->redis_connect_timeout_ms,
@@ -88,16 +109,43 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     p->keys = calloc(p->layout.shards, sizeof *p->keys);
     if (!p->keys)
         goto oom;
-    for (uint32_t s = 0; s < p->layout.shards; s++) {
+    for (uint32_t s = 0; s < p->layout.shards; s++)
         for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
             lapse_key_shard(p->keys[s][k], KEY_MAX, cfg->ns, lapse_shard_keys[k], s);
-    }
     return p;
 oom:
     snprintf(errstr, size, "out of memory");
 fail:
     lapse_producer_free(p);
     return NULL;
+}
+
+lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
+                                    char *errstr, size_t size)
+{
+    struct lapse_config cfg;
+    if (lapse_config_load(&cfg, path, errstr, size) < 0)
+        return NULL;
+    /* The handle keeps the config by pointer: move it into a heap copy the
+     * handle owns before creating it. */
+    struct lapse_config *own = malloc(sizeof *own);
+    if (!own) {
+        lapse_config_free(&cfg);
+        snprintf(errstr, size, "out of memory");
+        return NULL;
+    }
+    *own = cfg;
+    lapse_producer *p = lapse_producer_new(own, on_error, ctx, errstr, size);
+    if (!p) {
+        lapse_config_free(own);
+        free(own);
+        return NULL;
+    }
+    p->owned_cfg = *own; /* same pointers: the handle owns them now */
+    free(own);
+    p->cfg = &p->owned_cfg;
+    p->owns_cfg = 1;
+    return p;
 }
 
 void lapse_producer_free(lapse_producer *p)
@@ -108,13 +156,22 @@ void lapse_producer_free(lapse_producer *p)
         lapse_redis_free(p->nodes[i]);
     free(p->nodes);
     lapse_layout_free(&p->layout);
+    lapse_slack_free(p->slack);
+    if (p->owns_cfg)
+        lapse_config_free(&p->owned_cfg);
     free(p->keys);
     free(p->ops);
+    free(p->index);
     free(p->arena);
     free(p);
 }
 
 size_t lapse_producer_pending(const lapse_producer *p) { return p->nops; }
+
+void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out)
+{
+    *out = p->stats;
+}
 
 static int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off)
 {
@@ -134,53 +191,258 @@ static int producer_arena_put(lapse_producer *p, const char *b, size_t len, size
     return 0;
 }
 
+/* The index slot of the ID: its latest queued op, or the empty slot where
+ * one goes. */
+static uint32_t *producer_slot(lapse_producer *p, uint64_t hash, const char *id, size_t len)
+{
+    for (size_t i = hash & p->index_mask;; i = (i + 1) & p->index_mask) {
+        uint32_t *slot = &p->index[i];
+        if (*slot == 0)
+            return slot;
+        const struct producer_op *op = &p->ops[*slot - 1];
+        if (op->hash == hash && op->id_len == len && memcmp(p->arena + op->id_off, id, len) == 0)
+            return slot;
+    }
+}
+
+enum fold {
+    FOLD_NONE,    /* no single equivalent: queue both */
+    FOLD_DROP,    /* the new op changes nothing after the queued one */
+    FOLD_REPLACE, /* the new op alone has the effect of both */
+    FOLD_TOUCH,   /* the queued touch/repeat becomes a touch to the new time,
+                     keeping its payload unless the new op brings one */
+};
+
+/*
+ * How the queued op `x` and the new command `y` (same ID, y after x)
+ * combine. Each op has three effects: on the deadline, on the payload (set,
+ * keep, delete) and on the repeat record; y replaces x only if it overrides
+ * all three. An extend's effect depends on the pending deadline, known
+ * exactly after a touch/repeat and bounded below after an extend, and only
+ * comparable when both times are of one kind (+rel within a batch share the
+ * moment the batch applies).
+ */
+static enum fold producer_fold(const struct producer_op *x, const struct lapse_cmd *y,
+                               int64_t y_when)
+{
+    int y_payload = y->payload != NULL;
+    switch (y->op) {
+    case LAPSE_OP_CANCEL:
+        return FOLD_REPLACE;
+    case LAPSE_OP_TOUCH:
+    case LAPSE_OP_REPEAT:
+        /* a payload-less y keeps the stored payload: only fine if x left it */
+        return y_payload || (!x->has_payload && x->op != 'c') ? FOLD_REPLACE : FOLD_NONE;
+    case LAPSE_OP_EXTEND:
+        if (x->op == 'c') /* nothing pending: the extend sets, like a touch */
+            return y_payload ? FOLD_TOUCH : FOLD_NONE;
+        if (x->kind != y->when_kind)
+            return FOLD_NONE;
+        if (y_when <= x->when_ms) /* pending is at least x's time already */
+            return FOLD_DROP;
+        if (x->op == 'e')
+            return y_payload || !x->has_payload ? FOLD_REPLACE : FOLD_NONE;
+        return FOLD_TOUCH; /* pending is exactly x's time; y moves it */
+    }
+    return FOLD_NONE;
+}
+
+/* Writes y's fields into op (whose ID bytes are already in the arena). */
+static int producer_fill(lapse_producer *p, struct producer_op *op, const struct lapse_cmd *y,
+                         int64_t when, uint64_t tag)
+{
+    static const char codes[] = {[LAPSE_OP_TOUCH] = 't', [LAPSE_OP_EXTEND] = 'e',
+                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c'};
+    op->op = codes[y->op];
+    op->kind = y->when_kind;
+    op->when_ms = when;
+    op->period_ms = y->op == LAPSE_OP_REPEAT ? y->period_ms : 0;
+    op->tag = tag;
+    op->has_payload = y->payload != NULL;
+    op->pl_len = 0;
+    if (y->payload) {
+        if (producer_arena_put(p, y->payload, y->payload_len, &op->pl_off) < 0)
+            return -1;
+        op->pl_len = y->payload_len;
+    }
+    return 0;
+}
+
+/* Bounded slack: decides whether an extend needs a write, and what time it
+ * writes. Returns 1 when the extend is absorbed. */
+static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
+                          int64_t *when)
+{
+    int64_t now = lapse_clock_ms();
+    if (cmd->op != LAPSE_OP_EXTEND) {
+        /* touch/repeat/cancel make the memory wrong; touch could be kept,
+         * but a later extend would then skip a write the repeat grid or a
+         * failed write needs: forget, the next extend writes. */
+        lapse_slack_forget(p->slack, hash, cmd->id, cmd->id_len);
+        return 0;
+    }
+    int64_t at = cmd->when_kind == LAPSE_WHEN_REL ? now + cmd->when_ms : cmd->when_ms;
+    if (lapse_slack_covered(p->slack, hash, cmd->id, cmd->id_len, at))
+        return 1;
+    int64_t slack = p->cfg->producer_slack_ms;
+    if (*when > LAPSE_WHEN_MAX - slack)
+        slack = LAPSE_WHEN_MAX - *when;
+    *when += slack;
+    /* Out of memory only costs the absorbing of this ID's next extends. */
+    (void)lapse_slack_set(p->slack, hash, cmd->id, cmd->id_len, at + slack, now);
+    return 0;
+}
+
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size)
 {
+    if (lapse_cmd_check(cmd, errstr, size) < 0)
+        return -1;
+    uint64_t hash = lapse_hash(cmd->id, cmd->id_len);
+    int64_t when = cmd->when_ms;
+    p->stats.submitted++;
+    if (p->slack && producer_slack(p, cmd, hash, &when)) {
+        p->stats.absorbed++;
+        return 0;
+    }
+    uint32_t *slot = producer_slot(p, hash, cmd->id, cmd->id_len);
+    if (*slot) {
+        struct producer_op *x = &p->ops[*slot - 1];
+        enum fold f = producer_fold(x, cmd, when);
+        if (f != FOLD_NONE)
+            p->stats.coalesced++;
+        if (f == FOLD_DROP)
+            return 0;
+        if (f == FOLD_REPLACE || f == FOLD_TOUCH) {
+            int keep_payload = f == FOLD_TOUCH && !cmd->payload && x->has_payload;
+            size_t pl_off = x->pl_off, pl_len = x->pl_len;
+            if (producer_fill(p, x, cmd, when, tag) < 0)
+                goto oom;
+            if (f == FOLD_TOUCH) {
+                x->op = 't';
+                x->period_ms = 0;
+            }
+            if (keep_payload) {
+                x->has_payload = 1;
+                x->pl_off = pl_off;
+                x->pl_len = pl_len;
+            }
+            return 0;
+        }
+    }
     if (p->nops == p->cap_ops) {
         size_t cap = p->cap_ops ? p->cap_ops * 2 : 1024;
         struct producer_op *ops = realloc(p->ops, cap * sizeof *ops);
-        if (!ops) {
-            snprintf(errstr, size, "out of memory");
-            return -1;
-        }
+        if (!ops)
+            goto oom;
         p->ops = ops;
         p->cap_ops = cap;
     }
     struct producer_op *op = &p->ops[p->nops];
     memset(op, 0, sizeof *op);
-    op->shard = lapse_shard_of(lapse_hash(cmd->id, cmd->id_len), p->layout.shards);
-    static const char codes[] = {[LAPSE_OP_TOUCH] = 't', [LAPSE_OP_EXTEND] = 'e',
-                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c'};
-    op->op = codes[cmd->op];
-    if (cmd->op == LAPSE_OP_REPEAT)
-        op->period_len = (size_t)snprintf(op->period, sizeof op->period, "%lld",
-                                          (long long)cmd->period_ms);
-    op->tag = tag;
-    if (cmd->when_kind != LAPSE_WHEN_NONE)
-        op->when_len = (size_t)snprintf(op->when, sizeof op->when, "%c%lld",
-                                        cmd->when_kind == LAPSE_WHEN_REL ? '+' : '@',
-                                        (long long)cmd->when_ms);
-    if (producer_arena_put(p, cmd->id, cmd->id_len, &op->id_off) < 0 ||
-        (cmd->payload && producer_arena_put(p, cmd->payload, cmd->payload_len, &op->pl_off) < 0)) {
-        snprintf(errstr, size, "out of memory");
-        return -1;
-    }
+    op->hash = hash;
+    op->shard = lapse_shard_of(hash, p->layout.shards);
+    if (producer_arena_put(p, cmd->id, cmd->id_len, &op->id_off) < 0)
+        goto oom;
     op->id_len = cmd->id_len;
-    op->has_payload = cmd->payload != NULL;
-    op->pl_len = cmd->payload ? cmd->payload_len : 0;
-    p->nops++;
+    if (producer_fill(p, op, cmd, when, tag) < 0)
+        goto oom;
+    op->slot = (size_t)(slot - p->index);
+    *slot = (uint32_t)++p->nops; /* the latest op of this ID from now on */
     if (p->nops >= (size_t)p->cfg->producer_batch)
         return lapse_producer_flush(p, errstr, size);
     return 0;
+oom:
+    snprintf(errstr, size, "out of memory");
+    return -1;
+}
+
+static int producer_cmd(lapse_producer *p, enum lapse_op opcode, const char *id, size_t id_len,
+                        enum lapse_when_kind kind, int64_t when_ms, int64_t period_ms,
+                        const char *payload, size_t payload_len, uint64_t tag, char *errstr,
+                        size_t size)
+{
+    struct lapse_cmd cmd = {
+        .op = opcode,
+        .id = id,
+        .id_len = id_len,
+        .when_kind = kind,
+        .when_ms = when_ms,
+        .period_ms = period_ms,
+        .payload = payload,
+        .payload_len = payload_len,
+    };
+    return lapse_producer_submit(p, &cmd, tag, errstr, size);
+}
+
+int lapse_producer_touch(lapse_producer *p, const char *id, size_t id_len,
+                         enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                         size_t payload_len, uint64_t tag, char *errstr, size_t size)
+{
+    return producer_cmd(p, LAPSE_OP_TOUCH, id, id_len, kind, when_ms, 0, payload, payload_len, tag,
+                        errstr, size);
+}
+
+int lapse_producer_extend(lapse_producer *p, const char *id, size_t id_len,
+                          enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                          size_t payload_len, uint64_t tag, char *errstr, size_t size)
+{
+    return producer_cmd(p, LAPSE_OP_EXTEND, id, id_len, kind, when_ms, 0, payload, payload_len,
+                        tag, errstr, size);
+}
+
+int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
+                          enum lapse_when_kind kind, int64_t when_ms, int64_t period_ms,
+                          const char *payload, size_t payload_len, uint64_t tag, char *errstr,
+                          size_t size)
+{
+    return producer_cmd(p, LAPSE_OP_REPEAT, id, id_len, kind, when_ms, period_ms, payload,
+                        payload_len, tag, errstr, size);
+}
+
+int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
+                          char *errstr, size_t size)
+{
+    return producer_cmd(p, LAPSE_OP_CANCEL, id, id_len, LAPSE_WHEN_NONE, 0, 0, NULL, 0, tag,
+                        errstr, size);
 }
 
 static void producer_report(lapse_producer *p, const size_t *idx, size_t n, const char *reason)
 {
+    p->stats.failed += n;
     if (!p->on_error)
         return;
     for (size_t i = 0; i < n; i++)
         p->on_error(p->ctx, p->ops[idx[i]].tag, reason);
+}
+
+/* The argv of one apply.lua call: the shard's keys, then 6 fields per op. */
+static int producer_build_call(lapse_producer *p, const size_t *order, struct producer_call call,
+                               const char **argv, size_t *argvlen, char (*nums)[2][24])
+{
+    uint32_t shard = p->ops[order[call.first]].shard;
+    int argc = LAPSE_SHARD_NKEYS;
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++) {
+        argv[k] = p->keys[shard][k];
+        argvlen[k] = strlen(argv[k]);
+    }
+    for (size_t i = 0; i < call.count; i++) {
+        const struct producer_op *op = &p->ops[order[call.first + i]];
+        char *when = nums[i][0], *period = nums[i][1];
+        size_t when_len = 0, period_len = 0;
+        if (op->op != 'c')
+            when_len = (size_t)snprintf(when, 24, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
+                                        (long long)op->when_ms);
+        if (op->op == 'r')
+            period_len = (size_t)snprintf(period, 24, "%lld", (long long)op->period_ms);
+        argv[argc] = &op->op, argvlen[argc++] = 1;
+        argv[argc] = p->arena + op->id_off, argvlen[argc++] = op->id_len;
+        argv[argc] = when, argvlen[argc++] = when_len;
+        argv[argc] = period, argvlen[argc++] = period_len;
+        argv[argc] = op->has_payload ? "1" : "0", argvlen[argc++] = 1;
+        argv[argc] = p->arena + op->pl_off, argvlen[argc++] = op->pl_len;
+    }
+    return argc;
 }
 
 /*
@@ -190,24 +452,11 @@ static void producer_report(lapse_producer *p, const size_t *idx, size_t n, cons
  */
 static int producer_send_node(lapse_producer *p, lapse_redis *r, const size_t *order,
                               const struct producer_call *calls, size_t ncalls, const char **argv,
-                              size_t *argvlen)
+                              size_t *argvlen, char (*nums)[2][24])
 {
     for (size_t c = 0; c < ncalls; c++) {
-        const struct producer_op *first = &p->ops[order[calls[c].first]];
-        int argc = LAPSE_SHARD_NKEYS;
-        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++) {
-            argv[k] = p->keys[first->shard][k];
-            argvlen[k] = strlen(argv[k]);
-        }
-        for (size_t i = 0; i < calls[c].count; i++) {
-            const struct producer_op *op = &p->ops[order[calls[c].first + i]];
-            argv[argc] = &op->op, argvlen[argc++] = 1;
-            argv[argc] = p->arena + op->id_off, argvlen[argc++] = op->id_len;
-            argv[argc] = op->when, argvlen[argc++] = op->when_len;
-            argv[argc] = op->period, argvlen[argc++] = op->period_len;
-            argv[argc] = op->has_payload ? "1" : "0", argvlen[argc++] = 1;
-            argv[argc] = p->arena + op->pl_off, argvlen[argc++] = op->pl_len;
-        }
+        /* argv is reused per call: hiredis copies each call when appended. */
+        int argc = producer_build_call(p, order, calls[c], argv, argvlen, nums);
         if (lapse_redis_append_eval(r, LAPSE_SCRIPT_APPLY, LAPSE_SHARD_NKEYS, argc, argv,
                                     argvlen) < 0)
             return -1;
@@ -233,12 +482,14 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
     uint32_t shards = p->layout.shards;
     /* Stable counting sort of the ops by shard. */
     size_t *start = calloc(shards + 1, sizeof *start);
+    size_t *fill = calloc(shards, sizeof *fill);
     size_t *order = malloc(p->nops * sizeof *order);
     struct producer_call *calls = malloc((p->nops + shards) * sizeof *calls);
     const char **argv = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argv);
     size_t *argvlen = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argvlen);
+    char(*nums)[2][24] = malloc(APPLY_CHUNK * sizeof *nums);
     int rc = -1;
-    if (!start || !order || !calls || !argv || !argvlen) {
+    if (!start || !fill || !order || !calls || !argv || !argvlen || !nums) {
         snprintf(errstr, size, "out of memory");
         goto out;
     }
@@ -246,20 +497,12 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
         start[p->ops[i].shard + 1]++;
     for (uint32_t s = 0; s < shards; s++)
         start[s + 1] += start[s];
-    {
-        size_t *fill = calloc(shards, sizeof *fill);
-        if (!fill) {
-            snprintf(errstr, size, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < p->nops; i++) {
-            uint32_t s = p->ops[i].shard;
-            order[start[s] + fill[s]++] = i;
-        }
-        free(fill);
+    for (size_t i = 0; i < p->nops; i++) {
+        uint32_t s = p->ops[i].shard;
+        order[start[s] + fill[s]++] = i;
     }
     rc = 0;
-    for (size_t n = 0; n < p->cfg->nnodes && rc == 0; n++) {
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
         size_t ncalls = 0;
         for (uint32_t s = 0; s < shards; s++) {
             if (p->layout.node_of[s] != n)
@@ -272,10 +515,9 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
         }
         if (ncalls == 0)
             continue;
-        /* argv is reused per call: hiredis copies each call when appended. */
         int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
         lapse_redis *r = p->nodes[n];
-        while (producer_send_node(p, r, order, calls, ncalls, argv, argvlen) < 0) {
+        while (producer_send_node(p, r, order, calls, ncalls, argv, argvlen, nums) < 0) {
             if (lapse_clock_mono_ms() >= give_up) {
                 snprintf(errstr, size, "%s", lapse_redis_errstr(r));
                 for (size_t c = 0; c < ncalls; c++)
@@ -288,13 +530,26 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
             producer_sleep_ms(wait > 0 ? wait : 50);
         }
     }
+    if (rc < 0 && p->slack) {
+        /* What was remembered as written may not be: forget it all. */
+        lapse_slack_free(p->slack);
+        p->slack = lapse_slack_new();
+        if (!p->slack)
+            snprintf(errstr, size, "out of memory");
+    }
 out:
+    p->stats.written += p->nops;
+    p->stats.flushes++;
+    for (size_t i = 0; i < p->nops; i++) /* clear only the slots in use */
+        p->index[p->ops[i].slot] = 0;
     p->nops = 0;
     p->arena_len = 0;
     free(start);
+    free(fill);
     free(order);
     free(calls);
     free(argv);
     free(argvlen);
+    free(nums);
     return rc;
 }

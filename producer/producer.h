@@ -1,23 +1,38 @@
 /*
  * producer — the library a pipeline links to set, reset and cancel deadlines.
  *
- *   lapse_producer *p = lapse_producer_new(&cfg, on_error, ctx, err, sizeof err);
- *   lapse_producer_submit(p, &cmd, tag);   // queue; never waits for Redis
- *   ...                                    // (unless the batch is full)
- *   lapse_producer_flush(p);               // everything queued is applied
+ *   char err[256];
+ *   lapse_producer *p = lapse_producer_open("lapse.conf", on_error, ctx, err, sizeof err);
+ *   lapse_producer_extend(p, "dev-42", 6, LAPSE_WHEN_REL, 60000, NULL, 0, tag, err, sizeof err);
+ *   ...                                   // queued: nothing waits for Redis
+ *   lapse_producer_flush(p, err, sizeof err);  // everything queued is applied
  *   lapse_producer_free(p);
  *
  * Operations are queued per shard and sent as one Lua call per shard and
- * batch, pipelined per Redis node; within a shard they apply in submission
- * order. submit() flushes by itself when producer.batch operations are
- * queued, so memory stays bounded. Callers that stream should flush whenever
- * no more input is waiting, so a lone operation is not held back.
+ * chunk, pipelined per Redis node; per ID they apply in submission order.
+ * Within one batch only the net effect per ID goes to Redis (coalescing:
+ * touch, touch, touch -> the last touch; extend +5 s, extend +9 s ->
+ * extend +9 s), with the same result as applying every operation. Queueing
+ * never blocks, except that reaching producer.batch queued operations
+ * flushes. Callers that stream should flush whenever no more input is
+ * waiting, so a lone operation is not held back.
  *
- * Errors: an operation Redis refuses is reported through the on_error
- * callback with the caller's tag; connection failures are retried with
+ * With producer.slack_ms > 0, extends are coalesced across batches too (see
+ * slack.h): an extend already covered by what this producer wrote is
+ * absorbed without a Redis write, and a write stores deadline + slack. Never
+ * early, at most slack_ms late — provided this producer is the only writer
+ * of those IDs (another writer's cancel is not seen by the memory of what
+ * was written until that deadline passes).
+ *
+ * Errors: an operation the library refuses (bad ID, time out of range) fails
+ * at once with errstr; one Redis refuses is reported through the on_error
+ * callback with the caller's tag. Connection failures are retried with
  * back-off (every operation is idempotent, so re-sending is safe) for up to
- * redis.command_timeout_ms, after which flush fails. Not thread-safe: use one
- * handle per thread.
+ * redis.command_timeout_ms, after which flush fails and reports every queued
+ * operation through on_error.
+ *
+ * Threads: a handle is not thread-safe; use one per thread (each has its own
+ * Redis connections), or serialise calls.
  */
 #ifndef LAPSE_PRODUCER_H
 #define LAPSE_PRODUCER_H
@@ -30,8 +45,8 @@
 
 typedef struct lapse_producer lapse_producer;
 
-/* Called for each operation that could not be applied; `reason` is valid
- * only during the call. */
+/* Called for each operation Redis did not apply; `reason` is valid only
+ * during the call. */
 typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason);
 
 /*
@@ -41,13 +56,33 @@ typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason
  */
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size);
+
+/* The same from a config file, which the handle loads and owns. */
+lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
+                                    char *errstr, size_t size);
+
 void lapse_producer_free(lapse_producer *p); /* accepts NULL; does not flush */
 
 /*
- * Queues `cmd` (its bytes are copied). Returns 0, or -1 with errstr if the
- * command cannot be queued (unsupported op) or an automatic flush failed.
+ * Queues `cmd` (its bytes are copied; the caller keeps ownership). Returns 0,
+ * or -1 with errstr if the command breaks a rule of the line protocol or an
+ * automatic flush failed.
  */
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
+                          char *errstr, size_t size);
+
+/* Shorthands for lapse_producer_submit. `payload` may be NULL (none). */
+int lapse_producer_touch(lapse_producer *p, const char *id, size_t id_len,
+                         enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                         size_t payload_len, uint64_t tag, char *errstr, size_t size);
+int lapse_producer_extend(lapse_producer *p, const char *id, size_t id_len,
+                          enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                          size_t payload_len, uint64_t tag, char *errstr, size_t size);
+int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
+                          enum lapse_when_kind kind, int64_t when_ms, int64_t period_ms,
+                          const char *payload, size_t payload_len, uint64_t tag, char *errstr,
+                          size_t size);
+int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
 
 /* Applies everything queued. Returns 0, or -1 with errstr when Redis stayed
@@ -56,5 +91,16 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);
 
 /* Operations queued and not yet applied. */
 size_t lapse_producer_pending(const lapse_producer *p);
+
+/* Counters since the handle was created. */
+struct lapse_producer_stats {
+    uint64_t submitted; /* operations accepted by submit */
+    uint64_t coalesced; /* folded into another operation of the same batch */
+    uint64_t absorbed;  /* extends covered by bounded slack: no write */
+    uint64_t written;   /* operations sent to Redis */
+    uint64_t failed;    /* operations reported through on_error */
+    uint64_t flushes;   /* batches sent */
+};
+void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out);
 
 #endif
