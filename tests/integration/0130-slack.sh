@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# 0130-slack: bounded-slack coalescing (producer.slack_ms). Three devices
+# signal ("extend ID +500") every 100, 250 and 400 ms for 3 s through one
+# long-running producer with slack_ms = 1000, then fall silent. Redis must
+# see far fewer writes than signals (about one per device per slack period,
+# counted as ZADD calls), and each device's timeout must fire never early
+# (deadline >= its last signal + 500) and at most the slack late
+# (deadline <= last signal + 500 + 1000, plus scheduling tolerance).
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+write_config "$CONF" "producer = { slack_ms = 1000; };"
+scale init 2 >/dev/null
+scanners_start 2
+events_follow events.json
+
+zadds() { rcli INFO commandstats | sed -n 's/^cmdstat_zadd:calls=\([0-9]*\),.*/\1/p' | tr -d '\r'; }
+
+mkfifo in
+"$LAPSE_BIN/lapse-producer" -c "$CONF" <in >producer.out 2>producer.err &
+producer=$!
+exec 3>in
+z0=$(zadds)
+z0=${z0:-0}
+declare -A last
+signals=0
+start=$(local_ms)
+for ((tick = 0; tick <= 30; tick++)); do # 100 ms ticks for 3 s
+    for dev in 1 2 4; do                  # period in ticks: 100, 200(ish), 400 ms
+        ((tick % dev == 0)) || continue
+        echo "extend dev-$dev +500" >&3
+        last[$dev]=$(local_ms)
+        signals=$((signals + 1))
+    done
+    sleep_until_ms $((start + (tick + 1) * 100))
+done
+exec 3>&-
+wait "$producer" || fail "producer failed: $(cat producer.err)"
+writes=$(($(zadds) - z0))
+note "$signals signals, $writes ZADD calls"
+assert_le "$writes" 12 "Redis writes for $signals signals with slack 1000 ms over 3 s"
+
+events_wait_ids events.json 3 6000
+sleep 0.3
+events_follow_stop
+for dev in 1 2 4; do
+    d=$(jq -r --arg id "dev-$dev" 'select(.id == $id) | .deadline_ms' events.json)
+    assert_eq "$(wc -l <<<"$d")" 1 "events of dev-$dev"
+    assert_ge "$d" $((last[$dev] + 500)) "dev-$dev's deadline (never early: last signal + 500)"
+    assert_le "$d" $((last[$dev] + 500 + 1000 + 150)) "dev-$dev's deadline (at most slack late)"
+done
+assert_never_early events.json
