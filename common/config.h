@@ -67,6 +67,10 @@ struct lapse_config {
     int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */
     int scanner_lease_ms;            /* scanner.lease_ms: in-flight lease */
     int scanner_max_inflight;        /* scanner.max_inflight: claim stops here */
+    int scanner_catchup_rate;        /* scanner.catchup_rate: overdue IDs/s, 0 = no limit */
+    int scanner_fresh_ms;            /* scanner.fresh_ms: due this recently = fresh */
+    int scanner_metrics_port;        /* scanner.metrics_port: 0 = no endpoint */
+    char *scanner_metrics_bind;      /* scanner.metrics_bind: its address */
 
     /* ingress: lapse-producer --from-kafka; all optional at load time (see
      * lapse_config_check_ingress). */
