@@ -1,2 +1,18 @@
-# make bench: see tests/bench/run
+# make bench: throughput and memory of lapse against limits measured in the
+# same run on the same machine (see tests/bench/run). Not part of `make test`.
+#
+#   make bench                          the default run (N = 1,000,000, 3 rounds)
+#   make bench BENCH_N=200000 BENCH_ROUNDS=1   a quick look
+#
+# Figures go to stdout and to build/bench/last.json.
+
+BENCH_DIR := $(BUILD)/bench
+BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
+
 .PHONY: bench
+bench: all $(BENCH_GEN)
+	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
+
+$(BENCH_GEN): $(BUILD)/tests/bench/gen.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@

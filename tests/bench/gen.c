@@ -1,0 +1,163 @@
+/*
+ * lapse-bench-gen: writes producer input for `make bench` (tests/bench/run).
+ *
+ * Two jobs, both cheap enough that the producer, not the generator, is what a
+ * benchmark measures:
+ *
+ *   ids OP COUNT WHEN            COUNT lines "OP dev-%08d WHEN", i = 1..COUNT,
+ *                                as fast as stdout takes them (written to a
+ *                                file before anything is timed).
+ *   fleet DEVICES SECONDS TIMEOUT_MS [--paced | --at BASE_MS]
+ *                                a device fleet: every device signals once a
+ *                                (simulated) second, each signal one line
+ *                                "extend dev-%08d WHEN". Device i signals at
+ *                                offset i/DEVICES of each second, so the load
+ *                                is spread evenly.
+ *       --paced      real time: the lines of a 10 ms slice are written when
+ *                    the slice starts (CLOCK_MONOTONIC, absolute sleeps), with
+ *                    WHEN = +TIMEOUT_MS. A reader slower than the fleet makes
+ *                    the generator fall behind; it never skips a signal and
+ *                    reports how far behind it got.
+ *       --at BASE_MS compressed time: as fast as stdout takes them, with
+ *                    absolute deadlines WHEN = @(BASE_MS + signal time +
+ *                    TIMEOUT_MS), signal time being the simulated ms since
+ *                    the start. A consumer that compares deadlines only
+ *                    (coalescing) sees the same sequence as in real time.
+ *
+ * IDs are "dev-" and 8 digits: 12 bytes for i < 10^8. Every loop is bounded
+ * by its counts; a summary goes to stderr as one "key=value ..." line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ID_FMT "dev-%08" PRIu64
+#define SLICE_MS 10
+#define COUNT_MAX 100000000ULL /* IDs stay 12 bytes */
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
+                 "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS\n"
+                 "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until_ns(int64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static int gen_ids(const char *op, uint64_t count, const char *when)
+{
+    for (uint64_t i = 1; i <= count; i++)
+        if (printf("%s " ID_FMT " %s\n", op, i, when) < 0)
+            return -1;
+    if (fflush(stdout) != 0)
+        return -1;
+    fprintf(stderr, "lines=%" PRIu64 "\n", count);
+    return 0;
+}
+
+/*
+ * Signal k of the fleet (k = 0 .. devices*seconds-1) is device k % devices in
+ * second k / devices, at ms offset (k % devices) * 1000 / devices.
+ */
+static int gen_fleet(uint64_t devices, uint64_t seconds, uint64_t timeout_ms, int paced,
+                     uint64_t base_ms)
+{
+    uint64_t total = devices * seconds, k = 0;
+    int64_t start = mono_ns(), max_lag_ns = 0;
+    uint64_t slices = seconds * (1000 / SLICE_MS);
+    for (uint64_t s = 0; s < slices; s++) {
+        uint64_t slice_end_ms = (s + 1) * SLICE_MS; /* simulated ms, exclusive */
+        if (paced) {
+            int64_t due = start + (int64_t)(s * SLICE_MS) * 1000000;
+            int64_t now = mono_ns();
+            if (now < due)
+                sleep_until_ns(due);
+            else if (now - due > max_lag_ns)
+                max_lag_ns = now - due;
+        }
+        for (; k < total; k++) {
+            uint64_t dev = k % devices, sec = k / devices;
+            uint64_t t_ms = sec * 1000 + dev * 1000 / devices;
+            if (t_ms >= slice_end_ms)
+                break;
+            int rc = paced ? printf("extend " ID_FMT " +%" PRIu64 "\n", dev + 1, timeout_ms)
+                           : printf("extend " ID_FMT " @%" PRIu64 "\n", dev + 1,
+                                    base_ms + t_ms + timeout_ms);
+            if (rc < 0)
+                return -1;
+        }
+        if (paced && fflush(stdout) != 0)
+            return -1;
+    }
+    if (fflush(stdout) != 0)
+        return -1;
+    double elapsed = (double)(mono_ns() - start) / 1e9;
+    fprintf(stderr, "lines=%" PRIu64 " elapsed_s=%.3f max_lag_ms=%.1f\n", k, elapsed,
+            (double)max_lag_ns / 1e6);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t a, b, c, base = 0;
+    int rc;
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    static char obuf[1 << 16];
+    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+    if (argc == 5 && !strcmp(argv[1], "ids")) {
+        if (parse_u64(argv[3], COUNT_MAX - 1, &a) < 0) {
+            fprintf(stderr, "lapse-bench-gen: COUNT must be 0..%llu\n", COUNT_MAX - 1);
+            return 2;
+        }
+        rc = gen_ids(argv[2], a, argv[4]);
+    } else if ((argc == 6 || argc == 7) && !strcmp(argv[1], "fleet")) {
+        int paced = argc == 6 && !strcmp(argv[5], "--paced");
+        int at = argc == 7 && !strcmp(argv[5], "--at") &&
+                 parse_u64(argv[6], UINT64_MAX / 2, &base) == 0;
+        if (parse_u64(argv[2], COUNT_MAX - 1, &a) < 0 || a == 0 ||
+            parse_u64(argv[3], 86400, &b) < 0 || parse_u64(argv[4], 86400000, &c) < 0 ||
+            (!paced && !at)) {
+            usage(stderr);
+            return 2;
+        }
+        rc = gen_fleet(a, b, c, paced, base);
+    } else {
+        usage(stderr);
+        return 2;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "lapse-bench-gen: stdout: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
