@@ -9,7 +9,8 @@
  *   nodes        "host:port" of each shard, comma-separated, in shard order
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
  * NS:p:I (hash ID -> payload), NS:f:I (hash ID -> deadline while in
- * flight) and NS:r:I (hash ID -> "period_ms:fired" of repeating IDs). Producers and scanners read the record; lapse-scale writes it.
+ * flight) and NS:r:I (hash ID -> "period_ms:fired" of repeating IDs);
+ * NS:l:I is the lock of its active scanner (token, with a PX lease). Producers and scanners read the record; lapse-scale writes it.
  */
 #ifndef LAPSE_LAYOUT_H
 #define LAPSE_LAYOUT_H
@@ -33,6 +34,7 @@ enum lapse_key_kind {
     LAPSE_KEY_PAYLOAD = 'p',  /* hash ID -> payload */
     LAPSE_KEY_INFLIGHT = 'f', /* hash ID -> deadline of a claimed ID */
     LAPSE_KEY_REPEAT = 'r',   /* hash ID -> "period_ms:fired" of a repeating ID */
+    LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
 };
 
 /* The keys every shard script takes, in this order (see common/lua). */

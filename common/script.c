@@ -1,6 +1,7 @@
 #include "script.h"
 
-extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[];
+extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[], lapse_lua_acquire[],
+    lapse_lua_release[];
 
 const char *lapse_script_source(enum lapse_script s)
 {
@@ -8,6 +9,8 @@ const char *lapse_script_source(enum lapse_script s)
         [LAPSE_SCRIPT_APPLY] = lapse_lua_apply,
         [LAPSE_SCRIPT_CLAIM] = lapse_lua_claim,
         [LAPSE_SCRIPT_ACK] = lapse_lua_ack,
+        [LAPSE_SCRIPT_ACQUIRE] = lapse_lua_acquire,
+        [LAPSE_SCRIPT_RELEASE] = lapse_lua_release,
     };
     return src[s];
 }

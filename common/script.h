@@ -10,6 +10,8 @@ enum lapse_script {
     LAPSE_SCRIPT_APPLY = 0, /* producer ops on one shard (apply.lua) */
     LAPSE_SCRIPT_CLAIM,     /* take due IDs for dispatch (claim.lua) */
     LAPSE_SCRIPT_ACK,       /* compare-and-delete after Kafka ack (ack.lua) */
+    LAPSE_SCRIPT_ACQUIRE,   /* become a shard's active scanner (acquire.lua) */
+    LAPSE_SCRIPT_RELEASE,   /* give the shard up on shutdown (release.lua) */
     LAPSE_SCRIPT_COUNT
 };
 

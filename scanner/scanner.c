@@ -1,25 +1,48 @@
-/* scanner — see scanner.h. */
+/*
+ * scanner — see scanner.h for the loop. This file keeps the invariants:
+ *
+ * 1. Never early: "due" is decided inside claim.lua by the Redis server's
+ *    clock; this process never judges a deadline.
+ * 2. At-least-once: an ID leaves Redis only through ack.lua, after Kafka
+ *    acknowledged its event, and only if its score is still the lease the
+ *    claim gave it. Until then it stays in the shard, leased; a lease that
+ *    runs out (crash, Kafka gave up: message.timeout.ms < lease_ms) makes it
+ *    due again.
+ * 3. One active scanner per shard: the shard's lock (acquire.lua) holds this
+ *    scanner's random token with a PX lease that every claim renews. Every
+ *    claim and ack checks the token in Redis (fencing), so a scanner that was
+ *    paused past its lease, or cut off, cannot claim or remove anything once
+ *    another took over; it drops back to standby. The one that takes over
+ *    gives the previous holder's in-flight IDs their deadlines back at once.
+ * 4. Bounded memory: no claim while scanner.max_inflight events are
+ *    unanswered (a Kafka outage parks the backlog in Redis, not here).
+ */
 #include "scanner.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "event.h"
+#include "hash.h"
 #include "layout.h"
 #include "log.h"
+#include "metrics.h"
 #include "redis.h"
 #include "sink.h"
 
 #define ACK_CHUNK 512              /* IDs per ack.lua call */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
+#define NKEYS (LAPSE_SHARD_NKEYS + 1) /* the shard's keys and its lock */
 
-/* One event handed to Kafka and not yet removed from Redis. */
+/* One event handed to Kafka and not yet settled in Redis. */
 struct flight {
     struct flight *next;  /* in the ack list once acknowledged */
+    uint64_t epoch;       /* the lease term it was claimed in */
     char lease[32];       /* the score claim.lua gave the ID */
     size_t lease_len;
     size_t id_len;
@@ -32,12 +55,17 @@ struct lapse_scanner {
     lapse_redis *home;           /* cfg->nodes[0]: the layout */
     lapse_redis *node;           /* the shard's node (may be home) */
     struct lapse_layout layout;
-    char keys[LAPSE_SHARD_NKEYS][KEY_MAX]; /* the shard's keys, as common/lua takes them */
+    char keys[NKEYS][KEY_MAX];   /* z, p, f, r, lock */
+    char token[96];              /* ours in the lock: host:pid:random */
+    int active;                  /* we hold the lock */
+    uint64_t term;               /* bumped on every acquire: stale acks are dropped */
     lapse_sink *sink;
-    struct flight *acks;         /* acknowledged, waiting for removal */
-    size_t nacks;
+    struct flight *acks;         /* acknowledged, waiting to be settled */
     size_t inflight;             /* sent and not yet answered by Kafka */
-    uint64_t sent, acked, failed;
+    double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
+    int64_t backlog_refill_ms;   /* monotonic time of the last refill */
+    struct lapse_metrics metrics;
+    lapse_metrics_server *metrics_srv;
     struct lapse_log_limit lim_redis, lim_kafka;
 };
 
@@ -47,25 +75,53 @@ static void scanner_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+#define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
+#define ADD(x, n) atomic_fetch_add_explicit(&s->metrics.x, (n), memory_order_relaxed)
+#define SET(x, v) atomic_store_explicit(&s->metrics.x, (v), memory_order_relaxed)
+
 static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {
     lapse_scanner *s = ctx;
     struct flight *f = opaque;
     s->inflight--;
-    if (ok) {
-        s->acked++;
+    SET(inflight, (int64_t)s->inflight);
+    if (ok && f->epoch == s->term && s->active) {
+        INC(acked);
         f->next = s->acks;
         s->acks = f;
-        s->nacks++;
         return;
     }
-    /* Not lost: the ID stays leased in Redis and is claimed again when the
-     * lease runs out. */
-    s->failed++;
-    lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
-                      "shard %u: event for an ID not delivered (%s); it will be claimed again",
-                      s->shard, reason);
+    if (ok) {
+        INC(acked); /* delivered, but our lease term ended: the new holder settles it */
+    } else {
+        /* Not lost: the ID stays leased in Redis and is claimed again when
+         * the lease runs out. */
+        INC(failed);
+        lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
+                          "shard %u: an event was not delivered (%s); it will be claimed again",
+                          s->shard, reason);
+    }
     free(f);
+}
+
+static void scanner_kafka_error(void *ctx)
+{
+    lapse_scanner *s = ctx;
+    INC(kafka_errors);
+}
+
+/* A token nobody else holds: host:pid:random. */
+static void scanner_token(lapse_scanner *s)
+{
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    unsigned long long rnd = 0;
+    FILE *u = fopen("/dev/urandom", "rb");
+    if (!u || fread(&rnd, sizeof rnd, 1, u) != 1)
+        rnd = (unsigned long long)lapse_clock_ms() ^ ((unsigned long long)getpid() << 32);
+    if (u)
+        fclose(u);
+    snprintf(s->token, sizeof s->token, "%s:%d:%016llx", host, (int)getpid(), rnd);
 }
 
 lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard, char *errstr,
@@ -80,12 +136,22 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->shard = shard;
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
+    lapse_key_shard(s->keys[LAPSE_SHARD_NKEYS], KEY_MAX, cfg->ns, LAPSE_KEY_LOCK, shard);
+    scanner_token(s);
+    s->metrics.ns = cfg->ns;
+    s->metrics.shard = shard;
     s->home = lapse_redis_new(&cfg->nodes[0], cfg->redis_connect_timeout_ms,
                               cfg->redis_command_timeout_ms);
-    s->sink = lapse_sink_new(cfg, scanner_delivered, s, errstr, size);
+    s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
     if (!s->home || !s->sink) {
         if (!s->home)
             snprintf(errstr, size, "out of memory");
+        lapse_scanner_free(s);
+        return NULL;
+    }
+    if (cfg->scanner_metrics_port &&
+        !(s->metrics_srv = lapse_metrics_serve(&s->metrics, cfg->scanner_metrics_bind,
+                                               cfg->scanner_metrics_port, errstr, size))) {
         lapse_scanner_free(s);
         return NULL;
     }
@@ -97,6 +163,7 @@ void lapse_scanner_free(lapse_scanner *s)
     if (!s)
         return;
     lapse_sink_free(s->sink); /* answers what is still queued: frees those flights */
+    lapse_metrics_stop(s->metrics_srv);
     while (s->acks) {
         struct flight *f = s->acks;
         s->acks = f->next;
@@ -107,6 +174,14 @@ void lapse_scanner_free(lapse_scanner *s)
     lapse_redis_free(s->home);
     lapse_layout_free(&s->layout);
     free(s);
+}
+
+static void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r)
+{
+    INC(redis_errors);
+    lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
+                      !r ? lapse_redis_errstr(s->node)
+                      : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
 /* Reads the layout and opens the shard's node, waiting out Redis outages.
@@ -150,36 +225,107 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     return 0;
 }
 
-/* Removes acknowledged IDs from Redis. On a Redis failure they stay queued
+/* Runs a shard script with the shard's keys and lock, then `args`. */
+static redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
+                                const size_t *lens, int nargs)
+{
+    const char *argv[NKEYS + 8];
+    size_t argvlen[NKEYS + 8];
+    for (int k = 0; k < NKEYS; k++)
+        argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    for (int i = 0; i < nargs; i++)
+        argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = lens ? lens[i] : strlen(args[i]);
+    return lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
+}
+
+/* Lost the lock: forget what is queued for settling (the new holder
+ * redelivers those IDs) and go back to standby. */
+static void scanner_fenced(lapse_scanner *s)
+{
+    log_warn("shard %u: lost the lease (paused or cut off for longer than %d ms); "
+             "another scanner serves the shard now; back to standby",
+             s->shard, s->cfg->scanner_lease_ms);
+    INC(fenced);
+    s->active = 0;
+    SET(lease_held, 0);
+    while (s->acks) {
+        struct flight *f = s->acks;
+        s->acks = f->next;
+        free(f);
+    }
+}
+
+/* Tries to become the shard's active scanner. Returns 1 if it did. */
+static int scanner_acquire(lapse_scanner *s)
+{
+    char lease[16];
+    snprintf(lease, sizeof lease, "%d", s->cfg->scanner_lease_ms);
+    const char *args[2] = {s->token, lease};
+    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_ACQUIRE, args, NULL, 2);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        scanner_redis_error(s, "acquire", r);
+        if (r)
+            freeReplyObject(r);
+        return 0;
+    }
+    int got = r->element[0]->integer == 1;
+    if (got) {
+        s->active = 1;
+        s->term++;
+        s->backlog_tokens = s->cfg->scanner_catchup_rate;
+        s->backlog_refill_ms = lapse_clock_mono_ms();
+        INC(takeovers);
+        ADD(recovered, (uint64_t)r->element[1]->integer);
+        SET(lease_held, 1);
+        log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
+                 s->shard, s->token, r->element[1]->integer);
+    } else {
+        static struct lapse_log_limit lim;
+        lapse_log_limited(&lim, 1, LAPSE_LOG_INFO, "shard %u: standby; held by %s", s->shard,
+                          r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "?");
+    }
+    freeReplyObject(r);
+    return got;
+}
+
+/* Settles acknowledged IDs in Redis. On a Redis failure they stay queued
  * for the next pass (their leases keep them from firing meanwhile; if the
  * outage outlasts the lease they fire again: at-least-once). */
 static void scanner_ack(lapse_scanner *s)
 {
-    const char *argv[LAPSE_SHARD_NKEYS + 2 * ACK_CHUNK];
-    size_t argvlen[LAPSE_SHARD_NKEYS + 2 * ACK_CHUNK];
-    while (s->acks) {
-        int argc = LAPSE_SHARD_NKEYS;
-        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-            argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    const char *args[1 + 2 * ACK_CHUNK];
+    size_t lens[1 + 2 * ACK_CHUNK];
+    while (s->acks && s->active) {
+        int n = 0;
+        args[n] = s->token, lens[n++] = strlen(s->token);
         struct flight *f = s->acks;
         for (int i = 0; f && i < ACK_CHUNK; i++, f = f->next) {
-            argv[argc] = f->id, argvlen[argc++] = f->id_len;
-            argv[argc] = f->lease, argvlen[argc++] = f->lease_len;
+            args[n] = f->id, lens[n++] = f->id_len;
+            args[n] = f->lease, lens[n++] = f->lease_len;
         }
-        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, LAPSE_SHARD_NKEYS, argc, argv,
-                                         argvlen);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: ack: %s", s->shard,
-                              r ? r->str : lapse_redis_errstr(s->node));
+        const char *argv[NKEYS + 1 + 2 * ACK_CHUNK];
+        size_t argvlen[NKEYS + 1 + 2 * ACK_CHUNK];
+        for (int k = 0; k < NKEYS; k++)
+            argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+        memcpy(argv + NKEYS, args, (size_t)n * sizeof *args);
+        memcpy(argvlen + NKEYS, lens, (size_t)n * sizeof *lens);
+        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, NKEYS + n, argv, argvlen);
+        if (!r || r->type != REDIS_REPLY_INTEGER) {
+            scanner_redis_error(s, "ack", r);
             if (r)
                 freeReplyObject(r);
             return;
         }
+        long long settled = r->integer;
         freeReplyObject(r);
+        if (settled < 0) {
+            scanner_fenced(s);
+            return;
+        }
+        ADD(settled, (uint64_t)settled);
         while (s->acks != f) {
             struct flight *done = s->acks;
             s->acks = done->next;
-            s->nacks--;
             free(done);
         }
     }
@@ -198,6 +344,7 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
     f->id_len = id->len;
     memcpy(f->lease, lease, lease_len + 1);
     f->lease_len = lease_len;
+    f->epoch = s->term;
     f->next = NULL;
     struct lapse_event ev = {
         .ns = s->cfg->ns,
@@ -219,53 +366,83 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
         free(f);
         return;
     }
+    lapse_metrics_lateness(&s->metrics, ev.fired_ms - deadline);
     s->inflight++;
-    s->sent++;
+    INC(sent);
+    SET(inflight, (int64_t)s->inflight);
+}
+
+/* How many overdue (not fresh) IDs the catch-up budget allows now. */
+static int scanner_backlog_budget(lapse_scanner *s, int want)
+{
+    int rate = s->cfg->scanner_catchup_rate;
+    if (rate == 0)
+        return want;
+    int64_t now = lapse_clock_mono_ms();
+    s->backlog_tokens += (double)(now - s->backlog_refill_ms) * rate / 1000.0;
+    if (s->backlog_tokens > rate) /* at most one second of burst */
+        s->backlog_tokens = rate;
+    s->backlog_refill_ms = now;
+    int budget = (int)s->backlog_tokens;
+    return budget < want ? budget : want;
 }
 
 /*
- * Claims and dispatches up to `want` due IDs. Returns how long the loop may
- * wait before claiming again: 0 when the batch was full (more are due), the
- * time to the next deadline otherwise, at most scanner.poll_ms.
+ * Claims (renewing the lock) and dispatches up to `want` due IDs. Returns
+ * how long the loop may wait before claiming again: 0 when the batch was
+ * full (more are due), else the time to the next deadline, at most
+ * scanner.poll_ms; -1 when fenced.
  */
 static int scanner_claim(lapse_scanner *s, int want)
 {
-    char batch[16], lease_ms[16];
+    int poll_ms = s->cfg->scanner_poll_ms;
+    int backlog = scanner_backlog_budget(s, want);
+    char batch[16], lease_ms[16], fresh[16], old[16];
     snprintf(batch, sizeof batch, "%d", want);
     snprintf(lease_ms, sizeof lease_ms, "%d", s->cfg->scanner_lease_ms);
-    enum { ARGC = LAPSE_SHARD_NKEYS + 2, PER_ID = 4 /* id, deadline, payload, seq */ };
-    const char *argv[ARGC];
-    size_t argvlen[ARGC];
-    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-        argv[k] = s->keys[k];
-    argv[LAPSE_SHARD_NKEYS] = batch;
-    argv[LAPSE_SHARD_NKEYS + 1] = lease_ms;
-    for (int i = 0; i < ARGC; i++)
-        argvlen[i] = strlen(argv[i]);
-    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, LAPSE_SHARD_NKEYS, ARGC, argv,
-                                     argvlen);
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-        (r->elements - 3) % PER_ID != 0) {
-        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: claim: %s", s->shard,
-                          !r ? lapse_redis_errstr(s->node)
-                          : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    snprintf(fresh, sizeof fresh, "%d", s->cfg->scanner_fresh_ms);
+    snprintf(old, sizeof old, "%d", backlog);
+    const char *args[5] = {s->token, batch, lease_ms, fresh, old};
+    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 5);
+    enum { HEAD = 4, PER_ID = 4 /* id, deadline, payload, seq */ };
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == -1) {
+        freeReplyObject(r);
+        scanner_fenced(s);
+        return -1;
+    }
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
+        (r->elements - HEAD) % PER_ID != 0) {
+        scanner_redis_error(s, "claim", r);
         if (r)
             freeReplyObject(r);
         int wait = lapse_redis_backoff_ms(s->node);
-        return wait > s->cfg->scanner_poll_ms ? wait : s->cfg->scanner_poll_ms;
+        return wait > poll_ms ? wait : poll_ms;
     }
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
-    size_t claimed = (r->elements - 3) / PER_ID;
+    size_t claimed = (r->elements - HEAD) / PER_ID;
+    int old_taken = 0;
     for (size_t i = 0; i < claimed; i++) {
-        redisReply **e = r->element + 3 + PER_ID * i;
+        redisReply **e = r->element + HEAD + PER_ID * i;
+        if (e[1]->integer <= now - s->cfg->scanner_fresh_ms)
+            old_taken++;
         scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str, lease->len);
     }
+    long long due_left = r->element[3]->integer;
     freeReplyObject(r);
-    if (claimed == (size_t)want)
+    if (s->cfg->scanner_catchup_rate)
+        s->backlog_tokens -= old_taken;
+    ADD(claimed, claimed);
+    SET(due, due_left);
+    SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);
+    if (claimed == (size_t)want && want > 0)
         return 0;
-    if (next < 0 || next - now > s->cfg->scanner_poll_ms)
-        return s->cfg->scanner_poll_ms;
+    if (due_left > 0 && s->cfg->scanner_catchup_rate) { /* held back: wait for budget */
+        int step = 1000 / s->cfg->scanner_catchup_rate + 1;
+        return step < poll_ms ? step : poll_ms;
+    }
+    if (next < 0 || next - now > poll_ms)
+        return poll_ms;
     return next > now ? (int)(next - now) : 0;
 }
 
@@ -274,9 +451,14 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     char err[512];
     if (scanner_attach(s, stop) < 0)
         return *stop ? LAPSE_SCANNER_OK : LAPSE_SCANNER_FAIL;
-    log_info("serving shard %u of %u (namespace \"%s\", redis %s)", s->shard, s->layout.shards,
-             s->cfg->ns, lapse_redis_name(s->node));
+    log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease",
+             s->shard, s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));
+    /* The lock must be renewed well within the lease even when idle. */
+    int max_wait = s->cfg->scanner_lease_ms / 3;
+    if (max_wait > s->cfg->scanner_poll_ms)
+        max_wait = s->cfg->scanner_poll_ms;
     int rc = LAPSE_SCANNER_OK;
+    uint64_t reconnects = 0;
     while (!*stop) {
         lapse_sink_poll(s->sink, 0);
         if (lapse_sink_fatal(s->sink, err, sizeof err)) {
@@ -284,24 +466,48 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             rc = LAPSE_SCANNER_FATAL;
             break;
         }
+        if (lapse_redis_reconnects(s->node) != reconnects) {
+            reconnects = lapse_redis_reconnects(s->node);
+            SET(redis_reconnects, reconnects);
+        }
+        if (!s->active) {
+            if (!scanner_acquire(s)) {
+                /* standby: poll the lock often enough to take over promptly */
+                lapse_sink_poll(s->sink, s->cfg->scanner_lease_ms / 10 + 1);
+                continue;
+            }
+        }
         scanner_ack(s);
-        int wait = s->cfg->scanner_poll_ms;
-        size_t room = (size_t)s->cfg->scanner_max_inflight - s->inflight;
-        if (s->inflight < (size_t)s->cfg->scanner_max_inflight)
-            wait = scanner_claim(s, room < (size_t)s->cfg->scanner_batch ? (int)room
-                                                                          : s->cfg->scanner_batch);
+        if (!s->active)
+            continue;
+        size_t max = (size_t)s->cfg->scanner_max_inflight;
+        size_t room = s->inflight < max ? max - s->inflight : 0;
+        if (room > (size_t)s->cfg->scanner_batch)
+            room = (size_t)s->cfg->scanner_batch;
+        int wait = scanner_claim(s, (int)room); /* room 0: only renews the lock */
+        if (wait < 0)
+            continue;
+        if (room == 0 || wait > max_wait)
+            wait = max_wait;
         if (wait > 0)
             lapse_sink_poll(s->sink, wait);
     }
-    /* Stop claiming; give in-flight events a bounded time to be answered and
-     * remove the acknowledged ones. The rest keep their leases in Redis and
-     * are claimed again by the next scanner. */
+    /* Stop claiming; give in-flight events a bounded time to be answered,
+     * settle the acknowledged ones and hand the shard over. The rest keep
+     * their leases; the next holder takes them back at once. */
     int64_t until = lapse_clock_mono_ms() + SHUTDOWN_WAIT_MS;
     while (s->inflight > 0 && lapse_clock_mono_ms() < until)
         lapse_sink_poll(s->sink, 50);
     scanner_ack(s);
+    if (s->active) {
+        const char *args[1] = {s->token};
+        redisReply *r = scanner_eval(s, LAPSE_SCRIPT_RELEASE, args, NULL, 1);
+        if (r)
+            freeReplyObject(r);
+    }
     log_info("shard %u: stopped (%llu sent, %llu acknowledged, %llu failed, %zu unanswered)",
-             s->shard, (unsigned long long)s->sent, (unsigned long long)s->acked,
-             (unsigned long long)s->failed, s->inflight);
+             s->shard, (unsigned long long)atomic_load(&s->metrics.sent),
+             (unsigned long long)atomic_load(&s->metrics.acked),
+             (unsigned long long)atomic_load(&s->metrics.failed), s->inflight);
     return rc;
 }

@@ -13,6 +13,7 @@ struct lapse_sink {
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
     lapse_sink_delivered_cb *cb;
+    lapse_sink_error_cb *on_error;
     void *ctx;
 };
 
@@ -34,8 +35,18 @@ static void sink_log(const rd_kafka_t *rk, int level, const char *fac, const cha
                       "kafka %s: %s", fac, buf);
 }
 
-lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb, void *ctx,
-                           char *errstr, size_t size)
+static void sink_error(rd_kafka_t *rk, int err, const char *reason, void *conf_opaque)
+{
+    (void)rk;
+    struct lapse_sink *s = conf_opaque;
+    if (s->on_error)
+        s->on_error(s->ctx);
+    static struct lapse_log_limit lim;
+    lapse_log_limited(&lim, 1, LAPSE_LOG_WARN, "kafka: %s: %s", rd_kafka_err2name(err), reason);
+}
+
+lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb,
+                           lapse_sink_error_cb *on_error, void *ctx, char *errstr, size_t size)
 {
     lapse_sink *s = calloc(1, sizeof *s);
     if (!s) {
@@ -43,6 +54,7 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
         return NULL;
     }
     s->cb = cb;
+    s->on_error = on_error;
     s->ctx = ctx;
     /* message.timeout.ms stays below the lease: an event librdkafka gave up
      * on is re-claimed from Redis when its lease runs out, never lost, and a
@@ -76,6 +88,7 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
     }
     rd_kafka_conf_set_dr_msg_cb(conf, sink_dr);
     rd_kafka_conf_set_log_cb(conf, sink_log);
+    rd_kafka_conf_set_error_cb(conf, sink_error);
     rd_kafka_conf_set_opaque(conf, s);
     char why[512];
     s->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);

@@ -21,10 +21,14 @@ typedef struct lapse_sink lapse_sink;
 /* `opaque` is what was passed to lapse_sink_send; `reason` is NULL when ok. */
 typedef void lapse_sink_delivered_cb(void *ctx, void *opaque, int ok, const char *reason);
 
+/* Called on each librdkafka error (broker down, timeouts): for counting;
+ * librdkafka retries by itself. */
+typedef void lapse_sink_error_cb(void *ctx);
+
 /* Creates the producer (no connection is made until the first send). NULL
  * with errstr on a bad property. `cfg` must outlive the sink. */
-lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb, void *ctx,
-                           char *errstr, size_t size);
+lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb,
+                           lapse_sink_error_cb *on_error, void *ctx, char *errstr, size_t size);
 
 /* Destroys the producer; events not yet delivered are dropped (not
  * acknowledged). Accepts NULL. */

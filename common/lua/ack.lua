@@ -1,9 +1,10 @@
 -- ack: settle IDs whose events Kafka acknowledged.
 --
 -- KEYS[1] zset, KEYS[2] payloads, KEYS[3] in-flight deadlines,
--- KEYS[4] repeats (see apply.lua)
--- ARGV: pairs of id, lease (the exact score claim gave it)
--- Returns the number of IDs settled.
+-- KEYS[4] repeats (see apply.lua), KEYS[5] the shard's lock (acquire.lua)
+-- ARGV[1] token, then pairs of id, lease (the exact score claim gave it)
+-- Returns the number of IDs settled, or -1 when the lock is not ours (fenced:
+-- nothing changed; the new holder redelivers those IDs).
 --
 -- Compare-and-settle: an ID is touched only if its score is still the lease
 -- of this claim. A reset (integer score) or a newer claim (another lease)
@@ -11,11 +12,12 @@
 -- one-shot ID is removed with its payload; a repeating one is re-armed at
 -- the next point of its period after now (missed points are skipped, not
 -- fired in a burst) and its fire count goes up.
-local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local settled = 0
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
     local id = ARGV[i]
     local cur = redis.call('ZSCORE', z, id)
     if cur and tonumber(cur) == tonumber(ARGV[i + 1]) then

@@ -1,11 +1,15 @@
 -- claim: take up to ARGV[1] due IDs of one shard for dispatch.
 --
 -- KEYS[1] zset, KEYS[2] payloads, KEYS[3] in-flight deadlines,
--- KEYS[4] repeats (see apply.lua)
--- ARGV[1] batch size, ARGV[2] lease ms
--- Returns { now_ms, lease, next_ms, id1, deadline1, payload1, seq1, id2, ... }
+-- KEYS[4] repeats (see apply.lua), KEYS[5] the shard's lock (acquire.lua)
+-- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
+-- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to take
+-- Returns { now_ms, lease, next_ms, due_left, id1, deadline1, payload1, seq1,
+-- id2, ... },
+-- or { -1 } when the lock is not ours: this scanner is fenced off.
 --   lease:    the score every claimed ID now carries (string, half-integer)
 --   next_ms:  the lowest score left in the zset after the claim, or -1
+--   due_left: how many due IDs are left after the claim (the backlog)
 --   payloadN: the stored payload, or false when none
 --   seqN:     for a repeating ID the number of this fire (1, 2, ...), else 0
 --
@@ -13,13 +17,34 @@
 -- ID stays in the zset with score now + lease + 0.5, so if its scanner dies
 -- before acknowledging, the ID falls due again when the lease runs out and is
 -- claimed anew with the same deadline and seq (at-least-once); its deadline
--- is kept in KEYS[3] meanwhile.
-local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- is kept in KEYS[3] meanwhile. Every call renews the lock.
+--
+-- Catch-up: IDs due within the last fresh ms are taken first and without
+-- limit; older ones (a backlog after an outage) at most ARGV[5] per call, so
+-- the caller can rate-limit the backlog without delaying fresh deadlines.
+local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
+local lease_ms = tonumber(ARGV[3])
+redis.call('PEXPIRE', lock, lease_ms)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = string.format('%d.5', now + tonumber(ARGV[2]))
-local due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
-local out = { now, lease, -1 }
+local lease = string.format('%d.5', now + lease_ms)
+local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local due = {}
+if batch > 0 then
+    if old_max >= batch then -- no cap on the backlog: oldest first
+        due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
+    else
+        local edge = now - fresh
+        due = redis.call('ZRANGEBYSCORE', z, '(' .. edge, now, 'WITHSCORES', 'LIMIT', 0, batch)
+        local room = math.min(batch - #due / 2, old_max)
+        if room > 0 then
+            local old = redis.call('ZRANGEBYSCORE', z, '-inf', edge, 'WITHSCORES', 'LIMIT', 0, room)
+            for i = 1, #old do due[#due + 1] = old[i] end
+        end
+    end
+end
+local out = { now, lease, -1, 0 }
 
 for i = 1, #due, 2 do
     local id, score = due[i], tonumber(due[i + 1])
@@ -41,5 +66,8 @@ for i = 1, #due, 2 do
 end
 
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-if first[2] then out[3] = math.floor(tonumber(first[2])) end
+if first[2] then
+    out[3] = math.floor(tonumber(first[2]))
+    if out[3] <= now then out[4] = redis.call('ZCOUNT', z, '-inf', now) end
+end
 return out

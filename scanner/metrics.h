@@ -1,0 +1,57 @@
+/*
+ * metrics — a scanner's counters and its Prometheus text endpoint.
+ *
+ * The scanner thread updates the counters (atomics, relaxed: each is an
+ * independent tally); a small thread serves "GET /metrics" on a loopback
+ * port (scanner.metrics_port) by rendering a snapshot. Rendering is a pure
+ * function so it is unit-tested without sockets.
+ */
+#ifndef LAPSE_METRICS_H
+#define LAPSE_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bounds (ms) of the lateness histogram's buckets; +Inf follows. */
+#define LAPSE_LATENESS_BUCKETS 12
+extern const int64_t lapse_lateness_bounds[LAPSE_LATENESS_BUCKETS];
+
+struct lapse_metrics {
+    const char *ns;                    /* labels */
+    uint32_t shard;
+    atomic_uint_fast64_t claimed;      /* IDs claimed */
+    atomic_uint_fast64_t sent;         /* events handed to Kafka */
+    atomic_uint_fast64_t acked;        /* events Kafka acknowledged */
+    atomic_uint_fast64_t failed;       /* events Kafka gave up on (re-claimed later) */
+    atomic_uint_fast64_t settled;      /* acknowledged IDs removed or re-armed in Redis */
+    atomic_uint_fast64_t fenced;       /* times the lease was found lost */
+    atomic_uint_fast64_t takeovers;    /* times this scanner acquired the shard */
+    atomic_uint_fast64_t recovered;    /* IDs a takeover took back from a dead holder */
+    atomic_uint_fast64_t redis_errors; /* failed Redis calls */
+    atomic_uint_fast64_t redis_reconnects;
+    atomic_uint_fast64_t kafka_errors; /* librdkafka error callbacks */
+    atomic_int_fast64_t inflight;      /* sent, not yet answered */
+    atomic_int_fast64_t due;           /* due IDs left after the last claim */
+    atomic_int_fast64_t oldest_overdue_ms; /* age of the oldest due ID, 0 if none */
+    atomic_int_fast64_t lease_held;    /* 1 while this scanner is the active one */
+    atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
+    atomic_uint_fast64_t lateness_sum_ms;
+};
+
+/* Counts one event's lateness (fired_ms - deadline_ms, clamped at 0). */
+void lapse_metrics_lateness(struct lapse_metrics *m, int64_t late_ms);
+
+/* Renders the Prometheus text format into buf. Returns the length, or -1 if
+ * it did not fit. */
+int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size);
+
+typedef struct lapse_metrics_server lapse_metrics_server;
+
+/* Starts serving `m` on bind:port from a thread of its own. NULL with errstr
+ * if the port cannot be opened. `m` must outlive the server. */
+lapse_metrics_server *lapse_metrics_serve(struct lapse_metrics *m, const char *bind, int port,
+                                          char *errstr, size_t size);
+void lapse_metrics_stop(lapse_metrics_server *srv); /* joins the thread; accepts NULL */
+
+#endif
