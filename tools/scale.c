@@ -30,14 +30,16 @@ static void usage(FILE *out)
 
 struct shard_stat {
     long long pending, due, inflight, oldest_due_ms; /* oldest_due_ms -1: none */
+    char holder[128];                                /* the active scanner's token, "" if none */
 };
 
 /* Reads one shard's counters with one pipelined round trip. */
 static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct shard_stat *st)
 {
-    char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16];
+    char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16], l[LAPSE_NS_MAX + 16];
     lapse_key_shard(z, sizeof z, ns, LAPSE_KEY_DUE, shard);
     lapse_key_shard(f, sizeof f, ns, LAPSE_KEY_INFLIGHT, shard);
+    lapse_key_shard(l, sizeof l, ns, LAPSE_KEY_LOCK, shard);
     /* One Lua call so "now" is the shard's clock and all counts agree. */
     static const char lua[] =
         "local t = redis.call('TIME')\n"
@@ -46,11 +48,11 @@ static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct sha
         "local oldest = -1\n"
         "if first[2] and tonumber(first[2]) <= now then oldest = math.floor(tonumber(first[2])) end\n"
         "return { redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now),\n"
-        "         redis.call('HLEN', KEYS[2]), oldest, now }\n";
-    redisReply *rep = lapse_redis_command(r, "EVAL %s 2 %s %s", lua, z, f);
+        "         redis.call('HLEN', KEYS[2]), oldest, now, redis.call('GET', KEYS[3]) or '' }\n";
+    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", lua, z, f, l);
     if (!rep)
         return -1;
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 5;
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 6;
     if (ok) {
         st->pending = rep->element[0]->integer;
         st->due = rep->element[1]->integer;
@@ -58,6 +60,8 @@ static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct sha
         st->oldest_due_ms = rep->element[3]->integer >= 0
                                 ? rep->element[4]->integer - rep->element[3]->integer
                                 : -1;
+        snprintf(st->holder, sizeof st->holder, "%s",
+                 rep->element[5]->type == REDIS_REPLY_STRING ? rep->element[5]->str : "");
     }
     freeReplyObject(rep);
     return ok ? 0 : -1;
@@ -80,9 +84,9 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
     json_t *shards = json_array();
     if (!as_json)
         printf("namespace %s: %u shards, state %s, epoch %lld\n"
-               "%-6s %-22s %10s %10s %9s %12s\n",
+               "%-6s %-22s %10s %10s %9s %12s  %s\n",
                cfg->ns, l.shards, l.splitting ? "splitting" : "stable", (long long)l.epoch,
-               "shard", "node", "pending", "due", "inflight", "oldest_due");
+               "shard", "node", "pending", "due", "inflight", "oldest_due", "scanner");
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct shard_stat st;
@@ -94,16 +98,17 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         }
         if (as_json)
             json_array_append_new(
-                shards, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I}", "shard", (int)i, "node",
+                shards, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
                                   lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
                                   (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
-                                  "oldest_due_ms", (json_int_t)st.oldest_due_ms));
+                                  "oldest_due_ms", (json_int_t)st.oldest_due_ms, "scanner",
+                                  st.holder[0] ? st.holder : NULL));
         else {
             char oldest[32] = "-";
             if (st.oldest_due_ms >= 0)
                 snprintf(oldest, sizeof oldest, "%lld ms", st.oldest_due_ms);
-            printf("%-6u %-22s %10lld %10lld %9lld %12s\n", i, lapse_redis_name(r), st.pending,
-                   st.due, st.inflight, oldest);
+            printf("%-6u %-22s %10lld %10lld %9lld %12s  %s\n", i, lapse_redis_name(r), st.pending,
+                   st.due, st.inflight, oldest, st.holder[0] ? st.holder : "-");
         }
     }
     if (as_json) {
