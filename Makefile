@@ -42,10 +42,13 @@ SCANNER_OBJ  := $(SCANNER_LIB:%.c=$(BUILD)/%.o)
 
 PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner \
             $(TOOLS_SRC:tools/%.c=$(BIN)/lapse-%)
+# The README's embedding example: built so it cannot rot.
+EXAMPLES := $(BUILD)/examples/watchdog
 UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
 .PHONY: all test unit run clean deps
-all: $(PROGRAMS)
+.SECONDARY:
+all: $(PROGRAMS) $(EXAMPLES)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,6 +78,10 @@ $(BIN)/lapse-scanner: $(BUILD)/scanner/main.o $(LIBS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/lapse-%: $(BUILD)/tools/%.o $(LIBS)
 	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/examples/%: $(BUILD)/producer/examples/%.o $(BUILD)/libproducer.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(LIBS)
