@@ -8,7 +8,8 @@
 #include "hash.h"
 
 const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS] = {
-    LAPSE_KEY_DUE, LAPSE_KEY_PAYLOAD, LAPSE_KEY_INFLIGHT, LAPSE_KEY_REPEAT};
+    LAPSE_KEY_DUE,   LAPSE_KEY_PAYLOAD, LAPSE_KEY_INFLIGHT, LAPSE_KEY_REPEAT,
+    LAPSE_KEY_MOVED, LAPSE_KEY_LOCK,    LAPSE_KEY_EPOCH};
 
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                     uint32_t shard)

@@ -9,8 +9,10 @@
  *   nodes        "host:port" of each shard, comma-separated, in shard order
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
  * NS:p:I (hash ID -> payload), NS:f:I (hash ID -> deadline while in
- * flight) and NS:r:I (hash ID -> "period_ms:fired" of repeating IDs);
- * NS:l:I is the lock of its active scanner (token, with a PX lease). Producers and scanners read the record; lapse-scale writes it.
+ * flight), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
+ * during a split, NS:m:I (IDs written in new shard I); NS:l:I is the lock of
+ * its active scanner (token, with a PX lease) and NS:e:I the layout epoch the
+ * shard was fenced at: scripts refuse callers with an older layout. Producers and scanners read the record; lapse-scale writes it.
  */
 #ifndef LAPSE_LAYOUT_H
 #define LAPSE_LAYOUT_H
@@ -34,11 +36,13 @@ enum lapse_key_kind {
     LAPSE_KEY_PAYLOAD = 'p',  /* hash ID -> payload */
     LAPSE_KEY_INFLIGHT = 'f', /* hash ID -> deadline of a claimed ID */
     LAPSE_KEY_REPEAT = 'r',   /* hash ID -> "period_ms:fired" of a repeating ID */
+    LAPSE_KEY_MOVED = 'm',    /* set: IDs written in this new shard during a split */
     LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
+    LAPSE_KEY_EPOCH = 'e',    /* string: the layout epoch this shard has seen */
 };
 
 /* The keys every shard script takes, in this order (see common/lua). */
-#define LAPSE_SHARD_NKEYS 4
+#define LAPSE_SHARD_NKEYS 7
 extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
 
 /* Writes "NS:K:SHARD" into buf; returns its length. */

@@ -247,6 +247,16 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     return rc;
 }
 
+int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen)
+{
+    if (lapse_redis_ensure(r) < 0)
+        return -1;
+    if (redisAppendCommandArgv(r->c, argc, argv, argvlen) == REDIS_OK)
+        return 0;
+    redis_set_error(r, "redis %s: out of memory", r->name);
+    return -1;
+}
+
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;

@@ -58,6 +58,7 @@ redisReply *lapse_redis_eval(lapse_redis *r, enum lapse_script s, int nkeys, int
  * must be re-sent. */
 int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
                             const char **argv, const size_t *argvlen);
+int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen);
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply);
 
 /* 1 if `reply` is Redis's NOSCRIPT error; also marks the scripts for reload. */

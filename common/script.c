@@ -1,7 +1,7 @@
 #include "script.h"
 
 extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[], lapse_lua_acquire[],
-    lapse_lua_release[];
+    lapse_lua_release[], lapse_lua_take[], lapse_lua_seed[], lapse_lua_drop[];
 
 const char *lapse_script_source(enum lapse_script s)
 {
@@ -11,6 +11,9 @@ const char *lapse_script_source(enum lapse_script s)
         [LAPSE_SCRIPT_ACK] = lapse_lua_ack,
         [LAPSE_SCRIPT_ACQUIRE] = lapse_lua_acquire,
         [LAPSE_SCRIPT_RELEASE] = lapse_lua_release,
+        [LAPSE_SCRIPT_TAKE] = lapse_lua_take,
+        [LAPSE_SCRIPT_SEED] = lapse_lua_seed,
+        [LAPSE_SCRIPT_DROP] = lapse_lua_drop,
     };
     return src[s];
 }

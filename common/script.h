@@ -12,6 +12,9 @@ enum lapse_script {
     LAPSE_SCRIPT_ACK,       /* compare-and-delete after Kafka ack (ack.lua) */
     LAPSE_SCRIPT_ACQUIRE,   /* become a shard's active scanner (acquire.lua) */
     LAPSE_SCRIPT_RELEASE,   /* give the shard up on shutdown (release.lua) */
+    LAPSE_SCRIPT_TAKE,      /* split: reserve old-shard twins (take.lua) */
+    LAPSE_SCRIPT_SEED,      /* split: copy twins into the new shard (seed.lua) */
+    LAPSE_SCRIPT_DROP,      /* split: remove stale twins (drop.lua) */
     LAPSE_SCRIPT_COUNT
 };
 

@@ -2,11 +2,7 @@
  * producer — see producer.h.
  *
  * Queued operations live in one array plus one byte arena (IDs, payloads) and
- * are only turned into Redis calls at flush time: group by shard (stable, so
- * per-shard order is kept), then per node pipeline one EVALSHA apply per
- * shard and chunk, then read the replies. One round trip per node per flush
- * is the whole cost of a batch; the Lua side (common/lua/apply.lua) does the
- * ZADD/HSET work and reads the shard's clock for relative times.
+ * are only turned into Redis calls at flush time, by send.c.
  *
  * Coalescing: a small open-addressing index (ID hash -> latest queued op of
  * that ID) lets submit fold a new operation into the queued one when the
@@ -15,6 +11,7 @@
  * since different IDs never interact.
  */
 #include "producer.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,52 +23,6 @@
 #include "layout.h"
 #include "redis.h"
 #include "slack.h"
-
-#define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
-#define KEY_MAX (LAPSE_NS_MAX + 16)
-
-struct producer_op {
-    uint64_t hash;             /* lapse_hash of the ID */
-    uint32_t shard;
-    char op;                   /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
-    int has_payload;
-    enum lapse_when_kind kind; /* of when_ms */
-    int64_t when_ms;           /* as sent (slack included) */
-    int64_t period_ms;         /* repeat only */
-    size_t id_off, id_len;     /* in the arena */
-    size_t pl_off, pl_len;     /* in the arena */
-    size_t slot;               /* its position in the index, cleared at flush */
-    uint64_t tag;
-};
-
-struct producer_call {      /* one EVALSHA in a node's pipeline */
-    size_t first, count;    /* range in the flush's shard-ordered index */
-};
-
-struct lapse_producer {
-    const struct lapse_config *cfg;
-    struct lapse_config owned_cfg;  /* when opened from a file */
-    int owns_cfg;
-    lapse_redis **nodes;            /* one per cfg->nodes entry */
-    struct lapse_layout layout;
-    char (*keys)[LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
-    struct producer_op *ops;
-    size_t nops, cap_ops;
-    uint32_t *index;                /* op index + 1 of the latest op per ID; 0 = empty */
-    size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
-    char *arena;
-    size_t arena_len, arena_cap;
-    lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
-    struct lapse_producer_stats stats;
-    lapse_producer_error_cb *on_error;
-    void *ctx;
-};
-
-static void producer_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size)
@@ -100,18 +51,8 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
         snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[0]));
         goto fail;
     }
-    int rc = lapse_layout_load(p->nodes[0], cfg, &p->layout, errstr, size);
-    if (rc == 1)
-        snprintf(errstr, size, "namespace \"%s\" is not initialised: run lapse-scale -c %s init N",
-                 cfg->ns, cfg->path);
-    if (rc != 0)
+    if (producer_load_layout(p, errstr, size) < 0)
         goto fail;
-    p->keys = calloc(p->layout.shards, sizeof *p->keys);
-    if (!p->keys)
-        goto oom;
-    for (uint32_t s = 0; s < p->layout.shards; s++)
-        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-            lapse_key_shard(p->keys[s][k], KEY_MAX, cfg->ns, lapse_shard_keys[k], s);
     return p;
 oom:
     snprintf(errstr, size, "out of memory");
@@ -173,7 +114,7 @@ void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *
     *out = p->stats;
 }
 
-static int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off)
+int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off)
 {
     if (p->arena_len + len > p->arena_cap) {
         size_t cap = p->arena_cap ? p->arena_cap : 65536;
@@ -341,7 +282,6 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     struct producer_op *op = &p->ops[p->nops];
     memset(op, 0, sizeof *op);
     op->hash = hash;
-    op->shard = lapse_shard_of(hash, p->layout.shards);
     if (producer_arena_put(p, cmd->id, cmd->id_len, &op->id_off) < 0)
         goto oom;
     op->id_len = cmd->id_len;
@@ -407,149 +347,21 @@ int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint
                         errstr, size);
 }
 
-static void producer_report(lapse_producer *p, const size_t *idx, size_t n, const char *reason)
-{
-    p->stats.failed += n;
-    if (!p->on_error)
-        return;
-    for (size_t i = 0; i < n; i++)
-        p->on_error(p->ctx, p->ops[idx[i]].tag, reason);
-}
-
-/* The argv of one apply.lua call: the shard's keys, then 6 fields per op. */
-static int producer_build_call(lapse_producer *p, const size_t *order, struct producer_call call,
-                               const char **argv, size_t *argvlen, char (*nums)[2][24])
-{
-    uint32_t shard = p->ops[order[call.first]].shard;
-    int argc = LAPSE_SHARD_NKEYS;
-    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++) {
-        argv[k] = p->keys[shard][k];
-        argvlen[k] = strlen(argv[k]);
-    }
-    for (size_t i = 0; i < call.count; i++) {
-        const struct producer_op *op = &p->ops[order[call.first + i]];
-        char *when = nums[i][0], *period = nums[i][1];
-        size_t when_len = 0, period_len = 0;
-        if (op->op != 'c')
-            when_len = (size_t)snprintf(when, 24, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
-                                        (long long)op->when_ms);
-        if (op->op == 'r')
-            period_len = (size_t)snprintf(period, 24, "%lld", (long long)op->period_ms);
-        argv[argc] = &op->op, argvlen[argc++] = 1;
-        argv[argc] = p->arena + op->id_off, argvlen[argc++] = op->id_len;
-        argv[argc] = when, argvlen[argc++] = when_len;
-        argv[argc] = period, argvlen[argc++] = period_len;
-        argv[argc] = op->has_payload ? "1" : "0", argvlen[argc++] = 1;
-        argv[argc] = p->arena + op->pl_off, argvlen[argc++] = op->pl_len;
-    }
-    return argc;
-}
-
-/*
- * Sends the calls of one node as a pipeline and reads every reply.
- * Returns 0 when every call got a reply (errors reported per op), -1 when the
- * connection failed and the whole set must be re-sent.
- */
-static int producer_send_node(lapse_producer *p, lapse_redis *r, const size_t *order,
-                              const struct producer_call *calls, size_t ncalls, const char **argv,
-                              size_t *argvlen, char (*nums)[2][24])
-{
-    for (size_t c = 0; c < ncalls; c++) {
-        /* argv is reused per call: hiredis copies each call when appended. */
-        int argc = producer_build_call(p, order, calls[c], argv, argvlen, nums);
-        if (lapse_redis_append_eval(r, LAPSE_SCRIPT_APPLY, LAPSE_SHARD_NKEYS, argc, argv,
-                                    argvlen) < 0)
-            return -1;
-    }
-    int retry = 0;
-    for (size_t c = 0; c < ncalls; c++) {
-        redisReply *reply;
-        if (lapse_redis_get_reply(r, &reply) < 0)
-            return -1;
-        if (lapse_redis_noscript(r, reply))
-            retry = 1; /* not executed: send the set again after reloading */
-        else if (reply->type == REDIS_REPLY_ERROR)
-            producer_report(p, order + calls[c].first, calls[c].count, reply->str);
-        freeReplyObject(reply);
-    }
-    return retry ? -1 : 0;
-}
-
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
 {
     if (p->nops == 0)
         return 0;
-    uint32_t shards = p->layout.shards;
-    /* Stable counting sort of the ops by shard. */
-    size_t *start = calloc(shards + 1, sizeof *start);
-    size_t *fill = calloc(shards, sizeof *fill);
-    size_t *order = malloc(p->nops * sizeof *order);
-    struct producer_call *calls = malloc((p->nops + shards) * sizeof *calls);
-    const char **argv = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argv);
-    size_t *argvlen = malloc((LAPSE_SHARD_NKEYS + 6 * APPLY_CHUNK) * sizeof *argvlen);
-    char(*nums)[2][24] = malloc(APPLY_CHUNK * sizeof *nums);
-    int rc = -1;
-    if (!start || !fill || !order || !calls || !argv || !argvlen || !nums) {
-        snprintf(errstr, size, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < p->nops; i++)
-        start[p->ops[i].shard + 1]++;
-    for (uint32_t s = 0; s < shards; s++)
-        start[s + 1] += start[s];
-    for (size_t i = 0; i < p->nops; i++) {
-        uint32_t s = p->ops[i].shard;
-        order[start[s] + fill[s]++] = i;
-    }
-    rc = 0;
-    for (size_t n = 0; n < p->cfg->nnodes; n++) {
-        size_t ncalls = 0;
-        for (uint32_t s = 0; s < shards; s++) {
-            if (p->layout.node_of[s] != n)
-                continue;
-            for (size_t i = start[s]; i < start[s + 1]; i += APPLY_CHUNK) {
-                calls[ncalls].first = i;
-                calls[ncalls++].count = start[s + 1] - i < APPLY_CHUNK ? start[s + 1] - i
-                                                                      : APPLY_CHUNK;
-            }
-        }
-        if (ncalls == 0)
-            continue;
-        int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
-        lapse_redis *r = p->nodes[n];
-        while (producer_send_node(p, r, order, calls, ncalls, argv, argvlen, nums) < 0) {
-            if (lapse_clock_mono_ms() >= give_up) {
-                snprintf(errstr, size, "%s", lapse_redis_errstr(r));
-                for (size_t c = 0; c < ncalls; c++)
-                    producer_report(p, order + calls[c].first, calls[c].count, errstr);
-                rc = -1;
-                break;
-            }
-            lapse_redis_disconnect(r); /* discard any half-read pipeline */
-            int wait = lapse_redis_backoff_ms(r);
-            producer_sleep_ms(wait > 0 ? wait : 50);
-        }
-    }
+    int rc = producer_send(p, errstr, size);
     if (rc < 0 && p->slack) {
         /* What was remembered as written may not be: forget it all. */
         lapse_slack_free(p->slack);
         p->slack = lapse_slack_new();
-        if (!p->slack)
-            snprintf(errstr, size, "out of memory");
     }
-out:
     p->stats.written += p->nops;
     p->stats.flushes++;
     for (size_t i = 0; i < p->nops; i++) /* clear only the slots in use */
         p->index[p->ops[i].slot] = 0;
     p->nops = 0;
     p->arena_len = 0;
-    free(start);
-    free(fill);
-    free(order);
-    free(calls);
-    free(argv);
-    free(argvlen);
-    free(nums);
     return rc;
 }

@@ -37,12 +37,12 @@
 #define ACK_CHUNK 512              /* IDs per ack.lua call */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
-#define NKEYS (LAPSE_SHARD_NKEYS + 1) /* the shard's keys and its lock */
+#define NKEYS LAPSE_SHARD_NKEYS
 
 /* One event handed to Kafka and not yet settled in Redis. */
 struct flight {
     struct flight *next;  /* in the ack list once acknowledged */
-    uint64_t epoch;       /* the lease term it was claimed in */
+    uint64_t term;        /* the lease term it was claimed in */
     char lease[32];       /* the score claim.lua gave the ID */
     size_t lease_len;
     size_t id_len;
@@ -54,8 +54,9 @@ struct lapse_scanner {
     uint32_t shard;
     lapse_redis *home;           /* cfg->nodes[0]: the layout */
     lapse_redis *node;           /* the shard's node (may be home) */
+    lapse_redis **peers;         /* other nodes by config index, opened on demand */
     struct lapse_layout layout;
-    char keys[NKEYS][KEY_MAX];   /* z, p, f, r, lock */
+    char keys[NKEYS][KEY_MAX];   /* the shard's keys (layout.h) */
     char token[96];              /* ours in the lock: host:pid:random */
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
@@ -85,7 +86,7 @@ static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reaso
     struct flight *f = opaque;
     s->inflight--;
     SET(inflight, (int64_t)s->inflight);
-    if (ok && f->epoch == s->term && s->active) {
+    if (ok && f->term == s->term && s->active) {
         INC(acked);
         f->next = s->acks;
         s->acks = f;
@@ -134,9 +135,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     }
     s->cfg = cfg;
     s->shard = shard;
-    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+    for (int k = 0; k < NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
-    lapse_key_shard(s->keys[LAPSE_SHARD_NKEYS], KEY_MAX, cfg->ns, LAPSE_KEY_LOCK, shard);
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
@@ -169,6 +169,10 @@ void lapse_scanner_free(lapse_scanner *s)
         s->acks = f->next;
         free(f);
     }
+    for (size_t i = 0; s->peers && i < s->cfg->nnodes; i++)
+        if (s->peers[i] != s->node && s->peers[i] != s->home)
+            lapse_redis_free(s->peers[i]);
+    free(s->peers);
     if (s->node != s->home)
         lapse_redis_free(s->node);
     lapse_redis_free(s->home);
@@ -215,14 +219,50 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
         return -1;
     }
     uint16_t n = s->layout.node_of[s->shard];
+    s->peers = calloc(s->cfg->nnodes, sizeof *s->peers);
+    if (!s->peers) {
+        log_error("out of memory");
+        return -1;
+    }
+    s->peers[0] = s->home;
     if (n == 0)
         s->node = s->home;
-    else if (!(s->node = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
-                                         s->cfg->redis_command_timeout_ms))) {
+    else if (!(s->node = s->peers[n] = lapse_redis_new(&s->cfg->nodes[n],
+                                                         s->cfg->redis_connect_timeout_ms,
+                                                         s->cfg->redis_command_timeout_ms))) {
         log_error("out of memory");
         return -1;
     }
     return 0;
+}
+
+/* The connection to config node n, opened on first use; NULL if out of
+ * memory. */
+static lapse_redis *scanner_peer(lapse_scanner *s, uint16_t n)
+{
+    if (!s->peers[n])
+        s->peers[n] = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
+                                      s->cfg->redis_command_timeout_ms);
+    return s->peers[n];
+}
+
+/* Re-reads the layout after claim.lua said it changed (split or finish).
+ * The shard itself never moves: only what is known about the others. */
+static void scanner_reload(lapse_scanner *s)
+{
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_layout_load(s->home, s->cfg, &l, err, sizeof err) != 0) {
+        INC(redis_errors);
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: layout: %s", s->shard,
+                          err);
+        return;
+    }
+    if (l.epoch != s->layout.epoch)
+        log_info("shard %u: layout epoch %lld: %u shards%s", s->shard, (long long)l.epoch,
+                 l.shards, l.splitting ? ", splitting" : "");
+    lapse_layout_free(&s->layout);
+    s->layout = l;
 }
 
 /* Runs a shard script with the shard's keys and lock, then `args`. */
@@ -344,7 +384,7 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
     f->id_len = id->len;
     memcpy(f->lease, lease, lease_len + 1);
     f->lease_len = lease_len;
-    f->epoch = s->term;
+    f->term = s->term;
     f->next = NULL;
     struct lapse_event ev = {
         .ns = s->cfg->ns,
@@ -370,6 +410,86 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
     s->inflight++;
     INC(sent);
     SET(inflight, (int64_t)s->inflight);
+}
+
+/*
+ * During a split, an old shard's claimed IDs that belong to a new shard are
+ * stale if they were written there since the split began (the new shard's
+ * moved set holds them, see common/split.c): such a twin is dropped, never
+ * fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new shard's node
+ * did not answer: leave it leased; it is claimed and checked again later).
+ */
+static void scanner_split_check(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
+                                char *verdict)
+{
+    memset(verdict, 0, n);
+    if (!s->layout.splitting || s->shard >= s->layout.prev_shards)
+        return;
+    uint32_t prev = s->layout.prev_shards;
+    for (uint16_t node = 0; node < s->cfg->nnodes; node++) {
+        lapse_redis *peer = NULL;
+        size_t asked = 0;
+        for (size_t i = 0; i < n; i++) {
+            const redisReply *id = ids[i * stride];
+            uint64_t h = lapse_hash(id->str, id->len);
+            if (!(h & prev))
+                continue; /* stays in this shard */
+            uint32_t j = lapse_shard_of(h, s->layout.shards);
+            if (s->layout.node_of[j] != node)
+                continue;
+            char key[KEY_MAX];
+            lapse_key_shard(key, sizeof key, s->cfg->ns, LAPSE_KEY_MOVED, j);
+            const char *argv[3] = {"SISMEMBER", key, id->str};
+            size_t argvlen[3] = {9, strlen(key), id->len};
+            if (!peer && !(peer = scanner_peer(s, node))) {
+                verdict[i] = 2;
+                continue;
+            }
+            verdict[i] = 2; /* until the answer says otherwise */
+            if (lapse_redis_append_argv(peer, 3, argv, argvlen) == 0)
+                asked++;
+        }
+        for (size_t i = 0, k = 0; i < n && k < asked; i++) {
+            if (verdict[i] != 2)
+                continue;
+            const redisReply *id = ids[i * stride];
+            uint64_t h = lapse_hash(id->str, id->len);
+            if (!(h & prev) || s->layout.node_of[lapse_shard_of(h, s->layout.shards)] != node)
+                continue;
+            redisReply *r;
+            if (lapse_redis_get_reply(peer, &r) < 0) {
+                scanner_redis_error(s, "split check", NULL);
+                break; /* the rest stay "unknown" */
+            }
+            if (r->type == REDIS_REPLY_INTEGER)
+                verdict[i] = r->integer ? 1 : 0;
+            freeReplyObject(r);
+            k++;
+        }
+    }
+}
+
+/* Removes stale twins the claim leased (see scanner_split_check). */
+static void scanner_drop(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
+                         const char *verdict, const char *lease, size_t lease_len)
+{
+    const char *args[2 * 64];
+    size_t lens[2 * 64];
+    int m = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && verdict[i] == 1) {
+            args[m] = ids[i * stride]->str, lens[m++] = ids[i * stride]->len;
+            args[m] = lease, lens[m++] = lease_len;
+        }
+        if (m > 0 && (m == 2 * 64 || i == n)) {
+            redisReply *r = scanner_eval(s, LAPSE_SCRIPT_DROP, args, lens, m);
+            if (!r || r->type != REDIS_REPLY_INTEGER)
+                scanner_redis_error(s, "drop", r);
+            if (r)
+                freeReplyObject(r);
+            m = 0;
+        }
+    }
 }
 
 /* How many overdue (not fresh) IDs the catch-up budget allows now. */
@@ -402,13 +522,21 @@ static int scanner_claim(lapse_scanner *s, int want)
     snprintf(lease_ms, sizeof lease_ms, "%d", s->cfg->scanner_lease_ms);
     snprintf(fresh, sizeof fresh, "%d", s->cfg->scanner_fresh_ms);
     snprintf(old, sizeof old, "%d", backlog);
-    const char *args[5] = {s->token, batch, lease_ms, fresh, old};
-    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 5);
+    char epoch[24];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
+    const char *args[6] = {s->token, batch, lease_ms, fresh, old, epoch};
+    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 6);
     enum { HEAD = 4, PER_ID = 4 /* id, deadline, payload, seq */ };
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == -1) {
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
+        long long why = r->element[0]->integer;
         freeReplyObject(r);
-        scanner_fenced(s);
-        return -1;
+        if (why == -1) {
+            scanner_fenced(s);
+            return -1;
+        }
+        scanner_reload(s); /* -2: the layout changed under us */
+        return 0;
     }
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
         (r->elements - HEAD) % PER_ID != 0) {
@@ -421,13 +549,23 @@ static int scanner_claim(lapse_scanner *s, int want)
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
     size_t claimed = (r->elements - HEAD) / PER_ID;
+    char *verdict = calloc(claimed + 1, 1);
+    if (!verdict) {
+        freeReplyObject(r);
+        return poll_ms; /* the leases run out; claimed again later */
+    }
+    scanner_split_check(s, r->element + HEAD, PER_ID, claimed, verdict);
+    scanner_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str, lease->len);
     int old_taken = 0;
     for (size_t i = 0; i < claimed; i++) {
         redisReply **e = r->element + HEAD + PER_ID * i;
         if (e[1]->integer <= now - s->cfg->scanner_fresh_ms)
             old_taken++;
-        scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str, lease->len);
+        if (verdict[i] == 0)
+            scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str,
+                             lease->len);
     }
+    free(verdict);
     long long due_left = r->element[3]->integer;
     freeReplyObject(r);
     if (s->cfg->scanner_catchup_rate)

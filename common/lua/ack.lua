@@ -1,7 +1,6 @@
 -- ack: settle IDs whose events Kafka acknowledged.
 --
--- KEYS[1] zset, KEYS[2] payloads, KEYS[3] in-flight deadlines,
--- KEYS[4] repeats (see apply.lua), KEYS[5] the shard's lock (acquire.lua)
+-- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua)
 -- ARGV[1] token, then pairs of id, lease (the exact score claim gave it)
 -- Returns the number of IDs settled, or -1 when the lock is not ours (fenced:
 -- nothing changed; the new holder redelivers those IDs).
@@ -12,7 +11,7 @@
 -- one-shot ID is removed with its payload; a repeating one is re-armed at
 -- the next point of its period after now (missed points are skipped, not
 -- fired in a burst) and its fire count goes up.
-local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

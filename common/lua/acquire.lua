@@ -1,7 +1,6 @@
 -- acquire: become the one active scanner of a shard.
 --
--- KEYS[1] zset, KEYS[2] payloads, KEYS[3] in-flight deadlines,
--- KEYS[4] repeats (see apply.lua), KEYS[5] the shard's lock
+-- KEYS: the shard's keys (see apply.lua); [6] is its lock
 -- ARGV[1] this scanner's token, ARGV[2] lease ms
 -- Returns { 1, recovered } when the lock was free and is now ours, or
 -- { 0, holder } with the current holder's token.
@@ -12,7 +11,7 @@
 -- knows every other scanner of the shard is fenced, so IDs still leased by
 -- the previous holder get their deadline back at once (due now) instead of
 -- waiting for their leases to run out: takeover redelivers immediately.
-local z, f, lock = KEYS[1], KEYS[3], KEYS[5]
+local z, f, lock = KEYS[1], KEYS[3], KEYS[6]
 if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', tonumber(ARGV[2])) then
     return { 0, redis.call('GET', lock) or '' }
 end

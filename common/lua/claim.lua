@@ -1,12 +1,13 @@
 -- claim: take up to ARGV[1] due IDs of one shard for dispatch.
 --
--- KEYS[1] zset, KEYS[2] payloads, KEYS[3] in-flight deadlines,
--- KEYS[4] repeats (see apply.lua), KEYS[5] the shard's lock (acquire.lua)
+-- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua)
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
--- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to take
+-- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
+-- take, ARGV[6] the scanner's layout epoch
 -- Returns { now_ms, lease, next_ms, due_left, id1, deadline1, payload1, seq1,
 -- id2, ... },
--- or { -1 } when the lock is not ours: this scanner is fenced off.
+-- or { -1 } when the lock is not ours: this scanner is fenced off, or
+-- { -2, epoch } when the layout changed (a split): reload it first.
 --   lease:    the score every claimed ID now carries (string, half-integer)
 --   next_ms:  the lowest score left in the zset after the claim, or -1
 --   due_left: how many due IDs are left after the claim (the backlog)
@@ -22,8 +23,10 @@
 -- Catch-up: IDs due within the last fresh ms are taken first and without
 -- limit; older ones (a backlog after an outage) at most ARGV[5] per call, so
 -- the caller can rate-limit the backlog without delaying fresh deadlines.
-local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
+local epoch = tonumber(redis.call('GET', e) or 0)
+if tonumber(ARGV[6]) < epoch then return { -2, epoch } end
 local lease_ms = tonumber(ARGV[3])
 redis.call('PEXPIRE', lock, lease_ms)
 local t = redis.call('TIME')

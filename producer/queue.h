@@ -1,0 +1,73 @@
+/*
+ * queue — the producer's internals, shared by producer.c (the queue,
+ * coalescing, the public API) and send.c (turning a batch into Redis calls,
+ * splits included). Not installed; not part of the library's API.
+ */
+#ifndef LAPSE_QUEUE_H
+#define LAPSE_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "layout.h"
+#include "line.h"
+#include "producer.h"
+#include "redis.h"
+#include "slack.h"
+
+#define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
+#define KEY_MAX (LAPSE_NS_MAX + 16)
+
+struct producer_op {
+    uint64_t hash;             /* lapse_hash of the ID */
+    char op;                   /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
+    int has_payload;
+    enum lapse_when_kind kind; /* of when_ms */
+    int64_t when_ms;           /* as sent (slack included) */
+    int64_t period_ms;         /* repeat only */
+    size_t id_off, id_len;     /* in the arena */
+    size_t pl_off, pl_len;     /* in the arena */
+    size_t slot;               /* its position in the index, cleared at flush */
+    uint64_t tag;
+    /* set by send.c for the current layout: */
+    uint32_t shard;            /* where the op applies */
+    uint32_t old_shard;        /* during a split: the ID's shard before it */
+    int moving;                /* during a split: shard != old_shard */
+    char twin;                 /* take.lua's verdict: 0 not asked, 'a', 't', 'b' */
+    int64_t twin_deadline;     /* 't'/'b': the twin's deadline */
+    int twin_has_pl;           /* 't': the twin's payload, repeat and lease */
+    size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
+};
+
+struct lapse_producer {
+    const struct lapse_config *cfg;
+    struct lapse_config owned_cfg;  /* when opened from a file */
+    int owns_cfg;
+    lapse_redis **nodes;            /* one per cfg->nodes entry */
+    struct lapse_layout layout;
+    int64_t layout_read_ms;         /* monotonic: when the layout was read */
+    char (*keys)[LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
+    struct producer_op *ops;
+    size_t nops, cap_ops;
+    uint32_t *index;                /* op index + 1 of the latest op per ID; 0 = empty */
+    size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
+    char *arena;
+    size_t arena_len, arena_cap;
+    lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
+    struct lapse_producer_stats stats;
+    lapse_producer_error_cb *on_error;
+    void *ctx;
+};
+
+/* Appends bytes to the arena; their offset in *off. 0 or -1 (no memory). */
+int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off);
+
+/* (Re)reads the layout and the shard key names. 0, or -1 with errstr. */
+int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
+
+/* Applies every queued op (send.c). 0, or -1 with errstr after reporting
+ * each op that could not be applied through on_error. */
+int producer_send(lapse_producer *p, char *errstr, size_t size);
+
+#endif

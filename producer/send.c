@@ -1,0 +1,411 @@
+/*
+ * send — turns the producer's queued batch into Redis calls.
+ *
+ * Stable layout: the ops are grouped by shard (stably: per ID they keep
+ * their order) and each node gets one pipeline of apply.lua calls, one per
+ * shard and chunk: one round trip per node per batch.
+ *
+ * During a split (N = prev_shards -> 2N shards) an ID whose hash has bit N
+ * set moves from its old shard i to its new shard j = i + N. Its ops apply
+ * in j, after what it had in i (its "twin") is accounted for:
+ *   1. take  (i's node): each twin is reserved: a pending one is leased to us
+ *      like a claimed ID ("t"), one in flight is "b" (busy), none is "a".
+ *   2. seed + apply (j's node): taken twins are copied into j unless the ID
+ *      already lives there (seed.lua); then the ops apply; an extend must
+ *      also beat a busy twin's deadline; every change puts the ID in j's
+ *      moved set m_j.
+ *   3. drop  (i's node): taken twins are removed (compared with our lease).
+ * The old shard's scanner fires a twin only if the ID is not in m_j, and
+ * drops it otherwise (scanner.c). Crash safety, with i and j on different
+ * servers and no cross-node atomicity:
+ *   - dead after 1: the taken twin's lease runs out; i's scanner claims it,
+ *     finds the ID absent from m_j and fires it: nothing is lost;
+ *   - dead after 2: the ID is in m_j; when the lease runs out i's scanner
+ *     drops the twin: the copy in j fires, the twin never does;
+ *   - a twin reaches j only through seed, after take put it out of i's
+ *     scanner's reach, so it cannot fire from both.
+ * Stale producers: every script compares our layout epoch with the shard's
+ * (NS:e:I, fenced by lapse-scale before it publishes a new layout) and
+ * answers "STALE": we reload the layout and route again, so nobody writes a
+ * moving ID into its old shard once a split began.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "hash.h"
+#include "queue.h"
+
+#define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
+#define ARGV_MAX (LAPSE_SHARD_NKEYS + 2 + 7 * APPLY_CHUNK)
+
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
+
+struct send_call {
+    enum lapse_script script;
+    uint32_t shard;        /* whose keys the call takes */
+    const size_t *ops;     /* the op indices it carries (into order or picked) */
+    size_t count;
+};
+
+/* Scratch memory of one send, sized for the batch. */
+struct send {
+    lapse_producer *p;
+    size_t *order;          /* op indices grouped by shard */
+    size_t *picked;         /* op indices of filtered calls (seed, drop) */
+    size_t npicked;
+    size_t *start;          /* per shard: first index in order[] (+1 entry) */
+    struct send_call *calls;
+    size_t ncalls;
+    const char **argv;
+    size_t *argvlen;
+    char (*nums)[3][32];    /* per op of a call: number strings */
+    char epoch[24];
+};
+
+static void send_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
+{
+    struct lapse_layout l;
+    int rc = lapse_layout_load(p->nodes[0], p->cfg, &l, errstr, size);
+    if (rc == 1)
+        snprintf(errstr, size, "namespace \"%s\" is not initialised: run lapse-scale -c %s init N",
+                 p->cfg->ns, p->cfg->path);
+    if (rc != 0)
+        return -1;
+    if (l.shards != p->layout.shards || !p->keys) {
+        char(*keys)[LAPSE_SHARD_NKEYS][KEY_MAX] = calloc(l.shards, sizeof *keys);
+        if (!keys) {
+            lapse_layout_free(&l);
+            snprintf(errstr, size, "out of memory");
+            return -1;
+        }
+        for (uint32_t s = 0; s < l.shards; s++)
+            for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+                lapse_key_shard(keys[s][k], KEY_MAX, p->cfg->ns, lapse_shard_keys[k], s);
+        free(p->keys);
+        p->keys = keys;
+    }
+    lapse_layout_free(&p->layout);
+    p->layout = l;
+    p->layout_read_ms = lapse_clock_mono_ms();
+    return 0;
+}
+
+/* Where each op applies under the current layout; forgets twins. */
+static void send_route(lapse_producer *p)
+{
+    const struct lapse_layout *l = &p->layout;
+    for (size_t i = 0; i < p->nops; i++) {
+        struct producer_op *op = &p->ops[i];
+        op->shard = lapse_shard_of(op->hash, l->shards);
+        op->moving = l->splitting && (op->hash & l->prev_shards);
+        op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
+        op->twin = 0;
+    }
+}
+
+/* Groups the ops (only the moving ones if `moving`) by shard (old shard if
+ * `old`) into s->order / s->start. Returns how many were grouped. */
+static size_t send_group(struct send *s, int old, int moving)
+{
+    lapse_producer *p = s->p;
+    uint32_t shards = p->layout.shards;
+    memset(s->start, 0, (shards + 1) * sizeof *s->start);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nops; i++)
+        if (!moving || p->ops[i].moving) {
+            s->start[(old ? p->ops[i].old_shard : p->ops[i].shard) + 1]++;
+            n++;
+        }
+    for (uint32_t k = 0; k < shards; k++)
+        s->start[k + 1] += s->start[k];
+    size_t *fill = calloc(shards, sizeof *fill);
+    if (!fill)
+        return (size_t)-1;
+    for (size_t i = 0; i < p->nops; i++)
+        if (!moving || p->ops[i].moving) {
+            uint32_t k = old ? p->ops[i].old_shard : p->ops[i].shard;
+            s->order[s->start[k] + fill[k]++] = i;
+        }
+    free(fill);
+    return n;
+}
+
+/* Adds calls of `script` covering each shard's group, APPLY_CHUNK ops each;
+ * `want` (may be NULL) filters which ops of the group go in. */
+static void send_plan(struct send *s, enum lapse_script script,
+                      int (*want)(const struct producer_op *))
+{
+    lapse_producer *p = s->p;
+    for (uint32_t k = 0; k < p->layout.shards; k++) {
+        size_t *ops = want ? s->picked + s->npicked : s->order + s->start[k];
+        size_t n = 0;
+        for (size_t i = s->start[k]; i < s->start[k + 1]; i++)
+            if (!want || want(&p->ops[s->order[i]]))
+                ops[n++] = s->order[i];
+        if (want)
+            s->npicked += n;
+        for (size_t done = 0; done < n; done += APPLY_CHUNK) {
+            struct send_call c = {script, k, ops + done, n - done < APPLY_CHUNK ? n - done : APPLY_CHUNK};
+            s->calls[s->ncalls++] = c;
+        }
+    }
+}
+
+static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
+
+static void send_report(struct send *s, const struct send_call *c, const char *reason)
+{
+    lapse_producer *p = s->p;
+    p->stats.failed += c->count;
+    for (size_t i = 0; p->on_error && i < c->count; i++)
+        p->on_error(p->ctx, p->ops[c->ops[i]].tag, reason);
+}
+
+/* The argv of one call: the shard's keys, then the script's fields. */
+static int send_build(struct send *s, const struct send_call *c)
+{
+    lapse_producer *p = s->p;
+    const char **v = s->argv;
+    size_t *l = s->argvlen;
+    int n = 0;
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+        v[n] = p->keys[c->shard][k], l[n++] = strlen(p->keys[c->shard][k]);
+    if (c->script != LAPSE_SCRIPT_DROP)
+        v[n] = s->epoch, l[n++] = strlen(s->epoch);
+    if (c->script == LAPSE_SCRIPT_TAKE) {
+        int len = snprintf(s->nums[0][0], 32, "%d", p->cfg->scanner_lease_ms);
+        v[n] = s->nums[0][0], l[n++] = (size_t)len;
+    }
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        char *num0 = s->nums[i][0], *num1 = s->nums[i][1], *num2 = s->nums[i][2];
+        const char *id = p->arena + op->id_off;
+        switch (c->script) {
+        case LAPSE_SCRIPT_TAKE:
+            v[n] = id, l[n++] = op->id_len;
+            break;
+        case LAPSE_SCRIPT_DROP:
+            v[n] = id, l[n++] = op->id_len;
+            v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
+            break;
+        case LAPSE_SCRIPT_SEED:
+            v[n] = id, l[n++] = op->id_len;
+            l[n] = (size_t)snprintf(num0, 32, "%lld", (long long)op->twin_deadline), v[n++] = num0;
+            v[n] = op->twin_has_pl ? "1" : "0", l[n++] = 1;
+            v[n] = p->arena + op->twin_pl_off, l[n++] = op->twin_pl_len;
+            v[n] = p->arena + op->twin_rep_off, l[n++] = op->twin_rep_len;
+            break;
+        default: /* apply */
+            v[n] = &op->op, l[n++] = 1;
+            v[n] = id, l[n++] = op->id_len;
+            l[n] = op->op == 'c' ? 0
+                                 : (size_t)snprintf(num0, 32, "%c%lld",
+                                                    op->kind == LAPSE_WHEN_REL ? '+' : '@',
+                                                    (long long)op->when_ms);
+            v[n++] = num0;
+            l[n] = op->op == 'r' ? (size_t)snprintf(num1, 32, "%lld", (long long)op->period_ms) : 0;
+            v[n++] = num1;
+            v[n] = op->has_payload ? "1" : "0", l[n++] = 1;
+            v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
+            l[n] = !op->moving ? 0
+                   : op->twin == 'b' ? (size_t)snprintf(num2, 32, "m%lld", (long long)op->twin_deadline)
+                                     : (size_t)snprintf(num2, 32, "m");
+            v[n++] = num2;
+        }
+    }
+    return n;
+}
+
+static int send_stale(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5) == 0;
+}
+
+/* Reads take.lua's answer into the call's ops. */
+static int send_took(struct send *s, const struct send_call *c, const redisReply *r)
+{
+    lapse_producer *p = s->p;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * c->count)
+        return SEND_RETRY;
+    const redisReply *lease = r->element[0];
+    for (size_t i = 0; i < c->count; i++) {
+        struct producer_op *op = &p->ops[c->ops[i]];
+        redisReply **e = r->element + 1 + 4 * i;
+        op->twin = e[0]->type == REDIS_REPLY_STRING ? e[0]->str[0] : 'a';
+        op->twin_deadline = e[1]->integer;
+        if (op->twin != 't')
+            continue;
+        op->twin_has_pl = e[2]->type == REDIS_REPLY_STRING;
+        op->twin_pl_len = op->twin_has_pl ? e[2]->len : 0;
+        op->twin_rep_len = e[3]->type == REDIS_REPLY_STRING ? e[3]->len : 0;
+        op->lease_len = lease->len;
+        if ((op->twin_has_pl && producer_arena_put(p, e[2]->str, e[2]->len, &op->twin_pl_off) < 0) ||
+            (op->twin_rep_len && producer_arena_put(p, e[3]->str, e[3]->len, &op->twin_rep_off) < 0) ||
+            producer_arena_put(p, lease->str, lease->len, &op->lease_off) < 0)
+            return SEND_RETRY;
+    }
+    return SEND_OK;
+}
+
+/* Sends the planned calls, one pipeline per node, and reads every reply. */
+static int send_calls(struct send *s)
+{
+    lapse_producer *p = s->p;
+    int rc = SEND_OK;
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
+        lapse_redis *r = p->nodes[n];
+        size_t sent = 0;
+        for (size_t c = 0; c < s->ncalls; c++) {
+            if (p->layout.node_of[s->calls[c].shard] != n)
+                continue;
+            int argc = send_build(s, &s->calls[c]);
+            if (lapse_redis_append_eval(r, s->calls[c].script, LAPSE_SHARD_NKEYS, argc, s->argv,
+                                        s->argvlen) < 0)
+                return SEND_RETRY;
+            sent++;
+        }
+        for (size_t c = 0; c < s->ncalls && sent; c++) {
+            const struct send_call *call = &s->calls[c];
+            if (p->layout.node_of[call->shard] != n)
+                continue;
+            sent--;
+            redisReply *reply;
+            if (lapse_redis_get_reply(r, &reply) < 0)
+                return SEND_RETRY;
+            if (lapse_redis_noscript(r, reply) && rc == SEND_OK)
+                rc = SEND_RETRY; /* not executed: send again after reloading */
+            else if (send_stale(reply))
+                rc = SEND_STALE;
+            else if (call->script == LAPSE_SCRIPT_TAKE) {
+                if (send_took(s, call, reply) < 0 && rc == SEND_OK)
+                    rc = SEND_RETRY;
+            } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
+                send_report(s, call, reply->str);
+            freeReplyObject(reply);
+        }
+    }
+    return rc;
+}
+
+/* Step 1 of a split batch: take the moving IDs' twins. */
+static int send_take(struct send *s)
+{
+    s->ncalls = 0;
+    size_t n = send_group(s, 1, 1);
+    if (n == (size_t)-1)
+        return SEND_RETRY;
+    if (n == 0)
+        return SEND_OK;
+    send_plan(s, LAPSE_SCRIPT_TAKE, NULL);
+    return send_calls(s);
+}
+
+/* Step 2 (the only step outside splits): seed taken twins, apply the ops.
+ * All seeds are planned before all applies, so in each node's pipeline a
+ * shard's seeds run before its ops. */
+static int send_apply(struct send *s)
+{
+    s->ncalls = 0;
+    s->npicked = 0;
+    if (send_group(s, 0, 0) == (size_t)-1)
+        return SEND_RETRY;
+    if (s->p->layout.splitting)
+        send_plan(s, LAPSE_SCRIPT_SEED, want_taken);
+    send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
+    return send_calls(s);
+}
+
+/* Step 3: drop the twins step 2 copied. Best effort: a twin left behind is
+ * dropped by its scanner when our lease on it runs out. */
+static void send_drop(struct send *s)
+{
+    s->ncalls = 0;
+    s->npicked = 0;
+    if (send_group(s, 1, 1) == (size_t)-1)
+        return;
+    send_plan(s, LAPSE_SCRIPT_DROP, want_taken);
+    (void)send_calls(s);
+}
+
+int producer_send(lapse_producer *p, char *errstr, size_t size)
+{
+    struct send s = {.p = p};
+    int rc = -1;
+    s.order = malloc(p->nops * sizeof *s.order);
+    s.picked = malloc(p->nops * sizeof *s.picked);
+    s.calls = malloc((3 * p->nops + 3 * LAPSE_MAX_SHARDS) * sizeof *s.calls);
+    s.start = calloc(LAPSE_MAX_SHARDS + 1, sizeof *s.start);
+    s.argv = malloc(ARGV_MAX * sizeof *s.argv);
+    s.argvlen = malloc(ARGV_MAX * sizeof *s.argvlen);
+    s.nums = malloc(APPLY_CHUNK * sizeof *s.nums);
+    if (!s.order || !s.picked || !s.calls || !s.start || !s.argv || !s.argvlen || !s.nums) {
+        snprintf(errstr, size, "out of memory");
+        goto fail;
+    }
+    int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
+    int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
+    for (;;) {
+        int res = SEND_OK;
+        if (stale) {
+            int64_t was = p->layout.epoch;
+            res = producer_load_layout(p, errstr, size) < 0 ? SEND_RETRY : SEND_OK;
+            if (res == SEND_OK) {
+                stale = 0;
+                step = 0;
+                if (p->layout.epoch == was && was > 0)
+                    send_sleep_ms(20); /* fenced, new layout not out yet */
+            }
+        }
+        if (res == SEND_OK && step == 0) {
+            send_route(p);
+            snprintf(s.epoch, sizeof s.epoch, "%lld", (long long)p->layout.epoch);
+            res = p->layout.splitting ? send_take(&s) : SEND_OK;
+            if (res == SEND_OK)
+                step = 1;
+        }
+        if (res == SEND_OK && step == 1 && (res = send_apply(&s)) == SEND_OK) {
+            if (p->layout.splitting)
+                send_drop(&s);
+            rc = 0;
+            break;
+        }
+        if (res == SEND_STALE) {
+            stale = 1;
+            continue;
+        }
+        if (lapse_clock_mono_ms() >= give_up) {
+            for (size_t n = 0; n < p->cfg->nnodes; n++)
+                if (lapse_redis_errstr(p->nodes[n])[0]) {
+                    snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[n]));
+                    break;
+                }
+            for (size_t i = 0; i < p->nops; i++)
+                s.order[i] = i;
+            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, s.order, p->nops};
+            send_report(&s, &all, errstr);
+            break;
+        }
+        for (size_t n = 0; n < p->cfg->nnodes; n++)
+            lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
+        int wait = lapse_redis_backoff_ms(p->nodes[0]);
+        send_sleep_ms(wait > 0 ? wait : 50);
+    }
+fail:
+    free(s.order);
+    free(s.picked);
+    free(s.calls);
+    free(s.start);
+    free(s.argv);
+    free(s.argvlen);
+    free(s.nums);
+    return rc;
+}
