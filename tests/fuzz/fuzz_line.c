@@ -265,7 +265,7 @@ static void check_error_text(const char *err, size_t cap, const struct ref *r, e
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check_line(const uint8_t *data, size_t size)
 {
     const char *line = (const char *)data;
     struct ref r = ref_parse(data, size);
@@ -312,5 +312,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ASSERT(strncmp(small, err, cap - 1) == 0);
         ASSERT(small[cap] == 'E'); /* nothing past the buffer */
     }
+}
+
+/*
+ * The payload limit is 64 KiB, and libFuzzer seldom grows an input that far
+ * (nor should the committed corpus hold such files). So an input that parses
+ * with a payload is, when its length is a multiple of 256, parsed again with
+ * the payload padded to exactly LAPSE_PAYLOAD_MAX bytes (must stay OK) and
+ * LAPSE_PAYLOAD_MAX + 1 (must fail on the payload). Only one parse each, and
+ * rarely: with coverage tracing, scanning 64 KiB is not cheap.
+ */
+static void check_padded(const uint8_t *data, size_t size)
+{
+    static char buf[LAPSE_ID_MAX + LAPSE_PAYLOAD_MAX + 128];
+    struct lapse_cmd cmd;
+    if (size % 256 != 0 || lapse_line_parse((const char *)data, size, &cmd, NULL, 0) !=
+                              LAPSE_LINE_OK || cmd.payload == NULL)
+        return;
+    size_t head = (size_t)((const uint8_t *)cmd.payload - data) + cmd.payload_len;
+    size_t n = head + (LAPSE_PAYLOAD_MAX - cmd.payload_len);
+    ASSERT(n + 1 <= sizeof buf);
+    memcpy(buf, data, head);
+    memset(buf + head, 'p', n + 1 - head);
+
+    struct lapse_cmd padded;
+    ASSERT(lapse_line_parse(buf, n, &padded, NULL, 0) == LAPSE_LINE_OK);
+    ASSERT(padded.payload == buf + (cmd.payload - (const char *)data));
+    ASSERT(padded.payload_len == LAPSE_PAYLOAD_MAX);
+
+    char err[128];
+    ASSERT(lapse_line_parse(buf, n + 1, &padded, err, sizeof err) == LAPSE_LINE_ERROR);
+    ASSERT(strncmp(err, "payload longer than ", 20) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    check_line(data, size);
+    check_padded(data, size);
     return 0;
 }
