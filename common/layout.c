@@ -66,17 +66,23 @@ static int layout_parse_nodes(const struct lapse_config *cfg, const char *s,
 int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
                       struct lapse_layout *out, char *errstr, size_t size)
 {
+    return lapse_layout_read(home, cfg, "layout", out, errstr, size);
+}
+
+int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const char *which,
+                      struct lapse_layout *out, char *errstr, size_t size)
+{
     memset(out, 0, sizeof *out);
-    redisReply *r = lapse_redis_command(home, "HMGET %s:layout shards prev_shards epoch state nodes",
-                                        cfg->ns);
+    redisReply *r = lapse_redis_command(home, "HMGET %s:%s shards prev_shards epoch state nodes",
+                                        cfg->ns, which);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
         return -1;
     }
     int rc = -1;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
-        snprintf(errstr, size, "redis %s: HMGET %s:layout: %s", lapse_redis_name(home), cfg->ns,
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        snprintf(errstr, size, "redis %s: HMGET %s:%s: %s", lapse_redis_name(home), cfg->ns,
+                 which, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
         goto out;
     }
     if (r->element[0]->type != REDIS_REPLY_STRING) {
@@ -108,6 +114,20 @@ out:
     return rc;
 }
 
+char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layout *l)
+{
+    size_t cap = (size_t)l->shards * 300 + 1, len = 0;
+    char *nodes = malloc(cap);
+    if (!nodes)
+        return NULL;
+    nodes[0] = '\0';
+    for (uint32_t i = 0; i < l->shards; i++) {
+        const struct lapse_redis_node *n = &cfg->nodes[l->node_of[i]];
+        len += (size_t)snprintf(nodes + len, cap - len, "%s%s:%d", i ? "," : "", n->host, n->port);
+    }
+    return nodes;
+}
+
 /* Creates the record only if absent; returns the shard count it holds. */
 static const char layout_init_lua[] =
     "local cur = redis.call('HGET', KEYS[1], 'shards')\n"
@@ -119,15 +139,18 @@ static const char layout_init_lua[] =
 int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
                       char *errstr, size_t size)
 {
-    size_t cap = (size_t)shards * 300 + 1, len = 0;
-    char *nodes = malloc(cap);
+    struct lapse_layout l = {.shards = shards};
+    l.node_of = calloc(shards, sizeof *l.node_of);
+    char *nodes = NULL;
+    if (l.node_of) {
+        for (uint32_t i = 0; i < shards; i++)
+            l.node_of[i] = (uint16_t)(i % cfg->nnodes);
+        nodes = lapse_layout_nodes(cfg, &l);
+    }
+    lapse_layout_free(&l);
     if (!nodes) {
         snprintf(errstr, size, "out of memory");
         return -1;
-    }
-    for (uint32_t i = 0; i < shards; i++) {
-        const struct lapse_redis_node *n = &cfg->nodes[i % cfg->nnodes];
-        len += (size_t)snprintf(nodes + len, cap - len, "%s%s:%d", i ? "," : "", n->host, n->port);
     }
     char key[LAPSE_NS_MAX + 16];
     snprintf(key, sizeof key, "%s:layout", cfg->ns);

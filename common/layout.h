@@ -59,6 +59,15 @@ int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind 
 int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
                       struct lapse_layout *out, char *errstr, size_t size);
 
+/* The same for another record of the namespace: which = "layout" or
+ * "layout:next" (an interrupted split's target, see split.h). */
+int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const char *which,
+                      struct lapse_layout *out, char *errstr, size_t size);
+
+/* The "nodes" field of `l`: "host:port" per shard, comma-separated. A
+ * malloc'd string the caller frees; NULL if out of memory. */
+char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layout *l);
+
 /*
  * Creates the layout with `shards` shards (a power of two) placed round-robin
  * on the configured nodes, atomically. Returns 0 if created, 1 if the

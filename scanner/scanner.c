@@ -535,8 +535,11 @@ static int scanner_claim(lapse_scanner *s, int want)
             scanner_fenced(s);
             return -1;
         }
-        scanner_reload(s); /* -2: the layout changed under us */
-        return 0;
+        /* -2: the layout changed under us. Right after a fence the new
+         * layout may not be published yet: then wait a little. */
+        int64_t was = s->layout.epoch;
+        scanner_reload(s);
+        return s->layout.epoch != was ? 0 : poll_ms;
     }
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
         (r->elements - HEAD) % PER_ID != 0) {

@@ -1,12 +1,20 @@
 /*
  * lapse-scale: the operators' tool for the shard layout (scripts/lapse-scale
- * runs it).
+ * runs it). The work is in common/layout.c and common/split.c; this file
+ * parses the command line and prints.
  *
- *   init N          create the layout with N shards (a power of two); doing it
- *                   again with the same N is a no-op, with another N an error
- *   status [--json] the layout and, per shard, its node, pending IDs, IDs due
- *                   now, IDs in flight and the oldest overdue deadline
- *   split, finish   doubling the shard count online: not in this version
+ *   init N            create the layout with N shards (a power of two); again
+ *                     with the same N is a no-op, with another N an error
+ *   status [--json]   the layout and, per shard: node, pending, due, in
+ *                     flight, oldest overdue, the active scanner; during a
+ *                     split also the IDs left to move per old shard
+ *   split [--to NODES] [--start-cmd CMD]
+ *                     double the shards online; new shards on NODES
+ *                     (host:port,...) or beside their old twins; prints, or
+ *                     runs once per new shard, what starts their scanners
+ *   finish [--drain] [--rate N]
+ *                     end the split once no old shard holds a moving ID;
+ *                     --drain first moves them, N a second (default 5000)
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -18,14 +26,20 @@
 #include "hash.h"
 #include "layout.h"
 #include "redis.h"
+#include "split.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: lapse-scale -c FILE init N | status [--json] | split | finish\n"
-                 "  init N           create the namespace's layout with N shards (a power of two)\n"
-                 "  status [--json]  show the layout and every shard's backlog\n"
-                 "  split            double the shard count online (not available yet)\n"
-                 "  finish           end a split (not available yet)\n");
+    fprintf(out,
+            "usage: lapse-scale -c FILE COMMAND\n"
+            "  init N                         create the layout with N shards (a power of two)\n"
+            "  status [--json]                the layout and every shard's backlog and scanner\n"
+            "  split [--to HOST:PORT,...] [--start-cmd 'CMD %%d']\n"
+            "                                 double the shards online; new shards on the given\n"
+            "                                 nodes (listed in the config) or beside their twins;\n"
+            "                                 prints, or runs per new shard, what starts their scanners\n"
+            "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
+            "                                 one; --drain moves those first, N a second (5000)\n");
 }
 
 struct shard_stat {
@@ -33,14 +47,14 @@ struct shard_stat {
     char holder[128];                                /* the active scanner's token, "" if none */
 };
 
-/* Reads one shard's counters with one pipelined round trip. */
+/* Reads one shard's counters in one Lua call, so "now" is the shard's clock
+ * and all counts agree. */
 static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct shard_stat *st)
 {
     char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16], l[LAPSE_NS_MAX + 16];
     lapse_key_shard(z, sizeof z, ns, LAPSE_KEY_DUE, shard);
     lapse_key_shard(f, sizeof f, ns, LAPSE_KEY_INFLIGHT, shard);
     lapse_key_shard(l, sizeof l, ns, LAPSE_KEY_LOCK, shard);
-    /* One Lua call so "now" is the shard's clock and all counts agree. */
     static const char lua[] =
         "local t = redis.call('TIME')\n"
         "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -67,61 +81,91 @@ static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct sha
     return ok ? 0 : -1;
 }
 
+static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
+{
+    char err[512];
+    int rc = lapse_layout_load(nodes[0], cfg, l, err, sizeof err);
+    if (rc == 1)
+        fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
+                cfg->ns, cfg->path);
+    else if (rc < 0)
+        fprintf(stderr, "lapse-scale: %s\n", err);
+    return rc == 0 ? 0 : -1;
+}
+
 static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
     struct lapse_layout l;
     char err[512];
-    int rc = lapse_layout_load(nodes[0], cfg, &l, err, sizeof err);
-    if (rc == 1) {
-        fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
-                cfg->ns, cfg->path);
+    if (load_layout(cfg, nodes, &l) < 0)
         return 1;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "lapse-scale: %s\n", err);
-        return 1;
-    }
     json_t *shards = json_array();
-    if (!as_json)
-        printf("namespace %s: %u shards, state %s, epoch %lld\n"
-               "%-6s %-22s %10s %10s %9s %12s  %s\n",
-               cfg->ns, l.shards, l.splitting ? "splitting" : "stable", (long long)l.epoch,
-               "shard", "node", "pending", "due", "inflight", "oldest_due", "scanner");
+    const char *state = l.splitting ? "splitting" : "stable";
+    if (!as_json) {
+        printf("namespace %s: %u shards, state %s, epoch %lld", cfg->ns, l.shards, state,
+               (long long)l.epoch);
+        if (l.splitting)
+            printf(" (splitting %u -> %u)", l.prev_shards, l.shards);
+        printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
+               "inflight", "oldest_due", "to_move", "scanner");
+    }
+    uint64_t to_move = 0;
+    int64_t last_due = -1;
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct shard_stat st;
-        if (shard_stat(r, cfg->ns, i, &st) < 0) {
+        struct lapse_split_left left;
+        if (shard_stat(r, cfg->ns, i, &st) < 0 ||
+            lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, lapse_redis_errstr(r));
             json_decref(shards);
             lapse_layout_free(&l);
             return 1;
         }
-        if (as_json)
-            json_array_append_new(
-                shards, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
-                                  lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
-                                  (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
-                                  "oldest_due_ms", (json_int_t)st.oldest_due_ms, "scanner",
-                                  st.holder[0] ? st.holder : NULL));
-        else {
-            char oldest[32] = "-";
+        to_move += left.ids;
+        if (left.last_due_ms > last_due)
+            last_due = left.last_due_ms;
+        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
+                              lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
+                              (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
+                              "oldest_due_ms", (json_int_t)st.oldest_due_ms, "scanner",
+                              st.holder[0] ? st.holder : NULL);
+        if (l.splitting && i < l.prev_shards) {
+            json_object_set_new(o, "to_move", json_integer((json_int_t)left.ids));
+            json_object_set_new(o, "last_to_move_due_ms",
+                                left.ids ? json_integer(left.last_due_ms) : json_null());
+        }
+        json_array_append_new(shards, o);
+        if (!as_json) {
+            char oldest[32] = "-", move[32] = "-";
             if (st.oldest_due_ms >= 0)
                 snprintf(oldest, sizeof oldest, "%lld ms", st.oldest_due_ms);
-            printf("%-6u %-22s %10lld %10lld %9lld %12s  %s\n", i, lapse_redis_name(r), st.pending,
-                   st.due, st.inflight, oldest, st.holder[0] ? st.holder : "-");
+            if (l.splitting && i < l.prev_shards)
+                snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
+            printf("%-6u %-22s %10lld %10lld %9lld %12s %10s  %s\n", i, lapse_redis_name(r),
+                   st.pending, st.due, st.inflight, oldest, move, st.holder[0] ? st.holder : "-");
         }
     }
     if (as_json) {
         json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o}", "ns", cfg->ns, "shards",
-                              (int)l.shards, "prev_shards", (int)l.prev_shards, "state",
-                              l.splitting ? "splitting" : "stable", "epoch",
-                              (json_int_t)l.epoch, "shard_info", shards);
+                              (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
+                              "epoch", (json_int_t)l.epoch, "shard_info", shards);
+        if (l.splitting) {
+            json_object_set_new(o, "to_move", json_integer((json_int_t)to_move));
+            json_object_set_new(o, "last_to_move_due_ms",
+                                to_move ? json_integer(last_due) : json_null());
+        }
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
         json_decref(o);
-    } else
+    } else {
         json_decref(shards);
+        if (l.splitting)
+            printf("split: %llu IDs left to move out of old shards%s\n",
+                   (unsigned long long)to_move,
+                   to_move ? "; finish refuses until they fell due or were drained" : "");
+    }
     lapse_layout_free(&l);
     return 0;
 }
@@ -145,28 +189,132 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis *home, const cha
     return 0;
 }
 
+/* "host:port,host:port" -> indices into cfg->nodes. */
+static int parse_nodes(const struct lapse_config *cfg, const char *list, uint16_t *to, size_t *nto)
+{
+    *nto = 0;
+    for (const char *s = list; *s;) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        size_t i = 0;
+        for (; i < cfg->nnodes; i++) {
+            char name[300];
+            int n = snprintf(name, sizeof name, "%s:%d", cfg->nodes[i].host, cfg->nodes[i].port);
+            if ((size_t)n == len && memcmp(name, s, len) == 0)
+                break;
+        }
+        if (i == cfg->nnodes || *nto == LAPSE_MAX_SHARDS) {
+            fprintf(stderr, "lapse-scale: split --to: %.*s is not a node of %s (redis.nodes)\n",
+                    (int)len, s, cfg->path);
+            return -1;
+        }
+        to[(*nto)++] = (uint16_t)i;
+        s = end ? end + 1 : s + len;
+    }
+    return *nto ? 0 : -1;
+}
+
+static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const char *to_list,
+                     const char *start_cmd)
+{
+    static uint16_t to[LAPSE_MAX_SHARDS];
+    size_t nto = 0;
+    if (to_list && parse_nodes(cfg, to_list, to, &nto) < 0)
+        return 2;
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_split_start(nodes, cfg, to, nto, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: split: %s\n", err);
+        return 1;
+    }
+    printf("namespace %s: splitting %u -> %u shards (epoch %lld); start the new shards' scanners:\n",
+           cfg->ns, l.prev_shards, l.shards, (long long)l.epoch);
+    int rc = 0;
+    for (uint32_t j = l.prev_shards; j < l.shards; j++) {
+        char cmd[1024];
+        if (start_cmd) {
+            const char *pct = strstr(start_cmd, "%d");
+            if (!pct) {
+                snprintf(cmd, sizeof cmd, "%s %u", start_cmd, j);
+            } else {
+                snprintf(cmd, sizeof cmd, "%.*s%u%s", (int)(pct - start_cmd), start_cmd, j, pct + 2);
+            }
+            printf("  %s\n", cmd);
+            fflush(stdout);
+            int st = system(cmd);
+            if (st != 0) {
+                fprintf(stderr, "lapse-scale: split: \"%s\" failed (status %d)\n", cmd, st);
+                rc = 1;
+            }
+        } else {
+            printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s:%d\n", cfg->path,
+                   j, cfg->nodes[l.node_of[j]].host, cfg->nodes[l.node_of[j]].port);
+        }
+    }
+    lapse_layout_free(&l);
+    return rc;
+}
+
+static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain, int rate)
+{
+    char err[512];
+    if (drain) {
+        struct lapse_layout l;
+        if (load_layout(cfg, nodes, &l) < 0)
+            return 1;
+        uint64_t moved;
+        int rc = lapse_split_drain(nodes, cfg, &l, rate, 600000, &moved, err, sizeof err);
+        lapse_layout_free(&l);
+        if (rc < 0) {
+            fprintf(stderr, "lapse-scale: finish --drain: %s\n", err);
+            return 1;
+        }
+        printf("namespace %s: drained %llu IDs into their new shards\n", cfg->ns,
+               (unsigned long long)moved);
+    }
+    uint64_t left;
+    struct lapse_layout l;
+    if (lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: finish: %s\n", err);
+        return 1;
+    }
+    printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
+           (long long)l.epoch);
+    lapse_layout_free(&l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *path = NULL;
-    int as_json = 0;
+    const char *path = NULL, *to = NULL, *start_cmd = NULL;
+    int as_json = 0, drain = 0, rate = 5000;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
+        {"to", required_argument, NULL, 't'},
+        {"start-cmd", required_argument, NULL, 's'},
+        {"drain", no_argument, NULL, 'd'},
+        {"rate", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        if (ch == 'c')
-            path = optarg;
-        else if (ch == 'j')
-            as_json = 1;
-        else if (ch == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
+        switch (ch) {
+        case 'c': path = optarg; break;
+        case 'j': as_json = 1; break;
+        case 't': to = optarg; break;
+        case 's': start_cmd = optarg; break;
+        case 'd': drain = 1; break;
+        case 'r':
+            rate = atoi(optarg);
+            if (rate < 1) {
+                fprintf(stderr, "lapse-scale: --rate: \"%s\" is not a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (!path || optind >= argc) {
@@ -176,8 +324,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[optind];
     int nargs = argc - optind - 1;
     int known = (strcmp(cmd, "init") == 0 && nargs == 1) ||
-                (strcmp(cmd, "status") == 0 && nargs == 0) ||
-                ((strcmp(cmd, "split") == 0 || strcmp(cmd, "finish") == 0));
+                ((strcmp(cmd, "status") == 0 || strcmp(cmd, "split") == 0 ||
+                  strcmp(cmd, "finish") == 0) && nargs == 0);
     if (!known) {
         fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s\n", cmd);
         usage(stderr);
@@ -189,24 +337,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    if (strcmp(cmd, "split") == 0 || strcmp(cmd, "finish") == 0) {
-        fprintf(stderr, "lapse-scale: %s: online splitting is not available in this version\n", cmd);
-        lapse_config_free(&cfg);
-        return 2;
-    }
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);
     int rc = 1;
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
         nodes[i] = lapse_redis_new(&cfg.nodes[i], cfg.redis_connect_timeout_ms,
                                    cfg.redis_command_timeout_ms);
-    if (!nodes || !nodes[0])
+    if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
     else if (lapse_redis_ensure(nodes[0]) < 0)
         fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(nodes[0]));
     else if (strcmp(cmd, "init") == 0)
         rc = cmd_init(&cfg, nodes[0], argv[optind + 1]);
-    else
+    else if (strcmp(cmd, "status") == 0)
         rc = cmd_status(&cfg, nodes, as_json);
+    else if (strcmp(cmd, "split") == 0)
+        rc = cmd_split(&cfg, nodes, to, start_cmd);
+    else
+        rc = cmd_finish(&cfg, nodes, drain, rate);
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
         lapse_redis_free(nodes[i]);
     free(nodes);

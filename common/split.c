@@ -1,0 +1,499 @@
+/* split — see split.h. */
+#include "split.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "hash.h"
+
+#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define SCAN_COUNT 1000
+#define MOVE_CHUNK 256
+
+struct shard_keys {
+    char name[LAPSE_SHARD_NKEYS][KEY_MAX];
+    const char *argv[LAPSE_SHARD_NKEYS];
+    size_t len[LAPSE_SHARD_NKEYS];
+};
+
+static void shard_keys(const struct lapse_config *cfg, uint32_t shard, struct shard_keys *k)
+{
+    for (int i = 0; i < LAPSE_SHARD_NKEYS; i++) {
+        k->len[i] = (size_t)lapse_key_shard(k->name[i], KEY_MAX, cfg->ns, lapse_shard_keys[i], shard);
+        k->argv[i] = k->name[i];
+    }
+}
+
+static void split_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Writes `l` as record `which` ("layout" or "layout:next") of the namespace. */
+static int split_write(lapse_redis *home, const struct lapse_config *cfg, const char *which,
+                       const struct lapse_layout *l, char *errstr, size_t size)
+{
+    char *nodes = lapse_layout_nodes(cfg, l);
+    if (!nodes) {
+        snprintf(errstr, size, "out of memory");
+        return -1;
+    }
+    redisReply *r = lapse_redis_command(
+        home, "HSET %s:%s shards %u prev_shards %u epoch %lld state %s nodes %s", cfg->ns, which,
+        l->shards, l->prev_shards, (long long)l->epoch, l->splitting ? "splitting" : "stable",
+        nodes);
+    free(nodes);
+    int ok = r && r->type == REDIS_REPLY_INTEGER;
+    if (!ok)
+        snprintf(errstr, size, "%s: writing %s:%s: %s", lapse_redis_name(home), cfg->ns, which,
+                 r ? r->str : lapse_redis_errstr(home));
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* Step 2: raise every shard's epoch key to l->epoch (never lowers it). */
+static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
+                       const struct lapse_layout *l, char *errstr, size_t size)
+{
+    static const char lua[] = "for i = 1, #KEYS do\n"
+                              "  if tonumber(redis.call('GET', KEYS[i]) or 0) < tonumber(ARGV[1]) then\n"
+                              "    redis.call('SET', KEYS[i], ARGV[1])\n"
+                              "  end\n"
+                              "end\n"
+                              "return #KEYS\n";
+    char epoch[24];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
+    for (size_t n = 0; n < cfg->nnodes; n++) {
+        const char **argv = malloc((l->shards + 4) * sizeof *argv);
+        size_t *lens = malloc((l->shards + 4) * sizeof *lens);
+        char(*keys)[KEY_MAX] = malloc(l->shards * sizeof *keys);
+        if (!argv || !lens || !keys) {
+            free(argv);
+            free(lens);
+            free(keys);
+            snprintf(errstr, size, "out of memory");
+            return -1;
+        }
+        int argc = 3;
+        for (uint32_t s = 0; s < l->shards; s++)
+            if (l->node_of[s] == n) {
+                lens[argc] = (size_t)lapse_key_shard(keys[s], KEY_MAX, cfg->ns, LAPSE_KEY_EPOCH, s);
+                argv[argc++] = keys[s];
+            }
+        char nkeys[16];
+        snprintf(nkeys, sizeof nkeys, "%d", argc - 3);
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = lua, lens[1] = strlen(lua);
+        argv[2] = nkeys, lens[2] = strlen(nkeys);
+        argv[argc] = epoch, lens[argc++] = strlen(epoch);
+        redisReply *r = argc > 4 ? lapse_redis_command_argv(nodes[n], argc, argv, lens) : NULL;
+        int ok = argc <= 4 || (r && r->type == REDIS_REPLY_INTEGER);
+        if (!ok)
+            snprintf(errstr, size, "%s: fencing epoch %lld: %s", lapse_redis_name(nodes[n]),
+                     (long long)l->epoch, r ? r->str : lapse_redis_errstr(nodes[n]));
+        if (r)
+            freeReplyObject(r);
+        free(argv);
+        free(lens);
+        free(keys);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
+/* Steps 2 and 3 for a target layout already written as layout:next. */
+static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
+                        const struct lapse_layout *next, char *errstr, size_t size)
+{
+    if (split_fence(nodes, cfg, next, errstr, size) < 0)
+        return -1;
+    static const char lua[] = "redis.call('HSET', KEYS[1], unpack(redis.call('HGETALL', KEYS[2])))\n"
+                              "redis.call('DEL', KEYS[2])\n"
+                              "redis.call('PUBLISH', KEYS[1], ARGV[1])\n"
+                              "return 1\n";
+    char layout[KEY_MAX], nextkey[KEY_MAX];
+    snprintf(layout, sizeof layout, "%s:layout", cfg->ns);
+    snprintf(nextkey, sizeof nextkey, "%s:layout:next", cfg->ns);
+    redisReply *r = lapse_redis_command(nodes[0], "EVAL %s 2 %s %s %lld", lua, layout, nextkey,
+                                        (long long)next->epoch);
+    int ok = r && r->type == REDIS_REPLY_INTEGER;
+    if (!ok)
+        snprintf(errstr, size, "%s: publishing the layout: %s", lapse_redis_name(nodes[0]),
+                 r ? r->str : lapse_redis_errstr(nodes[0]));
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const uint16_t *to,
+                      size_t nto, struct lapse_layout *out, char *errstr, size_t size)
+{
+    struct lapse_layout cur, next;
+    memset(out, 0, sizeof *out);
+    int rc = lapse_layout_load(nodes[0], cfg, &cur, errstr, size);
+    if (rc == 1)
+        snprintf(errstr, size, "namespace \"%s\" is not initialised", cfg->ns);
+    if (rc != 0)
+        return -1;
+    rc = lapse_layout_read(nodes[0], cfg, "layout:next", &next, errstr, size);
+    if (rc < 0)
+        goto fail;
+    if (rc == 1) { /* a fresh split */
+        if (cur.splitting) {
+            snprintf(errstr, size, "namespace \"%s\" is already splitting (%u -> %u shards): "
+                     "run finish first", cfg->ns, cur.prev_shards, cur.shards);
+            goto fail;
+        }
+        if (cur.shards * 2 > LAPSE_MAX_SHARDS) {
+            snprintf(errstr, size, "%u shards is the most lapse supports", LAPSE_MAX_SHARDS);
+            goto fail;
+        }
+        next.shards = cur.shards * 2;
+        next.prev_shards = cur.shards;
+        next.epoch = cur.epoch + 1;
+        next.splitting = 1;
+        next.node_of = calloc(next.shards, sizeof *next.node_of);
+        if (!next.node_of) {
+            snprintf(errstr, size, "out of memory");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < next.shards; i++)
+            next.node_of[i] = i < cur.shards ? cur.node_of[i]
+                              : nto         ? to[(i - cur.shards) % nto]
+                                            : cur.node_of[i - cur.shards];
+        if (split_write(nodes[0], cfg, "layout:next", &next, errstr, size) < 0)
+            goto fail_next;
+    } else if (!next.splitting) {
+        snprintf(errstr, size, "an interrupted finish is pending: run finish again");
+        goto fail_next;
+    }
+    if (split_commit(nodes, cfg, &next, errstr, size) < 0)
+        goto fail_next;
+    lapse_layout_free(&cur);
+    *out = next;
+    return 0;
+fail_next:
+    lapse_layout_free(&next);
+fail:
+    lapse_layout_free(&cur);
+    return -1;
+}
+
+/*
+ * Walks old shard `shard` (ZSCAN) and calls fn for each moving ID, with its
+ * score. fn returns 0 to go on, -1 to stop with an error.
+ */
+static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
+                      const struct lapse_layout *l, uint32_t shard,
+                      int (*fn)(void *ctx, const char *id, size_t len, double score), void *ctx,
+                      char *errstr, size_t size)
+{
+    lapse_redis *r = nodes[l->node_of[shard]];
+    char z[KEY_MAX], cursor[32] = "0";
+    lapse_key_shard(z, sizeof z, cfg->ns, LAPSE_KEY_DUE, shard);
+    do {
+        redisReply *rep = lapse_redis_command(r, "ZSCAN %s %s COUNT %d", z, cursor, SCAN_COUNT);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+            snprintf(errstr, size, "%s: ZSCAN %s: %s", lapse_redis_name(r), z,
+                     rep && rep->type == REDIS_REPLY_ERROR ? rep->str : lapse_redis_errstr(r));
+            if (rep)
+                freeReplyObject(rep);
+            return -1;
+        }
+        snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        const redisReply *items = rep->element[1];
+        for (size_t i = 0; i + 1 < items->elements; i += 2) {
+            const redisReply *id = items->element[i];
+            if (!(lapse_hash(id->str, id->len) & l->prev_shards))
+                continue;
+            if (fn(ctx, id->str, id->len, strtod(items->element[i + 1]->str, NULL)) < 0) {
+                freeReplyObject(rep);
+                snprintf(errstr, size, "out of memory");
+                return -1;
+            }
+        }
+        freeReplyObject(rep);
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+static int count_one(void *ctx, const char *id, size_t len, double score)
+{
+    (void)id, (void)len;
+    struct lapse_split_left *left = ctx;
+    left->ids++;
+    if ((int64_t)score > left->last_due_ms)
+        left->last_due_ms = (int64_t)score;
+    return 0;
+}
+
+int lapse_split_left(lapse_redis **nodes, const struct lapse_config *cfg,
+                     const struct lapse_layout *l, uint32_t shard, struct lapse_split_left *out,
+                     char *errstr, size_t size)
+{
+    out->ids = 0;
+    out->last_due_ms = -1;
+    if (!l->splitting || shard >= l->prev_shards)
+        return 0;
+    return split_walk(nodes, cfg, l, shard, count_one, out, errstr, size);
+}
+
+/* The IDs collected from one old shard, in chunks for take/seed/drop. */
+struct id_list {
+    char **ids;
+    size_t *lens;
+    size_t n, cap;
+};
+
+static int collect_one(void *ctx, const char *id, size_t len, double score)
+{
+    (void)score;
+    struct id_list *list = ctx;
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 1024;
+        char **ids = realloc(list->ids, cap * sizeof *ids);
+        if (!ids)
+            return -1;
+        list->ids = ids;
+        size_t *lens = realloc(list->lens, cap * sizeof *lens);
+        if (!lens)
+            return -1;
+        list->lens = lens;
+        list->cap = cap;
+    }
+    if (!(list->ids[list->n] = malloc(len ? len : 1)))
+        return -1;
+    memcpy(list->ids[list->n], id, len);
+    list->lens[list->n++] = len;
+    return 0;
+}
+
+static void list_free(struct id_list *list)
+{
+    for (size_t i = 0; i < list->n; i++)
+        free(list->ids[i]);
+    free(list->ids);
+    free(list->lens);
+    memset(list, 0, sizeof *list);
+}
+
+/* Runs one shard script; the reply or NULL with errstr. */
+static redisReply *split_eval(lapse_redis *r, enum lapse_script s, const struct shard_keys *k,
+                              const char **args, const size_t *lens, int nargs, char *errstr,
+                              size_t size)
+{
+    const char **argv = malloc((size_t)(LAPSE_SHARD_NKEYS + nargs) * sizeof *argv);
+    size_t *argvlen = malloc((size_t)(LAPSE_SHARD_NKEYS + nargs) * sizeof *argvlen);
+    redisReply *rep = NULL;
+    if (argv && argvlen) {
+        memcpy(argv, k->argv, sizeof k->argv);
+        memcpy(argvlen, k->len, sizeof k->len);
+        memcpy(argv + LAPSE_SHARD_NKEYS, args, (size_t)nargs * sizeof *args);
+        memcpy(argvlen + LAPSE_SHARD_NKEYS, lens, (size_t)nargs * sizeof *lens);
+        rep = lapse_redis_eval(r, s, LAPSE_SHARD_NKEYS, LAPSE_SHARD_NKEYS + nargs, argv, argvlen);
+    }
+    free(argv);
+    free(argvlen);
+    if (!rep || rep->type == REDIS_REPLY_ERROR) {
+        snprintf(errstr, size, "%s: %s", lapse_redis_name(r),
+                 rep ? rep->str : lapse_redis_errstr(r));
+        if (rep)
+            freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+/*
+ * Moves up to MOVE_CHUNK IDs of old shard i into new shard j: take them,
+ * seed the taken ones into j, drop them from i. Returns how many moved, or
+ * -1 with errstr; *busy counts the ones in flight (left for later).
+ */
+static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
+                       const struct lapse_layout *l, uint32_t i, char **ids, size_t *lens,
+                       size_t n, size_t *busy, char *errstr, size_t size)
+{
+    struct shard_keys ki, kj;
+    shard_keys(cfg, i, &ki);
+    shard_keys(cfg, i + l->prev_shards, &kj);
+    lapse_redis *ri = nodes[l->node_of[i]], *rj = nodes[l->node_of[i + l->prev_shards]];
+    char epoch[24], lease[24];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
+    snprintf(lease, sizeof lease, "%d", cfg->scanner_lease_ms);
+    const char *args[2 + 5 * MOVE_CHUNK];
+    size_t alen[2 + 5 * MOVE_CHUNK];
+    args[0] = epoch, alen[0] = strlen(epoch);
+    args[1] = lease, alen[1] = strlen(lease);
+    for (size_t k = 0; k < n; k++)
+        args[2 + k] = ids[k], alen[2 + k] = lens[k];
+    redisReply *took = split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
+    if (!took)
+        return -1;
+    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + 4 * n) {
+        snprintf(errstr, size, "%s: take: unexpected reply", lapse_redis_name(ri));
+        freeReplyObject(took);
+        return -1;
+    }
+    /* seed: id, deadline, has_payload, payload, repeat for each taken twin */
+    char (*dl)[24] = malloc(n * sizeof *dl);
+    const char *drop[2 * MOVE_CHUNK];
+    size_t dlen[2 * MOVE_CHUNK];
+    int seeds = 1, drops = 0;
+    long moved = -1;
+    if (!dl) {
+        snprintf(errstr, size, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < n; k++) {
+        redisReply **e = took->element + 1 + 4 * k;
+        if (e[0]->str[0] == 'b')
+            (*busy)++;
+        if (e[0]->str[0] != 't')
+            continue;
+        args[seeds] = ids[k], alen[seeds++] = lens[k];
+        alen[seeds] = (size_t)snprintf(dl[k], sizeof dl[k], "%lld", e[1]->integer);
+        args[seeds++] = dl[k];
+        int has = e[2]->type == REDIS_REPLY_STRING;
+        args[seeds] = has ? "1" : "0", alen[seeds++] = 1;
+        args[seeds] = has ? e[2]->str : "", alen[seeds++] = has ? e[2]->len : 0;
+        has = e[3]->type == REDIS_REPLY_STRING;
+        args[seeds] = has ? e[3]->str : "", alen[seeds++] = has ? e[3]->len : 0;
+        drop[drops] = ids[k], dlen[drops++] = lens[k];
+        drop[drops] = took->element[0]->str, dlen[drops++] = took->element[0]->len;
+    }
+    moved = drops / 2;
+    if (drops) {
+        redisReply *r = split_eval(rj, LAPSE_SCRIPT_SEED, &kj, args, alen, seeds, errstr, size);
+        if (!r) {
+            moved = -1; /* the taken twins' leases run out: i's scanner handles them */
+            goto out;
+        }
+        freeReplyObject(r);
+        if ((r = split_eval(ri, LAPSE_SCRIPT_DROP, &ki, drop, dlen, drops, errstr, size)))
+            freeReplyObject(r);
+    }
+out:
+    free(dl);
+    freeReplyObject(took);
+    return moved;
+}
+
+int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
+                      const struct lapse_layout *l, int rate, int timeout_ms, uint64_t *moved,
+                      char *errstr, size_t size)
+{
+    *moved = 0;
+    if (!l->splitting)
+        return 0;
+    int64_t start = lapse_clock_mono_ms(), until = start + timeout_ms;
+    for (;;) {
+        size_t busy = 0, found = 0;
+        for (uint32_t i = 0; i < l->prev_shards; i++) {
+            struct id_list list = {0};
+            if (split_walk(nodes, cfg, l, i, collect_one, &list, errstr, size) < 0) {
+                list_free(&list);
+                return -1;
+            }
+            found += list.n;
+            for (size_t k = 0; k < list.n; k += MOVE_CHUNK) {
+                size_t n = list.n - k < MOVE_CHUNK ? list.n - k : MOVE_CHUNK;
+                long m = split_move(nodes, cfg, l, i, list.ids + k, list.lens + k, n, &busy,
+                                    errstr, size);
+                if (m < 0) {
+                    list_free(&list);
+                    return -1;
+                }
+                *moved += (uint64_t)m;
+                /* rate limit: never ahead of rate IDs per second */
+                int64_t due = start + (int64_t)(*moved * 1000 / (uint64_t)(rate > 0 ? rate : 1));
+                int64_t now = lapse_clock_mono_ms();
+                if (due > now)
+                    split_sleep_ms((int)(due - now));
+            }
+            list_free(&list);
+        }
+        if (found == 0)
+            return 0;
+        if (lapse_clock_mono_ms() >= until) {
+            snprintf(errstr, size, "%zu IDs still in flight in old shards after %d ms", busy,
+                     timeout_ms);
+            return -1;
+        }
+        if (busy)
+            split_sleep_ms(100); /* in flight: settled within a Kafka round trip */
+    }
+}
+
+int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint64_t *left,
+                       struct lapse_layout *out, char *errstr, size_t size)
+{
+    struct lapse_layout cur;
+    *left = 0;
+    memset(out, 0, sizeof *out);
+    int rc = lapse_layout_load(nodes[0], cfg, &cur, errstr, size);
+    if (rc == 1)
+        snprintf(errstr, size, "namespace \"%s\" is not initialised", cfg->ns);
+    if (rc != 0)
+        return -1;
+    struct lapse_layout pending;
+    rc = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, errstr, size);
+    if (rc == 0 && !pending.splitting) { /* an interrupted finish: complete it */
+        rc = split_commit(nodes, cfg, &pending, errstr, size);
+        lapse_layout_free(&cur);
+        if (rc == 0)
+            *out = pending;
+        else
+            lapse_layout_free(&pending);
+        return rc;
+    }
+    if (rc == 0)
+        lapse_layout_free(&pending);
+    if (!cur.splitting) {
+        snprintf(errstr, size, "namespace \"%s\" is not splitting", cfg->ns);
+        lapse_layout_free(&cur);
+        return -1;
+    }
+    for (uint32_t i = 0; i < cur.prev_shards; i++) {
+        struct lapse_split_left l;
+        if (lapse_split_left(nodes, cfg, &cur, i, &l, errstr, size) < 0) {
+            lapse_layout_free(&cur);
+            return -1;
+        }
+        *left += l.ids;
+    }
+    if (*left) {
+        snprintf(errstr, size, "%llu IDs in old shards still belong to new shards; "
+                 "wait until they fall due or run finish --drain",
+                 (unsigned long long)*left);
+        lapse_layout_free(&cur);
+        return -1;
+    }
+    struct lapse_layout next = cur;
+    next.prev_shards = cur.shards;
+    next.epoch = cur.epoch + 1;
+    next.splitting = 0;
+    if (split_write(nodes[0], cfg, "layout:next", &next, errstr, size) < 0 ||
+        split_commit(nodes, cfg, &next, errstr, size) < 0) {
+        lapse_layout_free(&cur);
+        return -1;
+    }
+    /* The moved sets served the split only. */
+    for (uint32_t j = cur.prev_shards; j < cur.shards; j++) {
+        char m[KEY_MAX];
+        lapse_key_shard(m, sizeof m, cfg->ns, LAPSE_KEY_MOVED, j);
+        redisReply *r = lapse_redis_command(nodes[cur.node_of[j]], "DEL %s", m);
+        if (r)
+            freeReplyObject(r);
+    }
+    *out = cur; /* node_of moves over */
+    out->prev_shards = next.prev_shards;
+    out->epoch = next.epoch;
+    out->splitting = 0;
+    return 0;
+}
