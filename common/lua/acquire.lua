@@ -12,7 +12,7 @@
 -- the previous holder get their deadline back at once (due now) instead of
 -- waiting for their leases to run out: takeover redelivers immediately.
 local z, f, lock = KEYS[1], KEYS[3], KEYS[6]
-if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', tonumber(ARGV[2])) then
+if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', math.floor(tonumber(ARGV[2]) * 0.9)) then
     return { 0, redis.call('GET', lock) or '' }
 end
 local recovered = 0

@@ -28,7 +28,9 @@ if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[6]) < epoch then return { -2, epoch } end
 local lease_ms = tonumber(ARGV[3])
-redis.call('PEXPIRE', lock, lease_ms)
+-- the lock lives 90 % of the lease: standbys poll every 10 %, so one takes
+-- over within lease_ms of the holder's last renewal
+redis.call('PEXPIRE', lock, math.floor(lease_ms * 0.9))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = string.format('%d.5', now + lease_ms)
