@@ -13,6 +13,7 @@ BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 bench: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
-$(BENCH_GEN): $(BUILD)/tests/bench/gen.o
+# lapse-bench-gen uses libcommon for the documented ID hash and key names.
+$(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -24,6 +24,15 @@
  *                    the start. A consumer that compares deadlines only
  *                    (coalescing) sees the same sequence as in real time.
  *
+ *   zadd-resp NS SHARDS COUNT BASE_MS
+ *                                the same COUNT IDs as native Redis commands
+ *                                for `redis-cli --pipe` (RESP): "ZADD NS:z:S
+ *                                score dev-%08d", S the ID's shard by the
+ *                                documented hash, scores rising from BASE_MS
+ *                                by 1 ms per 100 IDs like deadlines of a
+ *                                100k lines/s stream: the raw Redis cost of
+ *                                what `ids touch` asks lapse to do.
+ *
  * IDs are "dev-" and 8 digits: 12 bytes for i < 10^8. Every loop is bounded
  * by its counts; a summary goes to stderr as one "key=value ..." line.
  */
@@ -35,6 +44,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
+#include "layout.h"
+
 #define ID_FMT "dev-%08" PRIu64
 #define SLICE_MS 10
 #define COUNT_MAX 100000000ULL /* IDs stay 12 bytes */
@@ -42,6 +54,7 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
+                 "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
                  "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS\n"
                  "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
 }
@@ -79,6 +92,25 @@ static int gen_ids(const char *op, uint64_t count, const char *when)
     if (fflush(stdout) != 0)
         return -1;
     fprintf(stderr, "lines=%" PRIu64 "\n", count);
+    return 0;
+}
+
+static int gen_zadd_resp(const char *ns, uint32_t shards, uint64_t count, uint64_t base_ms)
+{
+    char key[LAPSE_NS_MAX + 32], id[32], score[32];
+    for (uint64_t i = 1; i <= count; i++) {
+        int idlen = snprintf(id, sizeof id, ID_FMT, i);
+        uint32_t shard = lapse_shard_of(lapse_hash(id, (size_t)idlen), shards);
+        if (lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, shard) < 0)
+            return -1;
+        int slen = snprintf(score, sizeof score, "%" PRIu64, base_ms + i / 100);
+        if (printf("*4\r\n$4\r\nZADD\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", strlen(key),
+                   key, slen, score, idlen, id) < 0)
+            return -1;
+    }
+    if (fflush(stdout) != 0)
+        return -1;
+    fprintf(stderr, "commands=%" PRIu64 "\n", count);
     return 0;
 }
 
@@ -140,6 +172,13 @@ int main(int argc, char **argv)
             return 2;
         }
         rc = gen_ids(argv[2], a, argv[4]);
+    } else if (argc == 6 && !strcmp(argv[1], "zadd-resp")) {
+        if (!lapse_shards_valid(atol(argv[3])) || parse_u64(argv[4], COUNT_MAX - 1, &a) < 0 ||
+            parse_u64(argv[5], UINT64_MAX / 2, &base) < 0 || strlen(argv[2]) > LAPSE_NS_MAX) {
+            usage(stderr);
+            return 2;
+        }
+        rc = gen_zadd_resp(argv[2], (uint32_t)atol(argv[3]), a, base);
     } else if ((argc == 6 || argc == 7) && !strcmp(argv[1], "fleet")) {
         int paced = argc == 6 && !strcmp(argv[5], "--paced");
         int at = argc == 7 && !strcmp(argv[5], "--at") &&
