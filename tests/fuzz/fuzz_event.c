@@ -100,8 +100,9 @@ static char *oracle_replaced(const char *p, size_t n, size_t *outn)
         abort();
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = 0;
-        for (size_t t = 1; t <= 4 && i + t <= n; t++)
+        unsigned char c = (unsigned char)p[i];
+        size_t k = c >= 0x01 && c <= 0x7f; /* ASCII but NUL: no need to ask */
+        for (size_t t = 1; k == 0 && t <= 4 && i + t <= n; t++)
             if (oracle_valid(p + i, t)) {
                 k = t;
                 break;
