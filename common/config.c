@@ -594,14 +594,24 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     return rc;
 }
 
+/* Frees the string fields the table `keys` describes in the struct at base:
+ * adding a string key to a table is all it takes to have it freed. */
+static void free_strings(const struct key *keys, size_t n, void *base)
+{
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].type == K_STR || keys[i].type == K_NAME)
+            free(*(char **)((char *)base + keys[i].off));
+}
+
 void lapse_config_free(struct lapse_config *cfg)
 {
     if (cfg == NULL)
         return;
-    for (size_t i = 0; i < cfg->nnodes; i++) {
-        free(cfg->nodes[i].host);
-        free(cfg->nodes[i].password);
-    }
+    free_strings(config_keys, NKEYS(config_keys), cfg);
+    for (size_t i = 0; i < cfg->nnodes; i++)
+        free_strings(node_keys, NKEYS(node_keys), &cfg->nodes[i]);
+    for (size_t i = 0; i < cfg->ningress_rules; i++)
+        free_strings(rule_keys, NKEYS(rule_keys), &cfg->ingress_rules[i]);
     for (size_t i = 0; i < cfg->nkafka_props; i++) {
         free(cfg->kafka_props[i].key);
         free(cfg->kafka_props[i].value);
@@ -610,24 +620,10 @@ void lapse_config_free(struct lapse_config *cfg)
         free(cfg->ingress_props[i].key);
         free(cfg->ingress_props[i].value);
     }
-    for (size_t i = 0; i < cfg->ningress_rules; i++) {
-        struct lapse_ingress_rule *r = &cfg->ingress_rules[i];
-        free(r->id_prefix);
-        free(r->match_field);
-        free(r->match_value);
-        free(r->id_field);
-        free(r->time_field);
-    }
     free(cfg->ingress_props);
     free(cfg->ingress_rules);
-    free(cfg->ingress_dead_letter_topic);
-    free(cfg->ingress_group);
-    free(cfg->ingress_topic);
     free(cfg->nodes);
     free(cfg->kafka_props);
     free(cfg->path);
-    free(cfg->ns);
-    free(cfg->kafka_brokers);
-    free(cfg->kafka_topic);
     memset(cfg, 0, sizeof *cfg);
 }
