@@ -11,7 +11,8 @@
  *  - the verdict agrees with ref_command() below, an independent reading of
  *    command.h's rules written straight against jansson;
  *  - on success the command matches the reference field by field, its
- *    pointers point into the JSON strings, and the limits of line.h hold;
+ *    pointers point into the JSON strings, the limits of line.h hold, and
+ *    lapse_cmd_check accepts it;
  *  - a valid command that the line protocol can express, printed as a line,
  *    parses with lapse_line_parse to the same command ("valid here exactly
  *    when valid on a producer's stdin");
@@ -217,6 +218,8 @@ static void check_command(const json_t *obj)
 
     if (rc == 0) {
         check_same(&got, &want);
+        if (lapse_cmd_check(&got, err, sizeof err) != 0)
+            fail("lapse_cmd_check refuses a parsed command", err);
         check_line_round_trip(&got);
         return;
     }
@@ -270,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         /* Every object goes through, command or not: the parser must refuse
          * what is not one without crashing. */
-        ASSERT(lapse_command_is(j) == (json_object_get(j, "op") != NULL));
+        ASSERT(lapse_command_is(j) == (member(j, "op") != NULL)); /* null = absent */
         check_command(j);
     }
     json_decref(j);

@@ -10,6 +10,7 @@
  *  - on ERROR the message is NUL-terminated, non-empty, printable ASCII and
  *    short, and a smaller errstr gets a prefix of it (snprintf semantics);
  *    errstr NULL or size 0 is never written;
+ *  - a parsed command passes lapse_cmd_check;
  *  - the verdict and the parsed fields agree with ref_parse() below, an
  *    independent, deliberately naive reading of the protocol (tokenize, then
  *    check), and an error's message starts the way the rule it broke says.
@@ -286,6 +287,10 @@ static void check_line(const uint8_t *data, size_t size)
     switch (res) {
     case LAPSE_LINE_OK:
         check_ok(data, size, &cmd, &r);
+        /* What the parser accepts, the check for hand-built commands must
+         * accept too. */
+        if (lapse_cmd_check(&cmd, err, sizeof err) != 0)
+            fail("lapse_cmd_check refuses a parsed command", err);
         break;
     case LAPSE_LINE_BLANK:
         break;
