@@ -113,13 +113,26 @@ struct lapse_metrics_server {
     pthread_t thread;
 };
 
-/* Answers one connection: any request gets the metrics (HTTP/1.0, close). */
+/* Answers one connection: any request gets the metrics (HTTP/1.0, close).
+ * Reads up to the end of the request's headers first (a client may send
+ * them in pieces), and half-closes before closing so the answer is not cut
+ * off by a reset. */
 static void metrics_answer(struct lapse_metrics_server *srv, int c)
 {
-    char req[2048];
-    struct pollfd pfd = {.fd = c, .events = POLLIN};
-    if (poll(&pfd, 1, 1000) <= 0 || read(c, req, sizeof req) <= 0)
-        return;
+    char req[4096];
+    size_t have = 0;
+    while (have < sizeof req - 1) {
+        struct pollfd pfd = {.fd = c, .events = POLLIN};
+        if (poll(&pfd, 1, 1000) <= 0)
+            return;
+        ssize_t n = read(c, req + have, sizeof req - 1 - have);
+        if (n <= 0)
+            return;
+        have += (size_t)n;
+        req[have] = '\0';
+        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+            break;
+    }
     char body[16384], head[256];
     int n = lapse_metrics_render(srv->m, body, sizeof body);
     if (n < 0)
@@ -130,6 +143,10 @@ static void metrics_answer(struct lapse_metrics_server *srv, int c)
                      n);
     if (write(c, head, (size_t)h) == h)
         (void)!write(c, body, (size_t)n);
+    shutdown(c, SHUT_WR);
+    struct pollfd pfd = {.fd = c, .events = POLLIN};
+    while (poll(&pfd, 1, 200) > 0 && read(c, req, sizeof req) > 0)
+        ; /* drain what the client still sends until it closes */
 }
 
 static void *metrics_thread(void *arg)
