@@ -587,6 +587,43 @@ static int scanner_claim(lapse_scanner *s, int want)
     return next > now ? (int)(next - now) : 0;
 }
 
+/*
+ * A fatal Kafka error (for the idempotent producer: a sequence out of sync
+ * with the broker) ends that producer instance, not the service: a new
+ * instance starts clean. Its unanswered events are purged; their IDs stay
+ * leased and are claimed again when the leases run out. Returns -1 (exit
+ * with LAPSE_SCANNER_FATAL) when it keeps happening: FATAL_MAX times within
+ * FATAL_WINDOW_MS, or the new instance cannot be made.
+ */
+#define FATAL_MAX 3
+#define FATAL_WINDOW_MS 60000
+static int scanner_new_sink(lapse_scanner *s, const char *why)
+{
+    static int64_t seen[FATAL_MAX];
+    static int next;
+    int64_t now = lapse_clock_mono_ms();
+    int64_t oldest = seen[next];
+    seen[next] = now;
+    next = (next + 1) % FATAL_MAX;
+    if (oldest && now - oldest < FATAL_WINDOW_MS) {
+        log_error("shard %u: %s (%d fatal Kafka errors within %d s: giving up)", s->shard, why,
+                  FATAL_MAX, FATAL_WINDOW_MS / 1000);
+        return -1;
+    }
+    log_error("shard %u: %s; starting a new Kafka producer (%zu unanswered events will be "
+              "claimed again when their leases run out)",
+              s->shard, why, s->inflight);
+    INC(kafka_errors);
+    lapse_sink_free(s->sink); /* purges: every flight is answered (failed) and freed */
+    char err[512];
+    s->sink = lapse_sink_new(s->cfg, scanner_delivered, scanner_kafka_error, s, err, sizeof err);
+    if (!s->sink) {
+        log_error("shard %u: %s", s->shard, err);
+        return -1;
+    }
+    return 0;
+}
+
 int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
@@ -602,8 +639,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     uint64_t reconnects = 0;
     while (!*stop) {
         lapse_sink_poll(s->sink, 0);
-        if (lapse_sink_fatal(s->sink, err, sizeof err)) {
-            log_error("shard %u: %s", s->shard, err);
+        if (lapse_sink_fatal(s->sink, err, sizeof err) && scanner_new_sink(s, err) < 0) {
             rc = LAPSE_SCANNER_FATAL;
             break;
         }
@@ -637,7 +673,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
      * settle the acknowledged ones and hand the shard over. The rest keep
      * their leases; the next holder takes them back at once. */
     int64_t until = lapse_clock_mono_ms() + SHUTDOWN_WAIT_MS;
-    while (s->inflight > 0 && lapse_clock_mono_ms() < until)
+    while (s->sink && s->inflight > 0 && lapse_clock_mono_ms() < until)
         lapse_sink_poll(s->sink, 50);
     scanner_ack(s);
     if (s->active) {
