@@ -1,5 +1,7 @@
 /*
- * lapse-producer: applies the line protocol read on stdin.
+ * lapse-producer: applies the line protocol read on stdin, or, with
+ * --from-kafka, the command messages and watchdog signals of ingress.topic
+ * (producer/ingress.c does that; this file only wires it up).
  *
  * Reads stdin in large chunks, parses each complete line, and queues it in
  * the producer library; whenever no more input is waiting (or at EOF) it
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ingress.h"
 #include "line.h"
 #include "log.h"
 #include "producer.h"
@@ -40,14 +43,17 @@ static void on_error(void *ctx, uint64_t tag, const char *reason)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: lapse-producer -c FILE\n"
+    fprintf(out, "usage: lapse-producer -c FILE [--from-kafka]\n"
                  "Reads commands on stdin, one a line, and applies them:\n"
                  "  touch  <id> <when> [<payload>]\n"
                  "  extend <id> <when> [<payload>]\n"
                  "  repeat <id> <when> <period_ms> [<payload>]\n"
                  "  cancel <id>\n"
                  "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
-                 "Exit status is 1 if any line was rejected.\n");
+                 "Exit status is 1 if any line was rejected.\n"
+                 "With --from-kafka, consumes ingress.topic as group ingress.group instead:\n"
+                 "JSON command messages and raw signals for the watchdog rules (see\n"
+                 "lapse.conf.example); runs until SIGTERM/SIGINT.\n");
 }
 
 static void handle_line(struct run *run, const char *line, size_t len, unsigned long long lineno)
@@ -137,11 +143,35 @@ static int serve(struct run *run)
     return 0;
 }
 
+/* --from-kafka: the ingress owns the producer's error callback. Returns the
+ * exit status. */
+static int serve_kafka(const struct lapse_config *cfg)
+{
+    char err[512];
+    lapse_ingress *ing = lapse_ingress_new(cfg, err, sizeof err);
+    if (!ing) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    lapse_producer *p = lapse_producer_new(cfg, lapse_ingress_on_error, ing, err, sizeof err);
+    if (!p) {
+        log_error("%s", err);
+        lapse_ingress_free(ing);
+        return 1;
+    }
+    int rc = lapse_ingress_serve(ing, p, &stop);
+    lapse_producer_free(p);
+    lapse_ingress_free(ing);
+    return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL;
+    int from_kafka = 0;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
+        {"from-kafka", no_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -149,6 +179,8 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         if (ch == 'c')
             path = optarg;
+        else if (ch == 'k')
+            from_kafka = 1;
         else if (ch == 'h') {
             usage(stdout);
             return 0;
@@ -169,6 +201,16 @@ int main(int argc, char **argv)
         return 2;
     }
     lapse_log_init("lapse-producer", cfg.log_level);
+    if (from_kafka) {
+        struct sigaction sk = {0};
+        sk.sa_handler = on_signal;
+        sigaction(SIGTERM, &sk, NULL);
+        sigaction(SIGINT, &sk, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        int rc = serve_kafka(&cfg);
+        lapse_config_free(&cfg);
+        return rc;
+    }
     struct run run = {0};
     run.p = lapse_producer_new(&cfg, on_error, &run, err, sizeof err);
     if (!run.p) {

@@ -604,3 +604,85 @@ scanner_kill9() { # [SHARD]
     local n
     for n in $(_scanner_names "${1:-}"); do proc_kill9 "$n"; done
 }
+
+# ---------------------------------------------------------------- ingress
+# (lapse-producer --from-kafka; helpers added with the Kafka ingress)
+
+# ingress.properties for tests. librdkafka 2.0.2's mock group coordinator
+# holds a new member's JoinGroup for about session.timeout.ms when the group
+# had a member before (one that left cleanly as well as one killed), and it
+# evicts a member whose session is shorter than its 3 s first-join delay:
+# 4 s keeps both a restart and the first join within a few seconds.
+INGRESS_PROPS='("session.timeout.ms", 4000), ("heartbeat.interval.ms", 300)'
+
+# kafka_put TOPIC [lapse-kafka-put args...] < LINES: each line one message
+# (key<TAB>value, or value alone); returns once all are acknowledged.
+kafka_put() {
+    local topic=$1
+    shift
+    "$LAPSE_BIN/lapse-kafka-put" -b "$KAFKA_BROKERS" -t "$topic" "$@" 2>>"$T/kafka-put.log" ||
+        fail "lapse-kafka-put -t $topic failed: $(tail -n 1 "$T/kafka-put.log")"
+}
+
+# kafka_get TOPIC COUNT TIMEOUT_MS > FILE: the first COUNT messages of TOPIC
+# as JSON lines (partition, offset, timestamp, key, value, headers);
+# lapse-kafka-get's status (1 when fewer arrived in time).
+kafka_get() {
+    "$LAPSE_BIN/lapse-kafka-get" -b "$KAFKA_BROKERS" -t "$1" --count "$2" --timeout-ms "$3" \
+        2>>"$T/kafka-get.log"
+}
+
+# kafka_committed TOPIC GROUP: "PARTITION COMMITTED HIGH" per partition
+# (COMMITTED -1001 or -1 when the group committed nothing there).
+kafka_committed() {
+    "$LAPSE_BIN/lapse-kafka-get" -b "$KAFKA_BROKERS" -t "$1" --committed "$2" \
+        --timeout-ms 5000 2>>"$T/kafka-get.log" || fail "cannot read the offsets $2 committed on $1"
+}
+
+# kafka_all_committed TOPIC GROUP: 0 when GROUP committed every partition
+# of TOPIC up to its high watermark.
+kafka_all_committed() {
+    local p c h
+    while read -r p c h; do
+        [[ $c == "$h" ]] || return 1
+    done < <(kafka_committed "$1" "$2")
+}
+
+# ingress_start [ARGS...]: lapse-producer -c CONF --from-kafka in the
+# background; its process name (ingress, ingress.2, ...) is left in INGRESS.
+ingress_start() {
+    spawn ingress "$LAPSE_BIN/lapse-producer" -c "$CONF" --from-kafka "$@"
+    INGRESS=$SPAWNED
+}
+
+# ingress_wait_assigned [NAME [TIMEOUT_MS]]: until NAME (default $INGRESS)
+# logged that the group gave it partitions (the mock cluster's first
+# rebalance takes 3 s; a rejoin after a crash waits for the dead member's
+# session to time out).
+ingress_wait_assigned() {
+    local n=${1:-$INGRESS} to=${2:-20000}
+    wait_until "$to" "! proc_alive $n || grep -q 'partitions assigned' '$T/$n.log'" ||
+        fail "$n: no partitions assigned within $to ms"
+    proc_alive "$n" || fail "$n exited before it was assigned partitions"
+}
+
+# ingress_stop [NAME]: SIGTERM; it must exit 0 within 10 s.
+ingress_stop() {
+    local n=${1:-$INGRESS}
+    proc_stop "$n" 10
+    [[ $PROC_RC == 0 ]] || fail "$n exited with status $PROC_RC after SIGTERM"
+}
+
+# ns_count: how many IDs NS holds, over all shard zsets
+ns_count() {
+    rcli EVAL "local c = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+                   c = c + redis.call('ZCARD', k) end return c" 0 "$NS"
+}
+
+# ns_dump: "ID SCORE" for every ID of NS, sorted by ID
+ns_dump() {
+    rcli EVAL "local r = {} for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+                   local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+                   for i = 1, #m, 2 do r[#r + 1] = m[i] .. ' ' .. m[i + 1] end
+               end return r" 0 "$NS" | LC_ALL=C sort
+}

@@ -1,0 +1,652 @@
+/*
+ * ingress — the --from-kafka consumer loop (see ingress.h for the rules).
+ *
+ * A batch is the list of messages taken since the last commit, in the order
+ * the consumer returned them (so, per partition, in offset order). Each
+ * message is either submitted to the producer library with its index in the
+ * batch as the tag, or marked "not understood" (and its dead-letter copy
+ * produced at once). settle() then flushes the producer, turns ops Redis
+ * refused for good into "not understood", waits for every dead-letter
+ * acknowledgement, and commits, per partition, the offset after the batch's
+ * last message there.
+ *
+ * Invariants:
+ *  - An offset is committed only by commit(), which runs only when the
+ *    whole batch is applied and acknowledged. Anything else drops the batch
+ *    through batch_failed(), which seeks every partition of the batch back
+ *    to the batch's first message there, so the next poll reads it again:
+ *    a later commit can never cover a message whose writes failed.
+ *  - When that seek fails, the ingress stops (fatal): a consumer whose
+ *    position is past unapplied messages must not commit again.
+ *  - The producer's queue holds only this batch's ops: every path that
+ *    drops the batch follows a flush (which empties the queue, applied or
+ *    not), so tags always index the current batch.
+ *  - Logging of what input can trigger is rate-limited.
+ */
+#include "ingress.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "clock.h"
+#include "command.h"
+#include "kafka.h"
+#include "log.h"
+#include "watchdog.h"
+
+#define POLL_IDLE_MS 100      /* longest consumer wait: how soon a stop is seen */
+#define LOG_PER_SEC 10        /* rate limit of each input-triggered log line */
+#define BACKOFF_MIN_MS 200    /* first wait before reading a failed batch again */
+#define BACKOFF_MAX_MS 5000   /* the back-off doubles up to this */
+#define SEEK_MS 5000          /* longest wait for a seek back */
+#define DLQ_STOP_WAIT_MS 5000 /* at a stop, longest wait for dead-letter acks */
+#define STATS_EVERY_MS 60000  /* a counters line at most this often, when they moved */
+#define WHY_MAX 512           /* a reason, as logged and put in the header */
+
+struct slot {
+    rd_kafka_message_t *m; /* owned until the batch is released */
+    char *why;             /* why it is not understood, or what Redis said; or NULL */
+    int bad;               /* not understood: counted, logged, dead-lettered */
+    int refused;           /* the producer reported an error for its op */
+};
+
+struct lapse_ingress {
+    const struct lapse_config *cfg;
+    rd_kafka_t *rk;              /* the consumer */
+    rd_kafka_t *dlq;             /* producer of dead-letter copies, or NULL */
+    lapse_producer *p;           /* set by serve */
+    volatile sig_atomic_t *stop; /* set by serve */
+    struct slot *batch;          /* the current batch, in consumer order */
+    size_t n, cap;
+    long dlq_inflight;           /* copies produced and not yet reported */
+    long dlq_failed;             /* copies refused since the last settle */
+    char dlq_err[256];           /* the last refusal */
+    int backoff_ms;              /* next back-off; 0 after a settled batch */
+    int in_rebalance;            /* settle() called from the rebalance callback */
+    int fatal;                   /* stop serving and commit nothing more */
+    struct lapse_ingress_stats st, st_logged;
+    int64_t stats_at;            /* monotonic ms of the last counters line */
+    struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
+};
+
+/* ---------------------------------------------------------------- setup */
+
+/* Client errors: most also reach on_kafka_log, so only the two that do not
+ * (and matter) are logged here. Runs in our thread (from a poll). */
+static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    lapse_ingress *ing = opaque;
+    (void)rk;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        ing->fatal = 1;
+        log_error("ingress: kafka: fatal: %s", reason);
+    } else if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: kafka: %s",
+                          reason);
+    }
+}
+
+/* librdkafka's own log lines, routed through the log queue (log.queue) so
+ * they arrive in our thread: warnings and worse as warn, the rest as debug. */
+static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    lapse_ingress *ing = rd_kafka_opaque(rk);
+    if (level <= 4)
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: kafka: %s: %s",
+                          fac, buf);
+    else
+        log_debug("ingress: kafka: %s: %s", fac, buf);
+}
+
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    lapse_ingress *ing = opaque;
+    (void)rk;
+    (void)offsets;
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) /* a later commit covers it */
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
+                          "ingress: commit failed: %s", rd_kafka_err2str(err));
+}
+
+static void on_dlq_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    lapse_ingress *ing = opaque;
+    (void)rk;
+    ing->dlq_inflight--;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ing->st.dead_lettered++;
+        return;
+    }
+    ing->dlq_failed++;
+    snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter topic %s: %s",
+             ing->cfg->ingress_dead_letter_topic, rd_kafka_err2str(m->err));
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque);
+
+/* Sets `props` in order; "FILE: WHAT: NAME: reason" on error. */
+static int conf_set_all(rd_kafka_conf_t *conf, const struct lapse_config *cfg, const char *what,
+                        const struct lapse_kv *props, size_t n, char *errstr, size_t size)
+{
+    char why[256];
+    for (size_t i = 0; i < n; i++)
+        if (rd_kafka_conf_set(conf, props[i].key, props[i].value, why, sizeof why) !=
+            RD_KAFKA_CONF_OK) {
+            snprintf(errstr, size, "%s: %s: %s: %s", cfg->path, what, props[i].key, why);
+            return -1;
+        }
+    return 0;
+}
+
+static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
+{
+    const struct lapse_config *cfg = ing->cfg;
+    static const struct lapse_kv defaults[] = {
+        {"auto.offset.reset", "earliest"}, /* a new group misses no signal */
+        {"enable.partition.eof", "false"},
+        {"log.queue", "true"},
+    };
+    const struct lapse_kv forced[] = { /* the commit rule depends on these */
+        {"group.id", cfg->ingress_group},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+    };
+    rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, 3, errstr, size);
+    if (!conf)
+        return NULL;
+    if (conf_set_all(conf, cfg, "ingress.properties", cfg->ingress_props, cfg->ningress_props,
+                     errstr, size) < 0 ||
+        conf_set_all(conf, cfg, "ingress", forced, 3, errstr, size) < 0) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, ing);
+    rd_kafka_conf_set_error_cb(conf, on_kafka_error);
+    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
+    rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
+    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    char why[256];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+    if (!rk) {
+        snprintf(errstr, size, "ingress: cannot create the Kafka consumer: %s", why);
+        rd_kafka_conf_destroy(conf); /* not taken on failure */
+        return NULL;
+    }
+    rd_kafka_set_log_queue(rk, NULL); /* the main queue, which is the consumer's: */
+    rd_kafka_poll_set_consumer(rk);   /* served by rd_kafka_consumer_poll */
+    return rk;
+}
+
+static rd_kafka_t *dlq_new(lapse_ingress *ing, char *errstr, size_t size)
+{
+    /* Not idempotent: a batch read again copies its messages again anyway,
+     * and an idempotent producer adds fatal errors that would stop us. */
+    static const struct lapse_kv defaults[] = {
+        {"enable.idempotence", "false"},
+        {"acks", "all"},
+        {"linger.ms", "5"},
+        {"message.timeout.ms", "10000"}, /* bounds settle()'s wait for acks */
+        {"log.queue", "true"},
+    };
+    rd_kafka_conf_t *conf = lapse_kafka_conf(ing->cfg, defaults, 5, errstr, size);
+    if (!conf)
+        return NULL;
+    rd_kafka_conf_set_opaque(conf, ing);
+    rd_kafka_conf_set_error_cb(conf, on_kafka_error);
+    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_dlq_delivery);
+    char why[256];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!rk) {
+        snprintf(errstr, size, "ingress: cannot create the dead-letter producer: %s", why);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_set_log_queue(rk, NULL); /* served by rd_kafka_poll(dlq) */
+    return rk;
+}
+
+lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, size_t size)
+{
+    if (lapse_config_check_ingress(cfg, errstr, size) < 0)
+        return NULL;
+    lapse_ingress *ing = calloc(1, sizeof *ing);
+    if (!ing) {
+        snprintf(errstr, size, "out of memory");
+        return NULL;
+    }
+    ing->cfg = cfg;
+    ing->stats_at = lapse_clock_mono_ms();
+    if ((ing->rk = consumer_new(ing, errstr, size)) == NULL ||
+        (cfg->ingress_dead_letter_topic && (ing->dlq = dlq_new(ing, errstr, size)) == NULL)) {
+        lapse_ingress_free(ing);
+        return NULL;
+    }
+    return ing;
+}
+
+static void release(lapse_ingress *ing)
+{
+    for (size_t i = 0; i < ing->n; i++) {
+        rd_kafka_message_destroy(ing->batch[i].m);
+        free(ing->batch[i].why);
+    }
+    ing->n = 0;
+}
+
+void lapse_ingress_free(lapse_ingress *ing)
+{
+    if (!ing)
+        return;
+    release(ing);
+    free(ing->batch);
+    if (ing->rk)
+        rd_kafka_destroy(ing->rk);
+    if (ing->dlq) {
+        rd_kafka_flush(ing->dlq, 1000);
+        rd_kafka_destroy(ing->dlq);
+    }
+    free(ing);
+}
+
+void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stats *st)
+{
+    *st = ing->st;
+}
+
+/* ---------------------------------------------------------------- the batch */
+
+static const char *topic_of(const rd_kafka_message_t *m) { return rd_kafka_topic_name(m->rkt); }
+
+static void set_why(struct slot *s, const char *why)
+{
+    free(s->why);
+    s->why = strdup(why); /* NULL on OOM: logged as "?" */
+}
+
+void lapse_ingress_on_error(void *ctx, uint64_t tag, const char *reason)
+{
+    lapse_ingress *ing = ctx;
+    if (tag >= ing->n)
+        return; /* cannot happen: the queue holds only this batch */
+    ing->batch[tag].refused = 1;
+    set_why(&ing->batch[tag], reason);
+}
+
+/* Produces the dead-letter copy of slot `s`: key, value and headers as they
+ * came, plus lapse.error/topic/partition/offset. */
+static void dlq_send(lapse_ingress *ing, const struct slot *s)
+{
+    const rd_kafka_message_t *m = s->m;
+    rd_kafka_headers_t *orig = NULL, *h;
+    char part[16], off[24];
+    if (rd_kafka_message_headers(m, &orig) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        h = rd_kafka_headers_copy(orig);
+    else
+        h = rd_kafka_headers_new(4);
+    snprintf(part, sizeof part, "%d", (int)m->partition);
+    snprintf(off, sizeof off, "%lld", (long long)m->offset);
+    rd_kafka_header_add(h, "lapse.error", -1, s->why ? s->why : "?", -1);
+    rd_kafka_header_add(h, "lapse.topic", -1, topic_of(m), -1);
+    rd_kafka_header_add(h, "lapse.partition", -1, part, -1);
+    rd_kafka_header_add(h, "lapse.offset", -1, off, -1);
+    rd_kafka_timestamp_type_t tstype;
+    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+    rd_kafka_resp_err_t err;
+    for (;;) {
+        err = rd_kafka_producev(ing->dlq, RD_KAFKA_V_TOPIC(ing->cfg->ingress_dead_letter_topic),
+                                RD_KAFKA_V_KEY(m->key, m->key_len),
+                                RD_KAFKA_V_VALUE(m->payload, m->len),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_HEADERS(h),
+                                RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || *ing->stop)
+            break;
+        rd_kafka_poll(ing->dlq, 100); /* back-pressure: let deliveries drain */
+    }
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ing->dlq_inflight++; /* the headers are the producer's now */
+        return;
+    }
+    rd_kafka_headers_destroy(h);
+    ing->dlq_failed++;
+    snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter topic %s: %s",
+             ing->cfg->ingress_dead_letter_topic, rd_kafka_err2str(err));
+}
+
+/* Slot i is not understood: count, log, copy. */
+static void mark_bad(lapse_ingress *ing, size_t i, const char *why)
+{
+    struct slot *s = &ing->batch[i];
+    s->bad = 1;
+    set_why(s, why);
+    ing->st.rejected++;
+    lapse_log_limited(&ing->lim_bad, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: %s/%d/%lld: %s",
+                      topic_of(s->m), (int)s->m->partition, (long long)s->m->offset,
+                      s->why ? s->why : "?");
+    if (ing->dlq)
+        dlq_send(ing, s);
+}
+
+/* Seeks every partition of the batch back to its first message there. */
+static int seek_back(lapse_ingress *ing)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t i = 0; i < ing->n; i++) {
+        const rd_kafka_message_t *m = ing->batch[i].m;
+        if (!rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
+            rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition)->offset = m->offset;
+    }
+    int rc = 0;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS);
+    if (e) {
+        log_error("ingress: cannot seek back: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < l->cnt; i++)
+        if (l->elems[i].err) {
+            log_error("ingress: cannot seek %s/%d back to %lld: %s", l->elems[i].topic,
+                      (int)l->elems[i].partition, (long long)l->elems[i].offset,
+                      rd_kafka_err2str(l->elems[i].err));
+            rc = -1;
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/* Sleeps `ms`, in steps that notice a stop and serve dead-letter reports. */
+static void pause_ms(lapse_ingress *ing, int ms)
+{
+    int64_t end = lapse_clock_mono_ms() + ms;
+    while (!*ing->stop && lapse_clock_mono_ms() < end) {
+        if (ing->dlq)
+            rd_kafka_poll(ing->dlq, 0);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The batch could not be settled: commit nothing of it, read it again. */
+static int batch_failed(lapse_ingress *ing, const char *why)
+{
+    ing->st.retries++;
+    ing->backoff_ms = ing->backoff_ms ? ing->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (ing->backoff_ms > BACKOFF_MAX_MS)
+        ing->backoff_ms = BACKOFF_MAX_MS;
+    lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
+                      "ingress: %zu messages not applied (%s): not committed, reading them "
+                      "again in %d ms", ing->n, why, ing->backoff_ms);
+    if (seek_back(ing) < 0)
+        ing->fatal = 1;
+    release(ing);
+    if (!ing->in_rebalance && !ing->fatal)
+        pause_ms(ing, ing->backoff_ms);
+    return -1;
+}
+
+/* Redis errors that say "not now" rather than "never": read again. */
+static int transient(const char *why)
+{
+    static const char *const prefixes[] = {
+        "OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
+        "NOREPLICAS", "MISCONF",
+    };
+    for (size_t i = 0; why && i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(why, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return why == NULL; /* out of memory copying the reason: do not guess */
+}
+
+/* Waits until every dead-letter copy is reported; 0 when all were taken. */
+static int dlq_wait(lapse_ingress *ing)
+{
+    if (!ing->dlq)
+        return 0;
+    int64_t start = lapse_clock_mono_ms();
+    while (ing->dlq_inflight > 0) {
+        rd_kafka_poll(ing->dlq, 50);
+        if (*ing->stop && lapse_clock_mono_ms() - start > DLQ_STOP_WAIT_MS) {
+            snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter copies unacknowledged");
+            break;
+        }
+    }
+    int rc = ing->dlq_inflight > 0 || ing->dlq_failed > 0 ? -1 : 0;
+    ing->dlq_failed = 0;
+    return rc;
+}
+
+/* Commits, per partition, the offset after the batch's last message there. */
+static void commit(lapse_ingress *ing, int sync)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t i = 0; i < ing->n; i++) {
+        const rd_kafka_message_t *m = ing->batch[i].m;
+        rd_kafka_topic_partition_t *t =
+            rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition);
+        if (!t)
+            t = rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition);
+        if (t->offset < m->offset + 1)
+            t->offset = m->offset + 1;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_commit(ing->rk, l, !sync);
+    if (err && sync) /* async: on_commit reports */
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
+                          "ingress: commit failed: %s", rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Applies, dead-letters and commits the batch; 0, or -1 via batch_failed. */
+static int settle(lapse_ingress *ing, int sync)
+{
+    char why[WHY_MAX];
+    if (ing->n == 0)
+        return 0;
+    if (lapse_producer_flush(ing->p, why, sizeof why) < 0)
+        return batch_failed(ing, why);
+    for (size_t i = 0; i < ing->n; i++)
+        if (ing->batch[i].refused && !ing->batch[i].bad && transient(ing->batch[i].why)) {
+            snprintf(why, sizeof why, "Redis: %s", ing->batch[i].why ? ing->batch[i].why : "?");
+            return batch_failed(ing, why);
+        }
+    for (size_t i = 0; i < ing->n; i++)
+        if (ing->batch[i].refused && !ing->batch[i].bad) {
+            snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
+            mark_bad(ing, i, why);
+        }
+    if (dlq_wait(ing) < 0)
+        return batch_failed(ing, ing->dlq_err);
+    commit(ing, sync);
+    ing->st.batches++;
+    ing->backoff_ms = 0;
+    release(ing);
+    return 0;
+}
+
+/* Appends `m` to the batch and submits what it means (or marks it bad). */
+static void take(lapse_ingress *ing, rd_kafka_message_t *m)
+{
+    if (ing->n == ing->cap) {
+        size_t cap = ing->cap ? ing->cap * 2 : 64;
+        struct slot *b = realloc(ing->batch, cap * sizeof *b);
+        if (!b) { /* stop without committing it: read again after a restart */
+            log_error("ingress: out of memory");
+            rd_kafka_message_destroy(m);
+            ing->fatal = 1;
+            return;
+        }
+        ing->batch = b;
+        ing->cap = cap;
+    }
+    size_t i = ing->n++;
+    memset(&ing->batch[i], 0, sizeof ing->batch[i]);
+    ing->batch[i].m = m;
+    ing->st.messages++;
+
+    char why[WHY_MAX], jerr[256] = "no value";
+    json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
+    struct lapse_cmd cmd;
+    struct lapse_watchdog_result wr; /* cmd may point into wr.idbuf: same scope */
+    int rc, is_cmd = lapse_command_is(j);
+    if (is_cmd) {
+        rc = lapse_command_from_json(j, &cmd, why, sizeof why);
+    } else {
+        if (j && !json_is_object(j)) {
+            json_decref(j);
+            j = NULL;
+            snprintf(jerr, sizeof jerr, "a JSON array, not an object");
+        }
+        rd_kafka_timestamp_type_t tstype;
+        struct lapse_signal sig = {m->key, m->key_len, j, j ? NULL : jerr,
+                                   rd_kafka_message_timestamp(m, &tstype)};
+        rc = lapse_watchdog_apply(ing->cfg->ingress_rules, ing->cfg->ningress_rules, &sig, &wr,
+                                  why, sizeof why);
+        cmd = wr.cmd;
+    }
+    if (rc < 0) {
+        json_decref(j);
+        mark_bad(ing, i, why);
+        return;
+    }
+    size_t before = lapse_producer_pending(ing->p);
+    rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
+    json_decref(j); /* submit copied the bytes */
+    if (rc == 0) {
+        if (is_cmd)
+            ing->st.commands++;
+        else
+            ing->st.signals++;
+        return;
+    }
+    /* -1: refused before queueing (the queue did not move and no report came
+     * for this op), or queued and the automatic flush failed. */
+    if (lapse_producer_pending(ing->p) == before && !ing->batch[i].refused)
+        mark_bad(ing, i, why);
+    else
+        batch_failed(ing, why);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    lapse_ingress *ing = opaque;
+    int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *e = NULL;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        log_info("ingress: %d partitions assigned", parts->cnt);
+        if (coop)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            rd_kafka_assign(rk, parts);
+    } else {
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && ing->p) {
+            ing->in_rebalance = 1; /* applied work is committed before they go */
+            settle(ing, 1);
+            ing->in_rebalance = 0;
+        } else if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+            log_warn("ingress: rebalance: %s", rd_kafka_err2str(err));
+        }
+        log_info("ingress: %d partitions revoked", parts->cnt);
+        if (coop)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            rd_kafka_assign(rk, NULL);
+    }
+    if (e) {
+        log_error("ingress: rebalance: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+}
+
+static void log_stats(lapse_ingress *ing, int always)
+{
+    const struct lapse_ingress_stats *s = &ing->st;
+    if (!always && (lapse_clock_mono_ms() - ing->stats_at < STATS_EVERY_MS ||
+                    memcmp(s, &ing->st_logged, sizeof *s) == 0))
+        return;
+    log_info("ingress: %llu messages: %llu commands, %llu signals, %llu not understood "
+             "(%llu dead-lettered); %llu batches committed, %llu read again",
+             (unsigned long long)s->messages, (unsigned long long)s->commands,
+             (unsigned long long)s->signals, (unsigned long long)s->rejected,
+             (unsigned long long)s->dead_lettered, (unsigned long long)s->batches,
+             (unsigned long long)s->retries);
+    ing->st_logged = *s;
+    ing->stats_at = lapse_clock_mono_ms();
+}
+
+/* A consumer event that is not a message. */
+static void consumer_error(lapse_ingress *ing, const rd_kafka_message_t *m)
+{
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        return;
+    if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        char why[256];
+        rd_kafka_fatal_error(ing->rk, why, sizeof why);
+        log_error("ingress: kafka: fatal: %s", why);
+        ing->fatal = 1;
+        return;
+    }
+    lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: kafka: %s",
+                      rd_kafka_message_errstr(m));
+}
+
+int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atomic_t *stop)
+{
+    ing->p = p;
+    ing->stop = stop;
+    size_t max = (size_t)ing->cfg->producer_batch;
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, ing->cfg->ingress_topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(ing->rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (err) {
+        log_error("ingress: subscribe %s: %s", ing->cfg->ingress_topic, rd_kafka_err2str(err));
+        return -1;
+    }
+    log_info("ingress: consuming %s as group %s, %zu watchdog rules, dead letters %s",
+             ing->cfg->ingress_topic, ing->cfg->ingress_group, ing->cfg->ningress_rules,
+             ing->cfg->ingress_dead_letter_topic ? ing->cfg->ingress_dead_letter_topic : "off");
+
+    while (!*stop && !ing->fatal) {
+        if (ing->dlq)
+            rd_kafka_poll(ing->dlq, 0);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
+        if (!m) { /* nothing more ready: apply what we have now */
+            settle(ing, 0);
+            log_stats(ing, 0);
+            continue;
+        }
+        if (m->err) {
+            consumer_error(ing, m);
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        take(ing, m);
+        if (ing->n >= max)
+            settle(ing, 0);
+    }
+
+    int rc = 0;
+    if (ing->fatal) {
+        release(ing); /* never committed: read again by whoever comes next */
+        rc = -1;
+    } else if (settle(ing, 1) < 0) {
+        rc = -1;
+    }
+    ing->p = NULL; /* the revoke during close has nothing left to settle */
+    rd_kafka_consumer_close(ing->rk);
+    if (ing->dlq)
+        rd_kafka_flush(ing->dlq, DLQ_STOP_WAIT_MS);
+    log_stats(ing, 1);
+    if (rc < 0)
+        log_error("ingress: stopped with messages not applied; they were not committed");
+    return rc;
+}
