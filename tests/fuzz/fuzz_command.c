@@ -198,7 +198,8 @@ static void check_line_round_trip(const struct lapse_cmd *c)
     free(line);
 }
 
-static void check_command(const json_t *obj)
+/* Runs every check on one object (or any value); returns the verdict. */
+static int check_command(const json_t *obj)
 {
     struct lapse_cmd want, got;
     int ok = ref_command(obj, &want);
@@ -221,7 +222,7 @@ static void check_command(const json_t *obj)
         if (lapse_cmd_check(&got, err, sizeof err) != 0)
             fail("lapse_cmd_check refuses a parsed command", err);
         check_line_round_trip(&got);
-        return;
+        return 0;
     }
     check_err_text(err, sizeof err);
     char small[32];
@@ -230,6 +231,25 @@ static void check_command(const json_t *obj)
     ASSERT(lapse_command_from_json(obj, &tmp, small, cap) == -1);
     ASSERT(memchr(small, '\0', cap) != NULL && strncmp(small, err, cap - 1) == 0);
     ASSERT(small[cap] == 'E');
+    return -1;
+}
+
+/*
+ * The payload limit is 64 KiB; inputs seldom grow that far. So a valid
+ * command with a payload, when the input's length is a multiple of 256, is
+ * checked again with its payload replaced by exactly LAPSE_PAYLOAD_MAX and
+ * LAPSE_PAYLOAD_MAX + 1 bytes; the reference decides what each must give.
+ */
+static void check_padded(json_t *obj)
+{
+    if (!json_is_string(member(obj, "payload")))
+        return;
+    static char pad[LAPSE_PAYLOAD_MAX + 1];
+    memset(pad, 'p', sizeof pad);
+    ASSERT(json_object_set_new(obj, "payload", json_stringn(pad, LAPSE_PAYLOAD_MAX)) == 0);
+    ASSERT(check_command(obj) == 0);
+    ASSERT(json_object_set_new(obj, "payload", json_stringn(pad, sizeof pad)) == 0);
+    ASSERT(check_command(obj) == -1);
 }
 
 static void check_quote(const uint8_t *data, size_t size)
@@ -263,18 +283,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     ASSERT(json_is_object(j) || json_is_array(j));
 
+    /* Every value goes through, command or not: the parser must refuse what
+     * is not one without crashing. */
     if (json_is_array(j)) {
         size_t i;
         json_t *e;
         json_array_foreach(j, i, e) {
-            if (lapse_command_is(e))
-                check_command(e);
+            check_command(e);
         }
     } else {
-        /* Every object goes through, command or not: the parser must refuse
-         * what is not one without crashing. */
         ASSERT(lapse_command_is(j) == (member(j, "op") != NULL)); /* null = absent */
-        check_command(j);
+        if (check_command(j) == 0 && size % 256 == 0)
+            check_padded(j);
     }
     json_decref(j);
     return 0;
