@@ -605,6 +605,77 @@ scanner_kill9() { # [SHARD]
     for n in $(_scanner_names "${1:-}"); do proc_kill9 "$n"; done
 }
 
+# ---------------------------------------------------------------- scanner internals
+# (added for the scanner guarantee tests, tests/integration/03NN-*.sh)
+
+# metrics_get PORT: the body of a scanner's GET /metrics on 127.0.0.1:PORT,
+# read with bash's /dev/tcp (curl may be missing); fails the test unless a
+# "200" answer arrives within 3 s.
+metrics_get() {
+    local out
+    # The request goes out in one write(2) (cat of a file): bash's printf and
+    # echo write line by line, and the endpoint answers the first read.
+    [[ -s $T/.metrics-get ]] || printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >"$T/.metrics-get"
+    out=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        cat "$2" >&3
+        cat <&3' _ "$1" "$T/.metrics-get" 2>/dev/null) ||
+        fail "metrics endpoint 127.0.0.1:$1 did not answer"
+    [[ $out == HTTP/1.[01]\ 200* ]] || fail "metrics endpoint 127.0.0.1:$1 answered '${out:0:80}'"
+    printf '%s\n' "${out#*$'\r\n\r\n'}"
+}
+
+# metric PORT NAME: the value of the first sample of lapse_scanner_NAME (any
+# labels) on the scanner's metrics endpoint; fails the test when it is missing.
+metric() {
+    local v
+    v=$(metrics_get "$1" | awk -v n="lapse_scanner_$2" '{ split($1, a, "{") } a[1] == n { print $2; exit }')
+    [[ -n $v ]] || fail "metric lapse_scanner_$2 missing on 127.0.0.1:$1"
+    echo "$v"
+}
+
+# shard_holder [SHARD]: the token of the scanner holding SHARD's lock (0),
+# from `lapse-scale status --json` (.shard_info[].scanner); empty when none.
+shard_holder() {
+    local h
+    h=$(scale status --json | jq -r --argjson s "${1:-0}" '.shard_info[] | select(.shard == $s) | .scanner // ""') ||
+        fail "lapse-scale status --json failed"
+    echo "$h"
+}
+
+# holder_pid [SHARD]: the pid in the holder's token (host:pid:random), or
+# nothing when the lock is free.
+holder_pid() {
+    local h
+    h=$(shard_holder "${1:-0}")
+    [[ -z $h ]] && return 0
+    h=${h%:*}
+    echo "${h##*:}"
+}
+
+# proc_cpu_ms PID: user + system CPU time of PID (all its threads) so far, in ms
+proc_cpu_ms() {
+    local line rest
+    read -r line </proc/"$1"/stat || fail "proc_cpu_ms: no process $1"
+    rest=${line##*) }
+    set -- $rest # state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+    echo $(((${12} + ${13}) * 1000 / $(getconf CLK_TCK)))
+}
+
+# events_fired FILE [JQ_FILTER]: the fired_ms of every event in FILE (that
+# the filter selects), sorted ascending
+events_fired() {
+    jq -R -r "fromjson? | select(${2:-true}) | .fired_ms" "$1" | sort -n
+}
+
+# config_kafka_props FILE 'PROPS': puts `properties = ( PROPS );` (librdkafka
+# properties, e.g. '("linger.ms", 5)') into the kafka group of a config
+# written by write_config.
+config_kafka_props() {
+    local f=$1
+    grep -q '^kafka = { .* };$' "$f" || fail "config_kafka_props: no one-line kafka group in $f"
+    sed -i "s|^kafka = { \(.*\) };\$|kafka = { \1 properties = ( ${2//|/\\|} ); };|" "$f"
+}
+
 # ---------------------------------------------------------------- ingress
 # (lapse-producer --from-kafka; helpers added with the Kafka ingress)
 
