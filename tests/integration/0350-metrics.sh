@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# 0350-metrics: the scanner's Prometheus endpoint (scanner.metrics_port) tells
+# the truth about what it did.
+#
+#  - idle, right after start: every series
+#    labelled {ns="demo",shard="0"} with HELP and TYPE; lease_held 1,
+#    takeovers_total 1, all traffic counters 0;
+#  - while acks take 300 ms and max_inflight = 10 holds back a backlog of 60
+#    due IDs: the inflight gauge reads 1..10, the due gauge > 0, and
+#    oldest_overdue_ms > 0;
+#  - after 100 deliveries (60 + 40 falling due over 400 ms, acks fast again):
+#    claimed_total = events_produced_total = events_acked_total =
+#    settled_total = the IDs delivered (no retries happened), inflight 0,
+#    due 0, events_failed_total 0; the lateness histogram counts every event
+#    (_count = produced, cumulative buckets never decrease, +Inf = _count),
+#    the 40 on-time IDs land in low buckets (le="250" holds at least 40).
+#
+# Catches: counters that are not updated or updated in the wrong place (an
+# ack counted at send, a settle never counted), a gauge left stale, a
+# histogram that drops or double-counts events, a malformed exposition.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start
+free_port >/dev/null
+mp=$FREE_PORT
+SCANNER_CFG="poll_ms = 10; max_inflight = 10; metrics_port = $mp;"
+write_config
+scale init 1 >/dev/null
+events_follow events.json
+scanner_start 0
+wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the lock"
+
+# ---- idle
+metrics_get "$mp" >idle.txt
+for name in claimed_total events_produced_total events_acked_total events_failed_total settled_total \
+    inflight due oldest_overdue_ms lease_held takeovers_total recovered_total fenced_total \
+    redis_errors_total redis_reconnects_total kafka_errors_total; do
+    assert_file_match idle.txt "^# HELP lapse_scanner_$name " "HELP of $name"
+    assert_file_match idle.txt "^# TYPE lapse_scanner_$name (counter|gauge)\$" "TYPE of $name"
+    assert_file_match idle.txt "^lapse_scanner_$name\\{ns=\"$NS\",shard=\"0\"\\} [0-9]+\$" "sample of $name"
+done
+assert_file_match idle.txt '^# TYPE lapse_scanner_lateness_ms histogram$' "TYPE of lateness_ms"
+val() { awk -v n="lapse_scanner_$2" '{ split($1, a, "{") } a[1] == n { print $2; exit }' "$1"; }
+assert_eq "$(val idle.txt lease_held)" 1 "lease_held (idle)"
+assert_eq "$(val idle.txt takeovers_total)" 1 "takeovers_total (idle)"
+for name in claimed_total events_produced_total events_acked_total settled_total inflight due lateness_ms_count; do
+    assert_eq "$(val idle.txt $name)" 0 "$name (idle)"
+done
+
+# ---- a held-back backlog
+kafka_ctl "rtt 1 300"
+for ((i = 0; i < 60; i++)); do printf 'touch b-%d +0\n' "$i"; done | produce
+max_inflight=0 max_due=0 max_age=0
+for ((k = 0; k < 10; k++)); do
+    metrics_get "$mp" >busy.txt
+    v=$(val busy.txt inflight); ((v > max_inflight)) && max_inflight=$v
+    v=$(val busy.txt due); ((v > max_due)) && max_due=$v
+    v=$(val busy.txt oldest_overdue_ms); ((v > max_age)) && max_age=$v
+    sleep 0.1
+done
+note "while held back: inflight up to $max_inflight, due up to $max_due, oldest overdue up to $max_age ms"
+assert_ge "$max_inflight" 1 "inflight gauge while acks are slow"
+assert_le "$max_inflight" 10 "inflight gauge (max_inflight 10)"
+assert_ge "$max_due" 1 "due gauge while max_inflight holds the backlog back"
+assert_ge "$max_age" 1 "oldest_overdue_ms while the backlog waits"
+kafka_ctl "rtt 1 0"
+
+# ---- counters after deliveries
+for ((i = 0; i < 40; i++)); do printf 'touch f-%d +%d\n' "$i" $((100 + i * 10)); done | produce
+events_wait_ids events.json 100 10000
+ns_wait_empty 3000
+sleep 0.1
+metrics_get "$mp" >after.txt
+n=$(events_unique events.json)
+produced=$(val after.txt events_produced_total)
+note "after $n IDs: $(grep -E '^lapse_scanner_(claimed|events_produced|events_acked|settled)_total' after.txt | sed 's/{[^}]*}//' | tr '\n' ' ')"
+assert_eq "$(jq -s length events.json)" "$n" "events per ID (no retries expected here)"
+assert_eq "$produced" "$n" "events_produced_total"
+assert_eq "$(val after.txt claimed_total)" "$n" "claimed_total"
+assert_eq "$(val after.txt events_acked_total)" "$n" "events_acked_total"
+assert_eq "$(val after.txt settled_total)" "$n" "settled_total"
+assert_eq "$(val after.txt events_failed_total)" 0 "events_failed_total"
+assert_eq "$(val after.txt inflight)" 0 "inflight after the deliveries"
+assert_eq "$(val after.txt due)" 0 "due after the deliveries"
+assert_eq "$(val after.txt lease_held)" 1 "lease_held"
+assert_eq "$(val after.txt lateness_ms_count)" "$produced" "lateness_ms_count"
+prev=0
+while read -r le count; do
+    assert_ge "$count" "$prev" "lateness bucket le=$le (cumulative)"
+    prev=$count
+done < <(sed -n 's/^lapse_scanner_lateness_ms_bucket{.*le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p' after.txt)
+assert_eq "$prev" "$produced" "lateness bucket le=+Inf"
+assert_file_match after.txt '^lapse_scanner_lateness_ms_bucket\{ns="demo",shard="0",le="\+Inf"\} ' "+Inf bucket"
+assert_ge "$(sed -n 's/^lapse_scanner_lateness_ms_bucket{.*le="250"} //p' after.txt)" 40 "events at most 250 ms late"
+assert_never_early events.json
+scanner_stop

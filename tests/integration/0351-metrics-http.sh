@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# 0351-metrics-http: the metrics endpoint speaks enough HTTP for any client.
+#
+#  1. A request in one write gets "HTTP/1.x 200", Content-Type text/plain;
+#     version=0.0.4, and a body of exactly Content-Length bytes.
+#  2. A request that arrives in pieces — the request line, then 200 ms later
+#     the headers and the blank line (as bash's printf, telnet or nc, or any
+#     client that writes line by line sends it) — gets the same full answer.
+#
+# Catches: an endpoint that answers after the first read and closes the
+# socket with the rest of the request unread: the kernel then resets the
+# connection and the client loses the answer (ECONNRESET, 0 bytes). The
+# server must read up to the blank line that ends the request headers before
+# answering.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start
+free_port >/dev/null
+mp=$FREE_PORT
+SCANNER_CFG="poll_ms = 10; metrics_port = $mp;"
+write_config
+scale init 1 >/dev/null
+scanner_start 0
+wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the lock"
+
+check_answer() { # FILE WHAT
+    local head len body
+    [[ -s $1 ]] || fail "$2: no answer (connection reset or closed early)"
+    head=$(sed -n '1,/^\r$/p' "$1")
+    assert_match "$(head -n 1 "$1")" $'^HTTP/1\\.[01] 200 ' "$2: status line"
+    assert_match "$head" $'Content-Type: text/plain; version=0\\.0\\.4\r' "$2: Content-Type"
+    [[ $head =~ Content-Length:\ ([0-9]+) ]] || fail "$2: no Content-Length"
+    len=${BASH_REMATCH[1]}
+    body=$(($(wc -c <"$1") - $(printf '%s\n' "$head" | wc -c)))
+    assert_eq "$body" "$len" "$2: body bytes"
+    grep -q '^lapse_scanner_lease_held{ns="demo",shard="0"} 1' "$1" || fail "$2: no lease_held 1 in the body"
+}
+
+# 1. one write
+printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >req
+timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && cat req >&3 && cat <&3' _ "$mp" >one.http 2>one.http.err || true
+check_answer one.http "request in one write"
+
+# 2. in pieces
+timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf "GET /metrics HTTP/1.0\r\n" >&3
+    sleep 0.2
+    printf "Host: 127.0.0.1\r\nUser-Agent: lapse-test\r\n\r\n" >&3
+    sleep 0.1
+    cat <&3' _ "$mp" >split.http 2>split.http.err || true
+check_answer split.http "request in two writes 200 ms apart"
+scanner_stop
