@@ -198,6 +198,10 @@ static void check_line_round_trip(const struct lapse_cmd *c)
     free(line);
 }
 
+/* Set while check_padded runs: its 64 KiB line round trip would cost more
+ * than it could find. */
+static int padding;
+
 /* Runs every check on one object (or any value); returns the verdict. */
 static int check_command(const json_t *obj)
 {
@@ -221,7 +225,8 @@ static int check_command(const json_t *obj)
         check_same(&got, &want);
         if (lapse_cmd_check(&got, err, sizeof err) != 0)
             fail("lapse_cmd_check refuses a parsed command", err);
-        check_line_round_trip(&got);
+        if (!padding)
+            check_line_round_trip(&got);
         return 0;
     }
     check_err_text(err, sizeof err);
@@ -236,7 +241,7 @@ static int check_command(const json_t *obj)
 
 /*
  * The payload limit is 64 KiB; inputs seldom grow that far. So a valid
- * command with a payload, when the input's length is a multiple of 256, is
+ * command with a payload, when the input's length is a multiple of 16, is
  * checked again with its payload replaced by exactly LAPSE_PAYLOAD_MAX and
  * LAPSE_PAYLOAD_MAX + 1 bytes; the reference decides what each must give.
  */
@@ -246,10 +251,12 @@ static void check_padded(json_t *obj)
         return;
     static char pad[LAPSE_PAYLOAD_MAX + 1];
     memset(pad, 'p', sizeof pad);
+    padding = 1;
     ASSERT(json_object_set_new(obj, "payload", json_stringn(pad, LAPSE_PAYLOAD_MAX)) == 0);
     ASSERT(check_command(obj) == 0);
     ASSERT(json_object_set_new(obj, "payload", json_stringn(pad, sizeof pad)) == 0);
     ASSERT(check_command(obj) == -1);
+    padding = 0;
 }
 
 static void check_quote(const uint8_t *data, size_t size)
@@ -293,7 +300,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else {
         ASSERT(lapse_command_is(j) == (member(j, "op") != NULL)); /* null = absent */
-        if (check_command(j) == 0 && size % 256 == 0)
+        if (check_command(j) == 0 && size % 16 == 0)
             check_padded(j);
     }
     json_decref(j);
