@@ -34,6 +34,7 @@
 
 #include "clock.h"
 #include "command.h"
+#include "deadletter.h"
 #include "kafka.h"
 #include "log.h"
 #include "watchdog.h"
@@ -57,14 +58,11 @@ struct slot {
 struct lapse_ingress {
     const struct lapse_config *cfg;
     rd_kafka_t *rk;              /* the consumer */
-    rd_kafka_t *dlq;             /* producer of dead-letter copies, or NULL */
+    lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
     struct slot *batch;          /* the current batch, in consumer order */
     size_t n, cap;
-    long dlq_inflight;           /* copies produced and not yet reported */
-    long dlq_failed;             /* copies refused since the last settle */
-    char dlq_err[256];           /* the last refusal */
     int backoff_ms;              /* next back-off; 0 after a settled batch */
     int in_rebalance;            /* settle() called from the rebalance callback */
     int fatal;                   /* stop serving and commit nothing more */
@@ -111,20 +109,6 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) /* a later commit covers it */
         lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
                           "ingress: commit failed: %s", rd_kafka_err2str(err));
-}
-
-static void on_dlq_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
-{
-    lapse_ingress *ing = opaque;
-    (void)rk;
-    ing->dlq_inflight--;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ing->st.dead_lettered++;
-        return;
-    }
-    ing->dlq_failed++;
-    snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter topic %s: %s",
-             ing->cfg->ingress_dead_letter_topic, rd_kafka_err2str(m->err));
 }
 
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -183,35 +167,6 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
     return rk;
 }
 
-static rd_kafka_t *dlq_new(lapse_ingress *ing, char *errstr, size_t size)
-{
-    /* Not idempotent: a batch read again copies its messages again anyway,
-     * and an idempotent producer adds fatal errors that would stop us. */
-    static const struct lapse_kv defaults[] = {
-        {"enable.idempotence", "false"},
-        {"acks", "all"},
-        {"linger.ms", "5"},
-        {"message.timeout.ms", "10000"}, /* bounds settle()'s wait for acks */
-        {"log.queue", "true"},
-    };
-    rd_kafka_conf_t *conf = lapse_kafka_conf(ing->cfg, defaults, 5, errstr, size);
-    if (!conf)
-        return NULL;
-    rd_kafka_conf_set_opaque(conf, ing);
-    rd_kafka_conf_set_error_cb(conf, on_kafka_error);
-    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_dlq_delivery);
-    char why[256];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
-    if (!rk) {
-        snprintf(errstr, size, "ingress: cannot create the dead-letter producer: %s", why);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_set_log_queue(rk, NULL); /* served by rd_kafka_poll(dlq) */
-    return rk;
-}
-
 lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, size_t size)
 {
     if (lapse_config_check_ingress(cfg, errstr, size) < 0)
@@ -224,7 +179,8 @@ lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, s
     ing->cfg = cfg;
     ing->stats_at = lapse_clock_mono_ms();
     if ((ing->rk = consumer_new(ing, errstr, size)) == NULL ||
-        (cfg->ingress_dead_letter_topic && (ing->dlq = dlq_new(ing, errstr, size)) == NULL)) {
+        (cfg->ingress_dead_letter_topic &&
+         (ing->dlq = lapse_deadletter_new(cfg, errstr, size)) == NULL)) {
         lapse_ingress_free(ing);
         return NULL;
     }
@@ -248,16 +204,14 @@ void lapse_ingress_free(lapse_ingress *ing)
     free(ing->batch);
     if (ing->rk)
         rd_kafka_destroy(ing->rk);
-    if (ing->dlq) {
-        rd_kafka_flush(ing->dlq, 1000);
-        rd_kafka_destroy(ing->dlq);
-    }
+    lapse_deadletter_free(ing->dlq, 1000);
     free(ing);
 }
 
 void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stats *st)
 {
     *st = ing->st;
+    st->dead_lettered = ing->dlq ? lapse_deadletter_acked(ing->dlq) : 0;
 }
 
 /* ---------------------------------------------------------------- the batch */
@@ -279,47 +233,6 @@ void lapse_ingress_on_error(void *ctx, uint64_t tag, const char *reason)
     set_why(&ing->batch[tag], reason);
 }
 
-/* Produces the dead-letter copy of slot `s`: key, value and headers as they
- * came, plus lapse.error/topic/partition/offset. */
-static void dlq_send(lapse_ingress *ing, const struct slot *s)
-{
-    const rd_kafka_message_t *m = s->m;
-    rd_kafka_headers_t *orig = NULL, *h;
-    char part[16], off[24];
-    if (rd_kafka_message_headers(m, &orig) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        h = rd_kafka_headers_copy(orig);
-    else
-        h = rd_kafka_headers_new(4);
-    snprintf(part, sizeof part, "%d", (int)m->partition);
-    snprintf(off, sizeof off, "%lld", (long long)m->offset);
-    rd_kafka_header_add(h, "lapse.error", -1, s->why ? s->why : "?", -1);
-    rd_kafka_header_add(h, "lapse.topic", -1, topic_of(m), -1);
-    rd_kafka_header_add(h, "lapse.partition", -1, part, -1);
-    rd_kafka_header_add(h, "lapse.offset", -1, off, -1);
-    rd_kafka_timestamp_type_t tstype;
-    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-    rd_kafka_resp_err_t err;
-    for (;;) {
-        err = rd_kafka_producev(ing->dlq, RD_KAFKA_V_TOPIC(ing->cfg->ingress_dead_letter_topic),
-                                RD_KAFKA_V_KEY(m->key, m->key_len),
-                                RD_KAFKA_V_VALUE(m->payload, m->len),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_HEADERS(h),
-                                RD_KAFKA_V_END);
-        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || *ing->stop)
-            break;
-        rd_kafka_poll(ing->dlq, 100); /* back-pressure: let deliveries drain */
-    }
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ing->dlq_inflight++; /* the headers are the producer's now */
-        return;
-    }
-    rd_kafka_headers_destroy(h);
-    ing->dlq_failed++;
-    snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter topic %s: %s",
-             ing->cfg->ingress_dead_letter_topic, rd_kafka_err2str(err));
-}
-
 /* Slot i is not understood: count, log, copy. */
 static void mark_bad(lapse_ingress *ing, size_t i, const char *why)
 {
@@ -331,7 +244,7 @@ static void mark_bad(lapse_ingress *ing, size_t i, const char *why)
                       topic_of(s->m), (int)s->m->partition, (long long)s->m->offset,
                       s->why ? s->why : "?");
     if (ing->dlq)
-        dlq_send(ing, s);
+        lapse_deadletter_send(ing->dlq, s->m, s->why ? s->why : "?");
 }
 
 /* Seeks every partition of the batch back to its first message there. */
@@ -367,7 +280,7 @@ static void pause_ms(lapse_ingress *ing, int ms)
     int64_t end = lapse_clock_mono_ms() + ms;
     while (!*ing->stop && lapse_clock_mono_ms() < end) {
         if (ing->dlq)
-            rd_kafka_poll(ing->dlq, 0);
+            lapse_deadletter_poll(ing->dlq, 0);
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -402,24 +315,6 @@ static int transient(const char *why)
         if (strncmp(why, prefixes[i], strlen(prefixes[i])) == 0)
             return 1;
     return why == NULL; /* out of memory copying the reason: do not guess */
-}
-
-/* Waits until every dead-letter copy is reported; 0 when all were taken. */
-static int dlq_wait(lapse_ingress *ing)
-{
-    if (!ing->dlq)
-        return 0;
-    int64_t start = lapse_clock_mono_ms();
-    while (ing->dlq_inflight > 0) {
-        rd_kafka_poll(ing->dlq, 50);
-        if (*ing->stop && lapse_clock_mono_ms() - start > DLQ_STOP_WAIT_MS) {
-            snprintf(ing->dlq_err, sizeof ing->dlq_err, "dead-letter copies unacknowledged");
-            break;
-        }
-    }
-    int rc = ing->dlq_inflight > 0 || ing->dlq_failed > 0 ? -1 : 0;
-    ing->dlq_failed = 0;
-    return rc;
 }
 
 /* Commits, per partition, the offset after the batch's last message there. */
@@ -460,8 +355,8 @@ static int settle(lapse_ingress *ing, int sync)
             snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
             mark_bad(ing, i, why);
         }
-    if (dlq_wait(ing) < 0)
-        return batch_failed(ing, ing->dlq_err);
+    if (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
+        return batch_failed(ing, why);
     commit(ing, sync);
     ing->st.batches++;
     ing->backoff_ms = 0;
@@ -568,7 +463,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 static void log_stats(lapse_ingress *ing, int always)
 {
-    const struct lapse_ingress_stats *s = &ing->st;
+    struct lapse_ingress_stats now;
+    const struct lapse_ingress_stats *s = &now;
+    lapse_ingress_get_stats(ing, &now);
     if (!always && (lapse_clock_mono_ms() - ing->stats_at < STATS_EVERY_MS ||
                     memcmp(s, &ing->st_logged, sizeof *s) == 0))
         return;
@@ -578,7 +475,7 @@ static void log_stats(lapse_ingress *ing, int always)
              (unsigned long long)s->signals, (unsigned long long)s->rejected,
              (unsigned long long)s->dead_lettered, (unsigned long long)s->batches,
              (unsigned long long)s->retries);
-    ing->st_logged = *s;
+    ing->st_logged = now;
     ing->stats_at = lapse_clock_mono_ms();
 }
 
@@ -617,7 +514,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
 
     while (!*stop && !ing->fatal) {
         if (ing->dlq)
-            rd_kafka_poll(ing->dlq, 0);
+            lapse_deadletter_poll(ing->dlq, 0);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
         if (!m) { /* nothing more ready: apply what we have now */
             settle(ing, 0);
@@ -643,8 +540,6 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
     }
     ing->p = NULL; /* the revoke during close has nothing left to settle */
     rd_kafka_consumer_close(ing->rk);
-    if (ing->dlq)
-        rd_kafka_flush(ing->dlq, DLQ_STOP_WAIT_MS);
     log_stats(ing, 1);
     if (rc < 0)
         log_error("ingress: stopped with messages not applied; they were not committed");
