@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# 0510-split-two-nodes: `lapse-scale split --to` puts the new shards on a
+# second Redis node, online, under the same workload as 0500 (sp_workload):
+# nothing is lost, early or doubled, every ID fires with its final deadline
+# and payload.
+#
+# The namespace starts with both shards on node 1 (initialised while the
+# config listed only node 1); then node 2 is added to the config, which
+# every process started afterwards reads, producer A (long-running, layout
+# in memory) included. `split --to` with a node the config does not list is
+# refused and changes nothing. After the split, shards 2 and 3 live on node
+# 2 (status .shard_info[].node, and their keys are there and only there);
+# producers take twins on node 1 and write on node 2, the old shards'
+# scanners look up node 2's moved sets. `finish` then succeeds and neither
+# node keeps a data key.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+redis_start two
+p1=$(redis_port main)
+p2=$(redis_port two)
+kafka_start --brokers 1
+
+SP_PORTS=("$p1")
+sp_write_config
+scale init 2 >/dev/null
+SP_PORTS=("$p1" "$p2")
+sp_write_config
+assert_eq "$(sp_status '[.shard_info[].node] | join(",")')" "127.0.0.1:$p1,127.0.0.1:$p1" "nodes of shards 0, 1"
+
+scanner_start 0
+scanner_start 1
+events_follow events.json
+
+{ seq -f 's%03g' 0 299; echo mk.A.2; } >ids.txt
+sp_hashes ids.txt >hashes.txt
+epoch0=$(sp_status .epoch)
+
+# a node the config does not list: refused, nothing changes
+layout=$(rcli HGETALL "$NS:layout" | paste -sd' ')
+rc=0
+scale split --to 127.0.0.1:1 >bad.out 2>bad.err || rc=$?
+((rc != 0 && rc < 128)) || fail "split --to an unknown node: exit status $rc"
+assert_file_match bad.err '127\.0\.0\.1:1' "split --to an unknown node: error"
+assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after a refused split"
+assert_eq "$(rcli EXISTS "$NS:layout:next")" 0 "layout:next after a refused split"
+
+t0=$(now_ms)
+sp_workload "$t0" 300 510
+tA=$(local_ms)
+sp_producer A
+sp_feed A pre.txt
+stale0=$(sp_cli "$p1" INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
+
+scale split --to "127.0.0.1:$p2" >split.out || fail "split --to: exit status $?"
+scanner_start 2
+scanner_start 3
+assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
+    "splitting 4 2 $((epoch0 + 1))" "state, shards, prev_shards, epoch after split"
+assert_eq "$(sp_status '[.shard_info[].node] | join(",")')" \
+    "127.0.0.1:$p1,127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p2" "nodes of shards 0-3"
+assert_eq "$(sp_status .to_move)" "$(awk '$2 % 4 >= 2' hashes.txt | wc -l)" "status .to_move right after split"
+
+sp_producer B
+sp_feed B b1.txt
+tA1=$(local_ms)
+sp_feed A a1.txt
+sp_feed B b2.txt
+t1=$(now_ms)
+stale1=$(sp_cli "$p1" INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
+note "writes done $((t1 - t0)) ms after t0; A's first write after the split $((tA1 - tA)) ms after it started"
+((t1 < t0 + 2400)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+
+if ((tA1 - tA < 900)); then # A learned of the split from the fence on node 1
+    assert_ge "${stale1:-0}" $((${stale0:-0} + 1)) "STALE replies to producer A after the split"
+else
+    note "A's first write came $((tA1 - tA)) ms after its start: it may have re-read the layout by itself"
+fi
+
+# the new shards' data is on node 2 only, the old shards' on node 1 only
+for s in 2 3; do
+    assert_eq "$(sp_cli "$p2" EXISTS "$NS:z:$s")" 1 "$NS:z:$s on node 2"
+    assert_eq "$(sp_cli "$p1" EVAL "return #redis.call('KEYS', ARGV[1])" 0 "$NS:[zpfrm]:$s")" 0 "shard $s keys on node 1"
+done
+for s in 0 1; do
+    assert_eq "$(sp_cli "$p2" EVAL "return #redis.call('KEYS', ARGV[1])" 0 "$NS:[zpfrm]:$s")" 0 "shard $s keys on node 2"
+done
+
+sp_wait_delivered events.json expect.tsv 10000
+{
+    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
+    sp_marker_cancels
+} | produce || fail "cancelling the repeats: exit status $?"
+tc=$(now_ms)
+wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' ||
+    fail "moving IDs still in old shards: $(scale status)"
+scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
+assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
+    "stable 4 4 $((epoch0 + 2))" "state, shards, prev_shards, epoch after finish"
+assert_eq "$(sp_status '[.shard_info[].node] | join(",")')" \
+    "127.0.0.1:$p1,127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p2" "nodes of shards 0-3 after finish"
+
+for p in A B; do
+    proc_stop "$p" 10
+    assert_eq "$PROC_RC" 0 "producer $p's exit status"
+done
+sp_wait_no_data 3000
+sleep 0.5
+events_follow_stop
+
+sp_check events.json expect.tsv hashes.txt 2 4
+assert_never_early events.json
+bad=$(sp_events_tsv events.json | awk -F'\t' -v tc="$tc" '$3 > tc { n[$1]++ } END { for (i in n) if (n[i] > 1) print i, n[i] }')
+[[ -z $bad ]] || fail "fired more than once after the cancel returned (id, fires): $bad"

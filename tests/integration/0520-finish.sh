@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# 0520-finish: ending a split.
+#
+# 2 shards; 40 one-shot IDs due 3-4 s ahead (half with a payload) and two
+# repeating IDs (R moves to a new shard, S stays) firing every 400 ms. After
+# R fired twice from its old shard, `split`:
+#  - status --json: splitting, .to_move = the moving IDs still in old shards
+#    (all of them: nothing was written since), .last_to_move_due_ms >= the
+#    latest of their deadlines;
+#  - `finish` refuses (non-zero, the count in its message), `split` again
+#    refuses ("already splitting"), and neither changes the layout;
+#  - `finish --drain` moves them ("drained N"), then finishes: stable,
+#    prev_shards == shards == 4, epoch + 1, no moved sets left, every moving
+#    ID already in its new shard;
+#  - the drained IDs fire from their new shard (.shard >= 2) at their
+#    original deadlines with their payloads, exactly once; R keeps repeating
+#    from its new shard with seq going on where it was (no gap, no repeat);
+#  - `finish` on the stable layout refuses ("not splitting").
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+write_config
+scale init 2 >/dev/null
+scanner_start 0
+scanner_start 1
+events_follow events.json
+
+{ seq -f 'o%02g' 0 39; seq -f 'rep-%g' 0 19; } >ids.txt
+sp_hashes ids.txt >hashes.txt
+R=$(awk '/^rep-/ && $2 % 4 >= 2 { print $1; exit }' hashes.txt)
+S=$(awk '/^rep-/ && $2 % 4 < 2 { print $1; exit }' hashes.txt)
+[[ -n $R && -n $S ]] || fail "no moving and staying repeat ID among rep-0..19"
+moving=$(awk '/^o/ && $2 % 4 >= 2' hashes.txt | wc -l)
+assert_ge "$moving" 5 "moving one-shot IDs among 40"
+
+t0=$(now_ms)
+awk -v t0="$t0" -v R="$R" -v S="$S" 'BEGIN {
+    srand(520)
+    printf "repeat %s @%.0f 400 rp\nrepeat %s @%.0f 400 sp\n", R, t0 + 500, S, t0 + 500
+    for (i = 0; i < 40; i++) {
+        id = sprintf("o%02d", i); d = t0 + 3000 + int(rand() * 1000); pl = i % 2 ? "" : "po-" i
+        printf "touch %s @%.0f%s\n", id, d, pl == "" ? "" : " " pl
+        printf "%s\tonce\t%.0f\t%s\t0\t1\n", id, d, pl == "" ? "-" : pl >"expect.tsv"
+    }
+    printf "%s\trepeat\t%.0f\trp\t400\t1\n%s\trepeat\t%.0f\tsp\t400\t1\n", R, t0 + 500, S, t0 + 500 >"expect.tsv"
+}' >ops.txt
+produce <ops.txt || fail "producer: exit status $?"
+nR() { jq -c --arg id "$R" 'select(.id == $id)' events.json | wc -l; }
+wait_until 5000 '(($(nR) >= 2))' || fail "$R did not fire twice before the split"
+
+epoch0=$(sp_status .epoch)
+scale split >split.out || fail "split: exit status $?"
+scanner_start 2
+scanner_start 3
+epoch1=$(sp_status .epoch)
+assert_eq "$epoch1" $((epoch0 + 1)) "epoch after split"
+layout=$(rcli HGETALL "$NS:layout" | paste -sd' ')
+
+# status while splitting
+scale status --json >status1.json
+assert_eq "$(jq -r '[.state, .shards, .prev_shards] | @tsv' status1.json | tr '\t' ' ')" "splitting 4 2" "state, shards, prev_shards"
+want=$((moving + 1)) # and R
+assert_eq "$(jq .to_move status1.json)" "$want" "status .to_move"
+assert_eq "$(jq '[.shard_info[] | select(.shard < 2) | .to_move] | add' status1.json)" "$want" "sum of .shard_info[].to_move"
+last_due=$(awk -F'\t' 'NR == FNR { h[$1] = $0; next } $2 == "once" { split(h[$1], a, " "); if (a[2] % 4 >= 2 && $3 > m) m = $3 } END { printf "%.0f", m }' hashes.txt expect.tsv)
+got=$(jq .last_to_move_due_ms status1.json)
+assert_ge "$got" "$last_due" "status .last_to_move_due_ms" # = unless R is in flight (its lease then)
+assert_le "$got" $(($(now_ms) + 5000)) "status .last_to_move_due_ms"
+
+# finish refuses while old shards hold moving IDs; so does a second split
+rc=0
+scale finish >finish1.out 2>finish1.err || rc=$?
+((rc != 0 && rc < 128)) || fail "finish with $want IDs left to move: exit status $rc"
+assert_file_match finish1.err "(^|[^0-9])$want IDs" "finish's refusal names the count"
+assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after a refused finish"
+rc=0
+scale split >split2.out 2>split2.err || rc=$?
+((rc != 0 && rc < 128)) || fail "split while splitting: exit status $rc"
+assert_file_match split2.err 'already splitting' "the second split's refusal"
+assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after a refused split"
+assert_eq "$(rcli EXISTS "$NS:layout:next")" 0 "layout:next after refusals"
+for s in 0 1 2 3; do assert_eq "$(rcli GET "$NS:e:$s")" "$epoch1" "fence epoch of shard $s"; done
+
+# finish --drain
+nbefore=$(nR)
+tdrain=$(local_ms)
+scale finish --drain >finish2.out 2>finish2.err || fail "finish --drain: exit status $?: $(cat finish2.err)"
+assert_file_match finish2.out "drained $want IDs" "finish --drain's report"
+assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch, (.to_move // "-")] | @tsv' | tr '\t' ' ')" \
+    "stable 4 4 $((epoch1 + 1)) -" "state, shards, prev_shards, epoch, to_move after finish --drain"
+assert_eq "$(rcli EVAL "return #redis.call('KEYS', ARGV[1] .. ':m:*')" 0 "$NS")" 0 "moved sets left"
+# every ID still pending is in its new shard now (the one-shots are all pending)
+bad=$(while read -r id h; do
+    w=$(sp_where "$id")
+    [[ $id == rep-* && $id != "$R" && $id != "$S" ]] && continue
+    [[ $(wc -l <<<"$w") == 1 && ${w%% *} == $((h % 4)) ]] || echo "$id in '$w', want shard $((h % 4))"
+done <hashes.txt)
+[[ -z $bad ]] || fail "after the drain: $bad"
+
+sp_wait_delivered events.json expect.tsv 8000
+wait_until 5000 '(($(jq -c --arg id "$R" "select(.id == \$id and .shard >= 2)" events.json | wc -l) >= 2))' ||
+    fail "$R did not go on repeating from its new shard: $(jq -c --arg id "$R" 'select(.id == $id)' events.json)"
+printf 'cancel %s\ncancel %s\n' "$R" "$S" | produce || fail "cancel: exit status $?"
+tc=$(now_ms)
+
+rc=0
+scale finish >finish3.out 2>finish3.err || rc=$?
+((rc != 0 && rc < 128)) || fail "finish on a stable layout: exit status $rc"
+assert_file_match finish3.err 'not splitting' "finish's refusal on a stable layout"
+
+sp_wait_no_data 3000
+sleep 0.5
+events_follow_stop
+
+sp_check events.json expect.tsv hashes.txt 2 4
+assert_never_early events.json
+# R: fires before the drain from its old shard, afterwards from its new one
+hR=$(awk -v id="$R" '$1 == id { print $2 }' hashes.txt)
+bad=$(jq -r --arg id "$R" 'select(.id == $id) | "\(.seq) \(.shard) \(.fired_ms)"' events.json |
+    awk -v o=$((hR % 2)) -v n=$((hR % 4)) -v t="$tdrain" '$2 != o && $2 != n || $3 < t && $2 != o || $3 > t + 3000 && $2 != n')
+[[ -z $bad ]] || fail "$R fired from the wrong shard (seq shard fired_ms; old $((hR % 2)), new $((hR % 4))): $bad"
+assert_ge "$nbefore" 2 "$R's fires before the drain"
+bad=$(sp_events_tsv events.json | awk -F'\t' -v tc="$tc" '$3 > tc { n[$1]++ } END { for (i in n) if (n[i] > 1) print i, n[i] }')
+[[ -z $bad ]] || fail "fired more than once after the cancel returned (id, fires): $bad"

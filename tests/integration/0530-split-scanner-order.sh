@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# 0530-split-scanner-order: the order scanners come and go in does not
+# matter to a split. The 0500 workload (sp_workload) on 2 -> 4 shards, but:
+#  - no scanner runs before the split; the new shards' scanners (2, 3)
+#    start first, and the old shards' (0, 1) only ~0.4 s after the first
+#    deadlines passed (they start with the splitting layout and meet IDs
+#    that are overdue already: late, never early);
+#  - with Kafka acknowledging slowly (150 ms), old shard 0's scanner is
+#    killed -9 while it has events in flight and restarted at once; the new
+#    one takes over when the lease (4 s) runs out.
+# Checked as in 0500 (sp_check): every one-shot ID fires with its final
+# deadline and payload, cancelled ones never, repeats on their grid, nothing
+# early, nothing lost; an ID may fire twice only if all its events came
+# from shard 0 and the first one before the kill. `finish` then succeeds and
+# no data key is left.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+SCANNER_CFG="poll_ms = 10; lease_ms = 4000;" # Kafka gives up on an event after 3 s
+write_config
+scale init 2 >/dev/null
+events_follow events.json
+
+{ seq -f 's%03g' 0 299; echo mk.A.2; } >ids.txt
+sp_hashes ids.txt >hashes.txt
+t0=$(now_ms)
+sp_workload "$t0" 300 530
+sp_producer A
+sp_feed A pre.txt
+scale split >split.out || fail "split: exit status $?"
+
+# new shards' scanners first
+scanner_start 2
+scanner_start 3
+sp_producer B
+sp_feed B b1.txt
+sp_feed A a1.txt
+sp_feed B b2.txt
+t1=$(now_ms)
+note "writes done $((t1 - t0)) ms after t0"
+((t1 < t0 + 2400)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+
+wait_until 4000 '(($(jq -c "select(.shard >= 2)" events.json | wc -l) >= 5))' ||
+    fail "the new shards' scanners fired nothing alone"
+assert_eq "$(jq -c 'select(.shard < 2)' events.json | wc -l)" 0 "events from old shards before their scanners ran"
+sleep_until_ms $((t0 + 2900))
+kafka_ctl "rtt 1 150"
+scanner_start 0
+old0=$SCANNER
+scanner_start 1
+
+# kill -9 shard 0's scanner with events in flight, restart it at once
+wait_until 4000 '(($(rcli HLEN "$NS:f:0") > 0))' || fail "shard 0's scanner had nothing in flight within 4 s"
+inflight=$(rcli HLEN "$NS:f:0")
+proc_kill9 "$old0"
+tkill=$(local_ms)
+note "killed shard 0's scanner with $inflight IDs in flight, $((tkill - t0)) ms after t0"
+scanner_start 0
+holder() { sp_status '.shard_info[0].scanner // ""' | cut -d: -f2; } # token host:pid:random
+wait_until 6000 '[[ $(holder) == $(proc_pid "$SCANNER") ]]' ||
+    fail "the restarted scanner of shard 0 did not take over within 6 s"
+kafka_ctl "rtt 1 0"
+
+sp_wait_delivered events.json expect.tsv 10000
+{
+    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
+    sp_marker_cancels
+} | produce || fail "cancelling the repeats: exit status $?"
+tc=$(now_ms)
+wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' ||
+    fail "moving IDs still in old shards: $(scale status)"
+scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
+for p in A B; do
+    proc_stop "$p" 10
+    assert_eq "$PROC_RC" 0 "producer $p's exit status"
+done
+sp_wait_no_data 3000
+sleep 0.5
+events_follow_stop
+
+sp_check events.json expect.tsv hashes.txt 2 4 0 "$tkill"
+assert_never_early events.json
+dups=$(sp_events_tsv events.json | awk -F'\t' '{ n[$1 " " $6]++ } END { for (k in n) if (n[k] > 1) c++; print c + 0 }')
+note "$dups fires repeated after the kill"
+bad=$(sp_events_tsv events.json | awk -F'\t' -v tc="$tc" '$3 > tc { n[$1]++ } END { for (i in n) if (n[i] > 1) print i, n[i] }')
+[[ -z $bad ]] || fail "fired more than once after the cancel returned (id, fires): $bad"
