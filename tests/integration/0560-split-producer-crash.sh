@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# 0560-split-producer-crash: a producer that dies half-way through writing a
+# moving ID during a split (producer/send.c: 1. take the twin in the old
+# shard, 2. seed + apply in the new shard, 3. drop the twin) loses nothing,
+# fires nothing twice and nothing early.
+#
+# The steps are run by hand with redis-cli and the very scripts lapse uses
+# (common/lua/*.lua), as a producer with the split layout would, then left
+# unfinished. Three moving IDs, pending in their old shard, due at t0 + 4 s:
+#   X: dies after 1 (taken, leased for scanner.lease_ms = 1 s): when the
+#      lease runs out, the old shard's scanner must fire X, once, at its
+#      deadline, not earlier
+#   Y: dies after 2 with a touch to t0 + 2.5 s: Y fires once, from its new
+#      shard, at t0 + 2.5 s; the old twin is dropped, never fired
+#   W: dies after 2 with an extend to an earlier time (no effect): W fires
+#      once from its new shard at its old deadline, with its payload
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+SCANNER_CFG="poll_ms = 10; lease_ms = 1000;"
+write_config
+scale init 2 >/dev/null
+scanner_start 0
+scanner_start 1
+events_follow events.json
+
+seq -f 'i%02g' 0 39 >ids.txt
+sp_hashes ids.txt >hashes.txt
+read -r iX iY iW _ < <(awk '$2 % 4 >= 2 { printf "%s ", $1 } END { print "" }' hashes.txt)
+[[ -n $iW ]] || fail "not enough moving IDs among i00..i39"
+h() { awk -v id="$1" '$1 == id { print $2 }' hashes.txt; }
+
+t0=$(now_ms)
+printf 'touch %s @%d px\ntouch %s @%d py\ntouch %s @%d pw\n' \
+    "$iX" $((t0 + 4000)) "$iY" $((t0 + 4000)) "$iW" $((t0 + 4000)) | produce
+printf '%s\tonce\t%d\tpx\t0\t0\n%s\tonce\t%d\tpy\t0\t1\n%s\tonce\t%d\tpw\t0\t1\n' \
+    "$iX" $((t0 + 4000)) "$iY" $((t0 + 2500)) "$iW" $((t0 + 4000)) >expect.tsv
+scale split >split.out || fail "split: exit status $?"
+scanner_start 2
+scanner_start 3
+epoch=$(sp_status .epoch)
+
+lua() { # SCRIPT SHARD ARGS...: a lapse script on SHARD's keys, as lapse calls it
+    local script=$1 s=$2
+    shift 2
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
+        "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
+}
+take() { # ID: take.lua in its old shard; checks it was taken, prints the deadline
+    local out
+    mapfile -t out < <(lua take $(($(h "$1") % 2)) "$epoch" 1000 "$1")
+    [[ ${out[1]:-} == t ]] || fail "take $1: ${out[*]}"
+    echo "${out[2]}"
+}
+
+dX=$(take "$iX")
+dY=$(take "$iY")
+lua seed $(($(h "$iY") % 4)) "$epoch" "$iY" "$dY" 1 py "" >/dev/null
+lua apply $(($(h "$iY") % 4)) "$epoch" t "$iY" "@$((t0 + 2500))" "" 0 "" m >/dev/null
+dW=$(take "$iW")
+lua seed $(($(h "$iW") % 4)) "$epoch" "$iW" "$dW" 1 pw "" >/dev/null
+lua apply $(($(h "$iW") % 4)) "$epoch" e "$iW" "@$((t0 + 3000))" "" 0 "" m >/dev/null
+assert_eq "$dX $dY $dW" "$((t0 + 4000)) $((t0 + 4000)) $((t0 + 4000))" "deadlines the takes found"
+note "X=$iX Y=$iY W=$iW, taken $(($(now_ms) - t0)) ms after t0 with 1 s leases"
+
+sp_wait_delivered events.json expect.tsv 8000
+wait_until 3000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
+scale finish >/dev/null || fail "finish: exit status $?"
+sp_wait_no_data 3000
+sleep 0.3
+events_follow_stop
+sp_check events.json expect.tsv hashes.txt 2 4
+assert_never_early events.json
