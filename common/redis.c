@@ -156,6 +156,7 @@ int lapse_redis_ensure(lapse_redis *r)
 {
     if (r->c && r->scripts_loaded)
         return 0;
+    int fresh = 0;
     if (!r->c) {
         int64_t now = lapse_clock_mono_ms();
         if (now < r->next_attempt_ms)
@@ -165,14 +166,15 @@ int lapse_redis_ensure(lapse_redis *r)
             r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
             return -1;
         }
+        fresh = 1;
     }
     if (redis_load_scripts(r) < 0) {
         r->next_attempt_ms = lapse_clock_mono_ms() + r->backoff_ms;
         return -1;
     }
     r->backoff_ms = BACKOFF_MIN_MS;
-    if (r->connected_once)
-        r->reconnects++;
+    if (fresh && r->connected_once)
+        r->reconnects++; /* a new connection, not a script reload (NOSCRIPT) */
     r->connected_once = 1;
     return 0;
 }

@@ -38,6 +38,7 @@ struct producer_op {
     int64_t twin_deadline;     /* 't'/'b': the twin's deadline */
     int twin_has_pl;           /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
+    size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
 };
 
 struct lapse_producer {

@@ -39,7 +39,7 @@
 #include "queue.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
-#define ARGV_MAX (LAPSE_SHARD_NKEYS + 2 + 7 * APPLY_CHUNK)
+#define ARGV_MAX (LAPSE_SHARD_NKEYS + 2 + 8 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
 
@@ -220,6 +220,8 @@ static int send_build(struct send *s, const struct send_call *c)
                    : op->twin == 'b' ? (size_t)snprintf(num2, 32, "m%lld", (long long)op->twin_deadline)
                                      : (size_t)snprintf(num2, 32, "m");
             v[n++] = num2;
+            v[n] = p->arena + op->inherit_off;
+            l[n++] = op->moving && op->twin == 'b' ? op->inherit_len : 0;
         }
     }
     return n;
@@ -242,6 +244,14 @@ static int send_took(struct send *s, const struct send_call *c, const redisReply
         redisReply **e = r->element + 1 + 4 * i;
         op->twin = e[0]->type == REDIS_REPLY_STRING ? e[0]->str[0] : 'a';
         op->twin_deadline = e[1]->integer;
+        op->inherit_len = 0;
+        if (op->twin == 'b' && e[2]->type == REDIS_REPLY_STRING) {
+            size_t rest;
+            if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||
+                producer_arena_put(p, e[2]->str, e[2]->len, &rest) < 0)
+                return SEND_RETRY;
+            op->inherit_len = 1 + e[2]->len;
+        }
         if (op->twin != 't')
             continue;
         op->twin_has_pl = e[2]->type == REDIS_REPLY_STRING;
@@ -378,12 +388,14 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             rc = 0;
             break;
         }
-        if (res == SEND_STALE) {
+        if (res == SEND_STALE)
             stale = 1;
-            continue;
-        }
         if (lapse_clock_mono_ms() >= give_up) {
-            for (size_t n = 0; n < p->cfg->nnodes; n++)
+            if (res == SEND_STALE)
+                snprintf(errstr, size, "the layout of \"%s\" changed and the new one was not "
+                         "published within %d ms (an interrupted split? run lapse-scale split)",
+                         p->cfg->ns, p->cfg->redis_command_timeout_ms);
+            for (size_t n = 0; res != SEND_STALE && n < p->cfg->nnodes; n++)
                 if (lapse_redis_errstr(p->nodes[n])[0]) {
                     snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[n]));
                     break;
@@ -394,6 +406,8 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             send_report(&s, &all, errstr);
             break;
         }
+        if (res == SEND_STALE)
+            continue; /* reload at once; a fenced, unpublished layout waits 20 ms */
         for (size_t n = 0; n < p->cfg->nnodes; n++)
             lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
         int wait = lapse_redis_backoff_ms(p->nodes[0]);

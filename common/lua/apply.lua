@@ -4,8 +4,8 @@
 --   or lease (half-integer, in flight), [2] p payloads, [3] f deadlines of
 --   in-flight IDs, [4] r "period_ms:fired" of repeating IDs, [5] m IDs written
 --   here during a split, [6] lock, [7] e the shard's layout epoch
--- ARGV[1] the producer's layout epoch, then groups of 7:
---   op, id, when, period, has_payload ("1"/"0"), payload, moving
+-- ARGV[1] the producer's layout epoch, then groups of 8:
+--   op, id, when, period, has_payload ("1"/"0"), payload, moving, inherit
 --   op:     "t" touch, "e" extend, "r" repeat, "c" cancel
 --   when:   "+<ms>" relative to this shard's Redis clock, "@<ms>" absolute,
 --           "" for cancel
@@ -13,6 +13,8 @@
 --   moving: "" normally; during a split, for an ID whose home is this new
 --           shard: "m", or "m<D>" when its twin in the old shard is in flight
 --           with deadline D (an extend must then beat D too)
+--   inherit: with "m<D>": "1" + the busy twin's payload, kept by an op that
+--           brings none (as it would be in one shard); "" otherwise
 -- Returns the number of operations that changed something, or the error
 -- "STALE <epoch>" (nothing applied) when the producer's layout is older than
 -- the shard's: it must reload the layout and route again.
@@ -31,7 +33,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = 0
 
-for i = 2, #ARGV, 7 do
+for i = 2, #ARGV, 8 do
     local op, id, when, moving = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
     local set = true
     if op == 'c' then
@@ -55,7 +57,11 @@ for i = 2, #ARGV, 7 do
         end
         if set then
             redis.call('ZADD', z, string.format('%d', at), id)
-            if ARGV[i + 4] == '1' then redis.call('HSET', p, id, ARGV[i + 5]) end
+            if ARGV[i + 4] == '1' then
+                redis.call('HSET', p, id, ARGV[i + 5])
+            elseif #ARGV[i + 7] > 0 then
+                redis.call('HSETNX', p, id, string.sub(ARGV[i + 7], 2))
+            end
             if op == 'r' then
                 redis.call('HSET', r, id, ARGV[i + 3] .. ':0')
             else

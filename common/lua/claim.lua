@@ -55,19 +55,25 @@ for i = 1, #due, 2 do
     local id, score = due[i], tonumber(due[i + 1])
     local deadline = score
     if score % 1 ~= 0 then
-        -- an expired lease: its scanner never acknowledged; fire again with
-        -- the deadline that fell due
+        -- an expired lease: its holder never settled it; fire again with
+        -- the deadline that fell due. A producer's take (split) leases IDs
+        -- that are not due yet: those get their deadline back instead.
         deadline = tonumber(redis.call('HGET', f, id)) or math.floor(score)
     end
-    redis.call('ZADD', z, lease, id)
-    redis.call('HSET', f, id, string.format('%d', deadline))
-    local seq = 0
-    local rep = redis.call('HGET', r, id)
-    if rep then seq = tonumber(string.match(rep, ':(%d+)$')) + 1 end
-    out[#out + 1] = id
-    out[#out + 1] = deadline
-    out[#out + 1] = redis.call('HGET', p, id)
-    out[#out + 1] = seq
+    if deadline > now then
+        redis.call('ZADD', z, string.format('%d', deadline), id)
+        redis.call('HDEL', f, id)
+    else
+        redis.call('ZADD', z, lease, id)
+        redis.call('HSET', f, id, string.format('%d', deadline))
+        local seq = 0
+        local rep = redis.call('HGET', r, id)
+        if rep then seq = tonumber(string.match(rep, ':(%d+)$')) + 1 end
+        out[#out + 1] = id
+        out[#out + 1] = deadline
+        out[#out + 1] = redis.call('HGET', p, id)
+        out[#out + 1] = seq
+    end
 end
 
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')

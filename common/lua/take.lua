@@ -8,7 +8,8 @@
 --   state "a": no twin; "t": taken (pending, now leased to this producer
 --   until it copied it to the new shard and dropped it: drop.lua with lease);
 --   "b": busy (in flight, or taken by another producer): deadline is the one
---   being dispatched, payload/repeat are not to be copied.
+--   being dispatched; its payload is returned (an op without one keeps it),
+--   its repeat record is not (any write in the new shard ends the repeat).
 --
 -- A taken twin is leased exactly like a claimed ID (score lease + 0.5, its
 -- deadline in f), so if the producer dies before copying it, the lease runs
@@ -29,7 +30,7 @@ for i = 3, #ARGV do
     elseif tonumber(cur) % 1 ~= 0 then
         out[#out + 1] = 'b'
         out[#out + 1] = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
-        out[#out + 1] = false; out[#out + 1] = false
+        out[#out + 1] = redis.call('HGET', p, id); out[#out + 1] = false
     else
         redis.call('ZADD', z, lease, id)
         redis.call('HSET', f, id, cur)
