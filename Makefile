@@ -29,6 +29,13 @@ BUILD   := build/plain
 BIN     := bin
 endif
 
+# Quiet by default; V=1 shows every command.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 COMMON_SRC   := $(wildcard common/*.c)
 LUA_SRC      := $(wildcard common/lua/*.lua)
 PRODUCER_LIB := $(filter-out producer/main.c,$(wildcard producer/*.c))
@@ -52,40 +59,44 @@ all: $(PROGRAMS) $(EXAMPLES)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # Lua scripts are kept as .lua files for review and embedded as C strings.
 $(BUILD)/common/lua_scripts.c: $(LUA_SRC) scripts/embed-lua
 	@mkdir -p $(dir $@)
-	sh scripts/embed-lua $(LUA_SRC) > $@
+	$(Q)sh scripts/embed-lua $(LUA_SRC) > $@
 $(BUILD)/common/lua_scripts.o: $(BUILD)/common/lua_scripts.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
-	$(AR) rcs $@ $^
+	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libproducer.a: $(PRODUCER_OBJ)
-	$(AR) rcs $@ $^
+	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libscanner.a: $(SCANNER_OBJ)
-	$(AR) rcs $@ $^
+	$(Q)$(AR) rcs $@ $^
 
 LIBS := $(BUILD)/libscanner.a $(BUILD)/libproducer.a $(BUILD)/libcommon.a
 
 $(BIN)/lapse-producer: $(BUILD)/producer/main.o $(LIBS)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/lapse-scanner: $(BUILD)/scanner/main.o $(LIBS)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/lapse-%: $(BUILD)/tools/%.o $(LIBS)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/examples/%: $(BUILD)/producer/examples/%.o $(BUILD)/libproducer.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(LIBS)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 deps:
 	@scripts/install-deps
