@@ -7,8 +7,9 @@
 #
 # The project sources a target needs are compiled again here with clang and
 # the fuzz flags, never taken from the gcc build. Each run starts from a fresh
-# copy of the committed corpus in $(BUILD)/fuzz/work/<target>/, so what it
-# finds never grows tests/fuzz/corpus by itself. A crash, a sanitizer report
+# copy of the committed corpus in its own $(BUILD)/fuzz/work/<target>.XXXXXX/
+# (log next to it, .log), so what it finds never grows tests/fuzz/corpus by
+# itself and two runs in one tree never share a directory. A crash, a sanitizer report
 # or a broken invariant (the targets abort()) fails the rule and prints the
 # reproducer's path. Not part of `make test`.
 
@@ -53,22 +54,21 @@ $(FUZZ_DIR)/obj/%.o: %.c
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) $^ $(FUZZ_LIBS_$*) -o $@
 
-# One run: fresh working corpus, libFuzzer's output in <target>.log, its
-# final stats on success, the report's tail and the reproducer on failure.
+# One run: fresh working corpus, libFuzzer's output in <dir>.log, its final
+# stats on success, the report's tail and the reproducer on failure.
 fuzz-%: $(FUZZ_DIR)/fuzz_%
-	@t=$*; work=$(FUZZ_DIR)/work/$$t; art=$(FUZZ_DIR)/crashes/$$t/; \
-	log=$(FUZZ_DIR)/$$t.log; \
-	rm -rf $$work; mkdir -p $$work $$art; \
+	@t=$*; art=$(FUZZ_DIR)/crashes/$$t/; mkdir -p $(FUZZ_DIR)/work $$art; \
+	work=$$(mktemp -d $(FUZZ_DIR)/work/$$t.XXXXXX) || exit 1; log=$$work.log; \
 	cp tests/fuzz/corpus/$$t/* $$work/ 2>/dev/null; \
 	echo "fuzz $$t: $(FUZZ_SECONDS) s, working corpus $$work, log $$log"; \
 	if $< -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN_$*) \
 	      -timeout=$(FUZZ_TIMEOUT) -artifact_prefix=$$art -print_final_stats=1 \
 	      $(FUZZ_FLAGS) $$work >$$log 2>&1; then \
-	    grep -E 'DONE|INITED|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
+	    grep -aE 'DONE|INITED|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
 	        $$log | sed "s/^/  $$t: /"; \
 	else \
 	    tail -n 40 $$log; \
-	    repro=$$(sed -n 's/.*Test unit written to //p' $$log); \
+	    repro=$$(LC_ALL=C sed -n 's/.*Test unit written to //p' $$log); \
 	    echo "fuzz $$t: FAILED; reproducer: $${repro:-none, see $$log}"; \
 	    echo "  rerun: $< $${repro:-<file>}"; \
 	    exit 1; \
