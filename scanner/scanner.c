@@ -539,7 +539,13 @@ static int scanner_claim(lapse_scanner *s, int want)
          * layout may not be published yet: then wait a little. */
         int64_t was = s->layout.epoch;
         scanner_reload(s);
-        return s->layout.epoch != was ? 0 : poll_ms;
+        if (s->layout.epoch != was)
+            return 0;
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN,
+                          "shard %u: fenced at a layout newer than epoch %lld that is not "
+                          "published: an interrupted split or finish? (lapse-scale status)",
+                          s->shard, (long long)was);
+        return poll_ms;
     }
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
         (r->elements - HEAD) % PER_ID != 0) {

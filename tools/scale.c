@@ -101,6 +101,13 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         return 1;
     json_t *shards = json_array();
     const char *state = l.splitting ? "splitting" : "stable";
+    struct lapse_layout pending;
+    int has_pending = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, err, sizeof err) == 0;
+    if (has_pending && !as_json)
+        fprintf(stderr, "lapse-scale: a %s to epoch %lld was interrupted: writers and scanners "
+                "are paused until you run lapse-scale %s again\n",
+                pending.splitting ? "split" : "finish", (long long)pending.epoch,
+                pending.splitting ? "split" : "finish");
     if (!as_json) {
         printf("namespace %s: %u shards, state %s, epoch %lld", cfg->ns, l.shards, state,
                (long long)l.epoch);
@@ -120,6 +127,8 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, lapse_redis_errstr(r));
             json_decref(shards);
             lapse_layout_free(&l);
+            if (has_pending)
+                lapse_layout_free(&pending);
             return 1;
         }
         to_move += left.ids;
@@ -150,6 +159,11 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o}", "ns", cfg->ns, "shards",
                               (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
                               "epoch", (json_int_t)l.epoch, "shard_info", shards);
+        if (has_pending)
+            json_object_set_new(o, "interrupted",
+                                json_pack("{s:s, s:I}", "command",
+                                          pending.splitting ? "split" : "finish", "epoch",
+                                          (json_int_t)pending.epoch));
         if (l.splitting) {
             json_object_set_new(o, "to_move", json_integer((json_int_t)to_move));
             json_object_set_new(o, "last_to_move_due_ms",
@@ -167,6 +181,8 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
                    to_move ? "; finish refuses until they fell due or were drained" : "");
     }
     lapse_layout_free(&l);
+    if (has_pending)
+        lapse_layout_free(&pending);
     return 0;
 }
 
