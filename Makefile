@@ -120,4 +120,4 @@ clean:
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # Fuzz targets and benchmarks bring their own rules.
-include tests/fuzz/fuzz.mk tests/bench/bench.mk
+include tests/fuzz/fuzz.mk tests/bench/bench.mk tests/bench/scanner.mk
