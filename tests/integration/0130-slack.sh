@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # 0130-slack: bounded-slack coalescing (producer.slack_ms). Three devices
-# signal ("extend ID +500") every 100, 250 and 400 ms for 3 s through one
+# signal ("extend ID +1500") every 100, 200 and 400 ms for 3 s through one
 # long-running producer with slack_ms = 1000, then fall silent. Redis must
 # see far fewer writes than signals (about one per device per slack period,
 # counted as ZADD calls), and each device's timeout must fire never early
-# (deadline >= its last signal + 500) and at most the slack late
-# (deadline <= last signal + 500 + 1000, plus scheduling tolerance).
+# (deadline >= its last signal + 1500) and at most the slack late
+# (deadline <= last signal + 1500 + 1000, plus scheduling tolerance).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -29,7 +29,7 @@ start=$(local_ms)
 for ((tick = 0; tick <= 30; tick++)); do # 100 ms ticks for 3 s
     for dev in 1 2 4; do                  # period in ticks: 100, 200(ish), 400 ms
         ((tick % dev == 0)) || continue
-        echo "extend dev-$dev +500" >&3
+        echo "extend dev-$dev +1500" >&3
         last[$dev]=$(local_ms)
         signals=$((signals + 1))
     done
@@ -47,7 +47,7 @@ events_follow_stop
 for dev in 1 2 4; do
     d=$(jq -r --arg id "dev-$dev" 'select(.id == $id) | .deadline_ms' events.json)
     assert_eq "$(wc -l <<<"$d")" 1 "events of dev-$dev"
-    assert_ge "$d" $((last[$dev] + 500)) "dev-$dev's deadline (never early: last signal + 500)"
-    assert_le "$d" $((last[$dev] + 500 + 1000 + 150)) "dev-$dev's deadline (at most slack late)"
+    assert_ge "$d" $((last[$dev] + 1500)) "dev-$dev's deadline (never early: last signal + 1500)"
+    assert_le "$d" $((last[$dev] + 1500 + 1000 + 150)) "dev-$dev's deadline (at most slack late)"
 done
 assert_never_early events.json
