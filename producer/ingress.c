@@ -535,8 +535,8 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
     if (ing->fatal) {
         release(ing); /* never committed: read again by whoever comes next */
         rc = -1;
-    } else if (settle(ing, 1) < 0) {
-        rc = -1;
+    } else if (settle(ing, 1) < 0 || ing->backoff_ms) {
+        rc = -1; /* the last batch failed (maybe just before the stop) */
     }
     ing->p = NULL; /* the revoke during close has nothing left to settle */
     rd_kafka_consumer_close(ing->rk);
