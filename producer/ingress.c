@@ -409,7 +409,6 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
         mark_bad(ing, i, why);
         return;
     }
-    size_t before = lapse_producer_pending(ing->p);
     rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
     json_decref(j); /* submit copied the bytes */
     if (rc == 0) {
@@ -419,9 +418,9 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
             ing->st.signals++;
         return;
     }
-    /* -1: refused before queueing (the queue did not move and no report came
-     * for this op), or queued and the automatic flush failed. */
-    if (lapse_producer_pending(ing->p) == before && !ing->batch[i].refused)
+    /* -1: refused before queueing; -2: queued, and the automatic flush that
+     * followed failed (every op of the batch was reported). */
+    if (rc == -1)
         mark_bad(ing, i, why);
     else
         batch_failed(ing, why);

@@ -68,9 +68,14 @@ static void handle_line(struct run *run, const char *line, size_t len, unsigned 
         fprintf(stderr, "line %llu: %s\n", lineno, why);
         return;
     case LAPSE_LINE_OK:
-        if (lapse_producer_submit(run->p, &cmd, lineno, why, sizeof why) < 0) {
+        switch (lapse_producer_submit(run->p, &cmd, lineno, why, sizeof why)) {
+        case -1: /* refused: a rule of the protocol */
             run->rejected++;
             fprintf(stderr, "line %llu: %s\n", lineno, why);
+            break;
+        case -2: /* the batch it completed failed: each line was reported */
+            log_error("%s", why);
+            break;
         }
         return;
     }

@@ -289,8 +289,8 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
         goto oom;
     op->slot = (size_t)(slot - p->index);
     *slot = (uint32_t)++p->nops; /* the latest op of this ID from now on */
-    if (p->nops >= (size_t)p->cfg->producer_batch)
-        return lapse_producer_flush(p, errstr, size);
+    if (p->nops >= (size_t)p->cfg->producer_batch && lapse_producer_flush(p, errstr, size) < 0)
+        return -2;
     return 0;
 oom:
     snprintf(errstr, size, "out of memory");

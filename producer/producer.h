@@ -64,14 +64,17 @@ lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *o
 void lapse_producer_free(lapse_producer *p); /* accepts NULL; does not flush */
 
 /*
- * Queues `cmd` (its bytes are copied; the caller keeps ownership). Returns 0,
- * or -1 with errstr if the command breaks a rule of the line protocol or an
- * automatic flush failed.
+ * Queues `cmd` (its bytes are copied; the caller keeps ownership). Returns 0;
+ * -1 with errstr if the command breaks a rule of the line protocol (nothing
+ * queued); or -2 with errstr if it was queued but the automatic flush that
+ * followed failed (as lapse_producer_flush: every queued operation, this one
+ * included, was reported through on_error).
  */
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size);
 
-/* Shorthands for lapse_producer_submit. `payload` may be NULL (none). */
+/* Shorthands for lapse_producer_submit (same returns). `payload` may be
+ * NULL (none). */
 int lapse_producer_touch(lapse_producer *p, const char *id, size_t id_len,
                          enum lapse_when_kind kind, int64_t when_ms, const char *payload,
                          size_t payload_len, uint64_t tag, char *errstr, size_t size);

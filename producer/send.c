@@ -162,12 +162,19 @@ static void send_plan(struct send *s, enum lapse_script script,
 
 static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
 
+/* Reports the call's ops as not applied. Their IDs are also forgotten by
+ * bounded slack: a later extend must be written, not absorbed. */
 static void send_report(struct send *s, const struct send_call *c, const char *reason)
 {
     lapse_producer *p = s->p;
     p->stats.failed += c->count;
-    for (size_t i = 0; p->on_error && i < c->count; i++)
-        p->on_error(p->ctx, p->ops[c->ops[i]].tag, reason);
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        if (p->slack)
+            lapse_slack_forget(p->slack, op->hash, p->arena + op->id_off, op->id_len);
+        if (p->on_error)
+            p->on_error(p->ctx, op->tag, reason);
+    }
 }
 
 /* The argv of one call: the shard's keys, then the script's fields. */
