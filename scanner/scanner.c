@@ -33,52 +33,13 @@
 #include "metrics.h"
 #include "redis.h"
 #include "sink.h"
-
-#define ACK_CHUNK 512              /* IDs per ack.lua call */
-#define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
-#define KEY_MAX (LAPSE_NS_MAX + 16)
-#define NKEYS LAPSE_SHARD_NKEYS
-
-/* One event handed to Kafka and not yet settled in Redis. */
-struct flight {
-    struct flight *next;  /* in the ack list once acknowledged */
-    uint64_t term;        /* the lease term it was claimed in */
-    char lease[32];       /* the score claim.lua gave the ID */
-    size_t lease_len;
-    size_t id_len;
-    char id[];            /* the ID bytes */
-};
-
-struct lapse_scanner {
-    const struct lapse_config *cfg;
-    uint32_t shard;
-    lapse_redis *home;           /* cfg->nodes[0]: the layout */
-    lapse_redis *node;           /* the shard's node (may be home) */
-    lapse_redis **peers;         /* other nodes by config index, opened on demand */
-    struct lapse_layout layout;
-    char keys[NKEYS][KEY_MAX];   /* the shard's keys (layout.h) */
-    char token[96];              /* ours in the lock: host:pid:random */
-    int active;                  /* we hold the lock */
-    uint64_t term;               /* bumped on every acquire: stale acks are dropped */
-    lapse_sink *sink;
-    struct flight *acks;         /* acknowledged, waiting to be settled */
-    size_t inflight;             /* sent and not yet answered by Kafka */
-    double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
-    int64_t backlog_refill_ms;   /* monotonic time of the last refill */
-    struct lapse_metrics metrics;
-    lapse_metrics_server *metrics_srv;
-    struct lapse_log_limit lim_redis, lim_kafka;
-};
+#include "shard.h"
 
 static void scanner_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
-
-#define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
-#define ADD(x, n) atomic_fetch_add_explicit(&s->metrics.x, (n), memory_order_relaxed)
-#define SET(x, v) atomic_store_explicit(&s->metrics.x, (v), memory_order_relaxed)
 
 static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {
@@ -180,7 +141,7 @@ void lapse_scanner_free(lapse_scanner *s)
     free(s);
 }
 
-static void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r)
+void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r)
 {
     INC(redis_errors);
     lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
@@ -236,16 +197,6 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     return 0;
 }
 
-/* The connection to config node n, opened on first use; NULL if out of
- * memory. */
-static lapse_redis *scanner_peer(lapse_scanner *s, uint16_t n)
-{
-    if (!s->peers[n])
-        s->peers[n] = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
-                                      s->cfg->redis_command_timeout_ms);
-    return s->peers[n];
-}
-
 /* Re-reads the layout after claim.lua said it changed (split or finish).
  * The shard itself never moves: only what is known about the others. */
 static void scanner_reload(lapse_scanner *s)
@@ -266,7 +217,7 @@ static void scanner_reload(lapse_scanner *s)
 }
 
 /* Runs a shard script with the shard's keys and lock, then `args`. */
-static redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
+redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
                                 const size_t *lens, int nargs)
 {
     const char *argv[NKEYS + 8];
@@ -412,86 +363,6 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
     SET(inflight, (int64_t)s->inflight);
 }
 
-/*
- * During a split, an old shard's claimed IDs that belong to a new shard are
- * stale if they were written there since the split began (the new shard's
- * moved set holds them, see common/split.c): such a twin is dropped, never
- * fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new shard's node
- * did not answer: leave it leased; it is claimed and checked again later).
- */
-static void scanner_split_check(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                                char *verdict)
-{
-    memset(verdict, 0, n);
-    if (!s->layout.splitting || s->shard >= s->layout.prev_shards)
-        return;
-    uint32_t prev = s->layout.prev_shards;
-    for (uint16_t node = 0; node < s->cfg->nnodes; node++) {
-        lapse_redis *peer = NULL;
-        size_t asked = 0;
-        for (size_t i = 0; i < n; i++) {
-            const redisReply *id = ids[i * stride];
-            uint64_t h = lapse_hash(id->str, id->len);
-            if (!(h & prev))
-                continue; /* stays in this shard */
-            uint32_t j = lapse_shard_of(h, s->layout.shards);
-            if (s->layout.node_of[j] != node)
-                continue;
-            char key[KEY_MAX];
-            lapse_key_shard(key, sizeof key, s->cfg->ns, LAPSE_KEY_MOVED, j);
-            const char *argv[3] = {"SISMEMBER", key, id->str};
-            size_t argvlen[3] = {9, strlen(key), id->len};
-            if (!peer && !(peer = scanner_peer(s, node))) {
-                verdict[i] = 2;
-                continue;
-            }
-            verdict[i] = 2; /* until the answer says otherwise */
-            if (lapse_redis_append_argv(peer, 3, argv, argvlen) == 0)
-                asked++;
-        }
-        for (size_t i = 0, k = 0; i < n && k < asked; i++) {
-            if (verdict[i] != 2)
-                continue;
-            const redisReply *id = ids[i * stride];
-            uint64_t h = lapse_hash(id->str, id->len);
-            if (!(h & prev) || s->layout.node_of[lapse_shard_of(h, s->layout.shards)] != node)
-                continue;
-            redisReply *r;
-            if (lapse_redis_get_reply(peer, &r) < 0) {
-                scanner_redis_error(s, "split check", NULL);
-                break; /* the rest stay "unknown" */
-            }
-            if (r->type == REDIS_REPLY_INTEGER)
-                verdict[i] = r->integer ? 1 : 0;
-            freeReplyObject(r);
-            k++;
-        }
-    }
-}
-
-/* Removes stale twins the claim leased (see scanner_split_check). */
-static void scanner_drop(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                         const char *verdict, const char *lease, size_t lease_len)
-{
-    const char *args[2 * 64];
-    size_t lens[2 * 64];
-    int m = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && verdict[i] == 1) {
-            args[m] = ids[i * stride]->str, lens[m++] = ids[i * stride]->len;
-            args[m] = lease, lens[m++] = lease_len;
-        }
-        if (m > 0 && (m == 2 * 64 || i == n)) {
-            redisReply *r = scanner_eval(s, LAPSE_SCRIPT_DROP, args, lens, m);
-            if (!r || r->type != REDIS_REPLY_INTEGER)
-                scanner_redis_error(s, "drop", r);
-            if (r)
-                freeReplyObject(r);
-            m = 0;
-        }
-    }
-}
-
 /* How many overdue (not fresh) IDs the catch-up budget allows now. */
 static int scanner_backlog_budget(lapse_scanner *s, int want)
 {
@@ -563,8 +434,8 @@ static int scanner_claim(lapse_scanner *s, int want)
         freeReplyObject(r);
         return poll_ms; /* the leases run out; claimed again later */
     }
-    scanner_split_check(s, r->element + HEAD, PER_ID, claimed, verdict);
-    scanner_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str, lease->len);
+    scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
+    scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str, lease->len);
     int old_taken = 0;
     for (size_t i = 0; i < claimed; i++) {
         redisReply **e = r->element + HEAD + PER_ID * i;

@@ -1,0 +1,75 @@
+/*
+ * shard — the scanner's internals, shared by scanner.c (the loop: lease,
+ * claim, send, settle) and twins.c (what an old shard does during a split).
+ * Not part of any public API.
+ */
+#ifndef LAPSE_SHARD_H
+#define LAPSE_SHARD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "layout.h"
+#include "log.h"
+#include "metrics.h"
+#include "redis.h"
+#include "scanner.h"
+#include "sink.h"
+
+#define ACK_CHUNK 512              /* IDs per ack.lua call */
+#define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
+#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define NKEYS LAPSE_SHARD_NKEYS
+
+/* One event handed to Kafka and not yet settled in Redis. */
+struct flight {
+    struct flight *next;  /* in the ack list once acknowledged */
+    uint64_t term;        /* the lease term it was claimed in */
+    char lease[32];       /* the score claim.lua gave the ID */
+    size_t lease_len;
+    size_t id_len;
+    char id[];            /* the ID bytes */
+};
+
+struct lapse_scanner {
+    const struct lapse_config *cfg;
+    uint32_t shard;
+    lapse_redis *home;           /* cfg->nodes[0]: the layout */
+    lapse_redis *node;           /* the shard's node (may be home) */
+    lapse_redis **peers;         /* other nodes by config index, opened on demand */
+    struct lapse_layout layout;
+    char keys[NKEYS][KEY_MAX];   /* the shard's keys (layout.h) */
+    char token[96];              /* ours in the lock: host:pid:random */
+    int active;                  /* we hold the lock */
+    uint64_t term;               /* bumped on every acquire: stale acks are dropped */
+    lapse_sink *sink;
+    struct flight *acks;         /* acknowledged, waiting to be settled */
+    size_t inflight;             /* sent and not yet answered by Kafka */
+    double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
+    int64_t backlog_refill_ms;   /* monotonic time of the last refill */
+    struct lapse_metrics metrics;
+    lapse_metrics_server *metrics_srv;
+    struct lapse_log_limit lim_redis, lim_kafka;
+};
+
+#define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
+#define ADD(x, n) atomic_fetch_add_explicit(&s->metrics.x, (n), memory_order_relaxed)
+#define SET(x, v) atomic_store_explicit(&s->metrics.x, (v), memory_order_relaxed)
+
+/* Counts and logs (rate-limited) a failed Redis call of the shard. */
+void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r);
+
+/* Runs a shard script with the shard's keys, then `args` (lens may be NULL
+ * for NUL-terminated args). The reply, or NULL on a connection failure. */
+redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
+                         const size_t *lens, int nargs);
+
+/* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
+void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
+                         char *verdict);
+void scanner_twins_drop(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
+                        const char *verdict, const char *lease, size_t lease_len);
+
+#endif
