@@ -33,45 +33,99 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = 0
 
+-- The fast path: runs of plain touches and extends are staged and written
+-- with one variadic ZADD / HSET / HDEL each (one redis.call per run instead
+-- of two or three per op). Anything else (cancel, repeat, IDs moving in a
+-- split) first writes what is staged, so per-ID order is kept. The repeat
+-- hash is only touched when it exists.
+local zargs, pargs, rdel, staged = {}, {}, {}, {}
+local has_r = redis.call('EXISTS', r) == 1
+local function flush()
+    if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
+    if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
+    if #rdel > 0 then redis.call('HDEL', r, unpack(rdel)) end
+    zargs, pargs, rdel, staged = {}, {}, {}, {}
+end
+
+-- The scores of the fast path's extends, read with one ZMSCORE; an ID the
+-- slow path writes is dropped from it (read again when needed).
+local pre, ids = {}, {}
+for i = 2, #ARGV, 8 do
+    if ARGV[i] == 'e' and ARGV[i + 6] == '' then ids[#ids + 1] = ARGV[i + 1] end
+end
+if #ids > 0 then
+    local scores = redis.call('ZMSCORE', z, unpack(ids))
+    for k = 1, #ids do pre[ids[k]] = scores[k] end
+end
+
+-- The pending deadline of an ID (for extend): what is staged, else the
+-- zset's; for an ID in flight the deadline being dispatched, not the lease.
+local function pending(id)
+    local cur = staged[id]
+    if cur then return cur end
+    cur = pre[id]
+    if cur == nil then cur = redis.call('ZSCORE', z, id) end
+    if not cur then return nil end
+    cur = tonumber(cur)
+    if cur % 1 ~= 0 then cur = tonumber(redis.call('HGET', f, id)) or cur end
+    return cur
+end
+
 for i = 2, #ARGV, 8 do
     local op, id, when, moving = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
     local set = true
-    if op == 'c' then
-        redis.call('ZREM', z, id)
-        redis.call('HDEL', p, id)
-        redis.call('HDEL', f, id)
-        redis.call('HDEL', r, id)
-    else
-        local at = tonumber(string.sub(when, 2))
+    local at
+    if op ~= 'c' then
+        at = tonumber(string.sub(when, 2))
         if string.sub(when, 1, 1) == '+' then at = now + at end
+    end
+    if (op == 't' or op == 'e') and moving == '' then
         if op == 'e' then
-            -- extend compares with the pending deadline; for an ID in flight
-            -- that is the deadline being dispatched, not the lease.
-            local cur = redis.call('ZSCORE', z, id)
-            if cur then
-                cur = tonumber(cur)
-                if cur % 1 ~= 0 then cur = tonumber(redis.call('HGET', f, id)) or cur end
-                set = at > cur
-            end
-            if #moving > 1 and at <= tonumber(string.sub(moving, 2)) then set = false end
+            local cur = pending(id)
+            set = not cur or at > cur
         end
         if set then
-            redis.call('ZADD', z, string.format('%d', at), id)
+            zargs[#zargs + 1] = string.format('%d', at)
+            zargs[#zargs + 1] = id
+            staged[id] = at
             if ARGV[i + 4] == '1' then
-                redis.call('HSET', p, id, ARGV[i + 5])
-            elseif #ARGV[i + 7] > 0 then
-                redis.call('HSETNX', p, id, string.sub(ARGV[i + 7], 2))
+                pargs[#pargs + 1] = id
+                pargs[#pargs + 1] = ARGV[i + 5]
             end
-            if op == 'r' then
-                redis.call('HSET', r, id, ARGV[i + 3] .. ':0')
-            else
-                redis.call('HDEL', r, id) -- touch/extend: one-shot again
+            if has_r then rdel[#rdel + 1] = id end -- one-shot again
+        end
+    else
+        flush()
+        pre[id] = nil
+        if op == 'c' then
+            redis.call('ZREM', z, id)
+            redis.call('HDEL', p, id)
+            redis.call('HDEL', f, id)
+            redis.call('HDEL', r, id)
+        else
+            if op == 'e' then
+                local cur = pending(id)
+                set = not cur or at > cur
+                if #moving > 1 and at <= tonumber(string.sub(moving, 2)) then set = false end
+            end
+            if set then
+                redis.call('ZADD', z, string.format('%d', at), id)
+                if ARGV[i + 4] == '1' then
+                    redis.call('HSET', p, id, ARGV[i + 5])
+                elseif #ARGV[i + 7] > 0 then
+                    redis.call('HSETNX', p, id, string.sub(ARGV[i + 7], 2))
+                end
+                if op == 'r' then
+                    redis.call('HSET', r, id, ARGV[i + 3] .. ':0')
+                    has_r = true
+                else
+                    redis.call('HDEL', r, id) -- touch/extend: one-shot again
+                end
             end
         end
+        if set and moving ~= '' then redis.call('SADD', m, id) end
     end
-    if set then
-        changed = changed + 1
-        if moving ~= '' then redis.call('SADD', m, id) end
-    end
+    if set then changed = changed + 1 end
 end
+flush()
 return changed
