@@ -51,6 +51,15 @@ if batch > 0 then
 end
 local out = { now, lease, -1, 0 }
 
+-- Variadic calls in chunks (Lua's unpack has a limit): one redis.call per
+-- command and chunk instead of one per ID.
+local function each(cmd, key, args)
+    for k = 1, #args, 1000 do
+        redis.call(cmd, key, unpack(args, k, math.min(k + 999, #args)))
+    end
+end
+
+local ids, deadlines, zargs, fargs = {}, {}, {}, {}
 for i = 1, #due, 2 do
     local id, score = due[i], tonumber(due[i + 1])
     local deadline = score
@@ -64,14 +73,35 @@ for i = 1, #due, 2 do
         redis.call('ZADD', z, string.format('%d', deadline), id)
         redis.call('HDEL', f, id)
     else
-        redis.call('ZADD', z, lease, id)
-        redis.call('HSET', f, id, string.format('%d', deadline))
+        ids[#ids + 1] = id
+        deadlines[#deadlines + 1] = deadline
+        zargs[#zargs + 1] = lease
+        zargs[#zargs + 1] = id
+        fargs[#fargs + 1] = id
+        fargs[#fargs + 1] = string.format('%d', deadline)
+    end
+end
+
+if #ids > 0 then
+    each('ZADD', z, zargs)
+    each('HSET', f, fargs)
+    local payloads, repeats = {}, {}
+    for k = 1, #ids, 1000 do
+        local part = redis.call('HMGET', p, unpack(ids, k, math.min(k + 999, #ids)))
+        for j = 1, #part do payloads[k + j - 1] = part[j] end
+    end
+    if redis.call('EXISTS', r) == 1 then
+        for k = 1, #ids, 1000 do
+            local part = redis.call('HMGET', r, unpack(ids, k, math.min(k + 999, #ids)))
+            for j = 1, #part do repeats[k + j - 1] = part[j] end
+        end
+    end
+    for k = 1, #ids do
         local seq = 0
-        local rep = redis.call('HGET', r, id)
-        if rep then seq = tonumber(string.match(rep, ':(%d+)$')) + 1 end
-        out[#out + 1] = id
-        out[#out + 1] = deadline
-        out[#out + 1] = redis.call('HGET', p, id)
+        if repeats[k] then seq = tonumber(string.match(repeats[k], ':(%d+)$')) + 1 end
+        out[#out + 1] = ids[k]
+        out[#out + 1] = deadlines[k]
+        out[#out + 1] = payloads[k]
         out[#out + 1] = seq
     end
 end

@@ -2,10 +2,12 @@
 # 0030-reset-wins: writes that land while an ID is being dispatched.
 #
 # The broker's round trip is made 2 s long, so a claimed batch stays in
-# flight. While A, B and C are claimed (their score is a lease, x.5):
-#   touch A +3000   -> kept: A stays pending with the new deadline and fires
+# flight (the new deadlines are 8 s ahead, so even a loaded machine finishes
+# the slow dispatch first; the lease is 15 s, so +8000 is still earlier than
+# B's lease score). While A, B and C are claimed (their score is a lease, x.5):
+#   touch A +8000   -> kept: A stays pending with the new deadline and fires
 #                      again later with it (the old fire may arrive too)
-#   extend B +3000  -> kept, although +3000 is earlier than B's lease score
+#   extend B +8000  -> kept, although +8000 is earlier than B's lease score
 #                      (extend compares with the in-flight deadline)
 #   cancel C        -> C is gone after the in-flight dispatch completes and
 #                      never fires a second time
@@ -13,7 +15,8 @@
 
 redis_start main
 kafka_start --brokers 1
-write_config # lease_ms: default 5000
+SCANNER_CFG="poll_ms = 10; lease_ms = 15000;"
+write_config
 scale init 1 >/dev/null
 scanner_start 0
 events_follow events.json
@@ -34,15 +37,15 @@ _int "$dB" "in-flight deadline of B"
 _int "$dC" "in-flight deadline of C"
 
 t1=$(now_ms)
-printf 'touch A +3000 pa2\nextend B +3000 pb2\ncancel C\n' | produce
+printf 'touch A +8000 pa2\nextend B +8000 pb2\ncancel C\n' | produce
 t2=$(now_ms)
 [[ $(rcli HLEN "$NS:f:0") != 0 ]] || fail "the dispatch completed before the resets landed (test too slow?)"
 newA=$(id_score A)
 newB=$(id_score B)
-assert_ge "$newA" $((t1 + 3000)) "A's new deadline"
-assert_le "$newA" $((t2 + 3000)) "A's new deadline"
-assert_ge "$newB" $((t1 + 3000)) "B's new deadline"
-assert_le "$newB" $((t2 + 3000)) "B's new deadline"
+assert_ge "$newA" $((t1 + 8000)) "A's new deadline"
+assert_le "$newA" $((t2 + 8000)) "A's new deadline"
+assert_ge "$newB" $((t1 + 8000)) "B's new deadline"
+assert_le "$newB" $((t2 + 8000)) "B's new deadline"
 assert_eq "$(id_score C)" "" "C's score after cancel"
 
 # the slow dispatch completes
@@ -57,7 +60,7 @@ assert_eq "$(id_score C)" "" "C after its dispatch completed"
 
 # the new deadlines fire; C does not fire again
 events_wait_ids events.json 4 8000 # warm, A, B, C
-wait_until 8000 '(($(jq -c "select(.id == \"A\" or .id == \"B\")" events.json | wc -l) >= 4))' ||
+wait_until 14000 '(($(jq -c "select(.id == \"A\" or .id == \"B\")" events.json | wc -l) >= 4))' ||
     fail "A and B did not fire with their new deadlines: $(jq -c 'select(.id != "warm")' events.json)"
 ns_wait_empty 3000
 sleep 0.3 # let a wrong extra event for C show

@@ -62,7 +62,7 @@ note "A killed after $delivered delivered, $leased claimed and unacknowledged"
 wait_until 3000 '[[ $(holder_pid) == $(proc_pid $B) ]]' || fail "B did not take the lock within 3 s of the kill"
 took=$(($(local_ms) - kill_ms))
 note "B took over $took ms after the kill (lease 1000 ms)"
-assert_le "$took" 1500 "ms from the kill to B's takeover"
+assert_le "$took" 2000 "ms from the kill to B's takeover (lease 1000 + margin for a loaded machine)"
 assert_eq "$(metric $pb lease_held)" 1 "B's lease_held after the takeover"
 assert_eq "$(metric $pb recovered_total)" "$leased" "IDs B took back from A"
 assert_file_match "$T/$B.log" ": active \\(token .*\\); $leased in-flight IDs of a previous holder due again" "B's log"
