@@ -1,5 +1,7 @@
 # make bench: throughput and memory of lapse against limits measured in the
-# same run on the same machine (see tests/bench/run). Not part of `make test`.
+# same run on the same machine (see tests/bench/run), then the scanner and
+# split figures (make bench-scanner, tests/bench/scanner.mk). Not part of
+# `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
 #   make bench BENCH_N=200000 BENCH_ROUNDS=1   a quick look
@@ -9,8 +11,10 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench
-bench: all $(BENCH_GEN)
+.PHONY: bench bench-producer
+bench: bench-producer
+	@$(MAKE) --no-print-directory bench-scanner
+bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
