@@ -19,7 +19,9 @@
  *       "extend ID @(now + HOLD_LEAD_MS)", a deadline the next reset pushes
  *       on before it falls due (HOLD_LEAD_MS > POP / RATE s) — a watchdog.
  *       RATE 0: unpaced, as fast as the reader takes lines (its capacity),
- *       "now" read every CHUNK lines.
+ *       "now" read every CHUNK lines. At the end (SECONDS, or a signal) it
+ *       writes "cancel ID" for the whole population: nothing it set is left
+ *       to fire later (what was claimed already still fires).
  *
  * Pacing: the lines of a SLICE_MS slice are written when the slice starts
  * (absolute sleeps); a reader slower than RATE makes the feeder fall behind,
@@ -165,6 +167,11 @@ static int feed_resets(int64_t pop, int64_t rate, int64_t seconds, int64_t fire_
     }
     p->next_ms = 0; /* a last sample */
     progress_note(p, wall_ms(), k, 0);
+    for (int64_t id = 0; id < pop; id++)
+        if (printf("cancel %s%08" PRId64 "\n", prefix, id) < 0)
+            return -1;
+    if (fflush(stdout) != 0)
+        return -1;
     int64_t elapsed = wall_ms() - t0;
     fprintf(stderr, "lines=%" PRId64 " fires=%" PRId64 " elapsed_ms=%" PRId64 " lines_per_s=%.0f"
             " max_lag_ms=%" PRId64 "\n", k, fires, elapsed,
