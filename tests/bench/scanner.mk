@@ -2,8 +2,8 @@
 # loop, and an online split under load, each against limits measured in the
 # same run (see tests/bench/scanner-run). Not part of `make test`.
 #
-#   make bench-scanner                              the default run (~3-4 min)
-#   make bench-scanner SCANNER_BENCH_QUICK=1        smaller figures, ~1 min
+#   make bench-scanner                              the default run (~3 min on 2 cores)
+#   make bench-scanner SCANNER_BENCH_QUICK=1        smaller sizes, ~1.5 min
 #
 # Figures go to stdout and to build/bench/scanner.json.
 
