@@ -33,33 +33,7 @@ __attribute__((format(printf, 3, 4))) static int fail(char *errstr, size_t size,
 
 void lapse_command_quote(char *out, const char *p, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        char e[4];
-        size_t en = 1;
-        e[0] = (char)c;
-        if (c == '"' || c == '\\') {
-            e[0] = '\\';
-            e[1] = (char)c;
-            en = 2;
-        } else if (c < 0x20 || c >= 0x7f) {
-            e[0] = '\\';
-            e[1] = 'x';
-            e[2] = hex[c >> 4];
-            e[3] = hex[c & 15];
-            en = 4;
-        }
-        if (o + en > LAPSE_QUOTE_MAX) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(out + o, e, en);
-        o += en;
-    }
-    out[o] = '\0';
+    lapse_quote(out, p, n);
 }
 
 json_t *lapse_command_load(const char *buf, size_t len, char *errstr, size_t size)

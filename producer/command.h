@@ -33,7 +33,6 @@
 #include "line.h"
 
 /* Longest quoted token, in output characters; quote buffers need + 4. */
-#define LAPSE_QUOTE_MAX 40
 
 /*
  * Decodes `len` bytes as the ingress reads every message: one JSON object or

@@ -9,7 +9,7 @@
  *    to the field it sits in, and the field's own rules reject it.
  *  - On LAPSE_LINE_OK every pointer in the command points into `line`.
  *  - An error message is one short line that never contains a raw control or
- *    non-ASCII byte: offending tokens are quoted through quote(), which
+ *    non-ASCII byte: offending tokens are quoted through lapse_quote(), which
  *    escapes and truncates them. Input is untrusted and the message goes to a
  *    terminal or a log.
  *  - The fast path (a well-formed command) formats nothing: snprintf runs
@@ -20,9 +20,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Longest quoted token, in output characters (escapes count in full). */
-#define QUOTE_MAX 40
 
 /* A field: [p, p + n). n == 0 means "absent". */
 struct field {
@@ -53,18 +50,12 @@ static struct field next_field(struct scan *s)
     return f;
 }
 
-/*
- * Writes `f` into out (NUL-terminated, cap >= QUOTE_MAX + 4) as printable
- * ASCII: bytes outside 0x20..0x7e, the quote and the backslash are escaped,
- * and a token whose escaped form passes QUOTE_MAX characters is cut there and
- * marked with "...". The caller puts the quotes around it.
- */
-static void quote(char *out, struct field f)
+void lapse_quote(char *out, const char *p, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
-    for (size_t i = 0; i < f.n; i++) {
-        unsigned char c = (unsigned char)f.p[i];
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
         char e[4];
         size_t en;
         if (c == '"' || c == '\\') {
@@ -81,7 +72,7 @@ static void quote(char *out, struct field f)
             e[0] = (char)c;
             en = 1;
         }
-        if (o + en > QUOTE_MAX) {
+        if (o + en > LAPSE_QUOTE_MAX) {
             memcpy(out + o, "...", 3);
             o += 3;
             break;
@@ -147,7 +138,7 @@ static int parse_ms(struct field f, int64_t *out)
 static enum lapse_line_result parse_when(struct field f, struct lapse_cmd *cmd, char *errstr,
                                          size_t size)
 {
-    char q[QUOTE_MAX + 4];
+    char q[LAPSE_QUOTE_MAX + 4];
     int rc = -1;
     if (f.n >= 1 && (f.p[0] == '+' || f.p[0] == '@')) {
         cmd->when_kind = f.p[0] == '+' ? LAPSE_WHEN_REL : LAPSE_WHEN_ABS;
@@ -155,7 +146,7 @@ static enum lapse_line_result parse_when(struct field f, struct lapse_cmd *cmd, 
         if (rc == 0)
             return LAPSE_LINE_OK;
     }
-    quote(q, f);
+    lapse_quote(q, f.p, f.n);
     if (rc == -2)
         return fail(errstr, size, "time \"%s\" out of range (max %lld ms)", q,
                     (long long)LAPSE_WHEN_MAX);
@@ -165,11 +156,11 @@ static enum lapse_line_result parse_when(struct field f, struct lapse_cmd *cmd, 
 static enum lapse_line_result parse_period(struct field f, struct lapse_cmd *cmd, char *errstr,
                                            size_t size)
 {
-    char q[QUOTE_MAX + 4];
+    char q[LAPSE_QUOTE_MAX + 4];
     int rc = parse_ms(f, &cmd->period_ms);
     if (rc == 0 && cmd->period_ms >= 1)
         return LAPSE_LINE_OK;
-    quote(q, f);
+    lapse_quote(q, f.p, f.n);
     if (rc == -2)
         return fail(errstr, size, "period \"%s\" out of range (max %lld ms)", q,
                     (long long)LAPSE_WHEN_MAX);
@@ -206,8 +197,8 @@ enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lap
         if (op.n == strlen(ops[i].name) && memcmp(op.p, ops[i].name, op.n) == 0)
             info = &ops[i];
     if (info == NULL) {
-        char q[QUOTE_MAX + 4];
-        quote(q, op);
+        char q[LAPSE_QUOTE_MAX + 4];
+        lapse_quote(q, op.p, op.n);
         return fail(errstr, size, "unknown command \"%s\"", q);
     }
     memset(cmd, 0, sizeof *cmd);

@@ -70,6 +70,16 @@ enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lap
  */
 int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size);
 
+/*
+ * Writes the `n` bytes at `p` into out (NUL-terminated, room for
+ * LAPSE_QUOTE_MAX + 4 bytes) as printable ASCII for an error message: bytes
+ * outside 0x20..0x7e, the quote and the backslash are escaped, and a token
+ * whose escaped form passes LAPSE_QUOTE_MAX characters is cut there and
+ * marked with "...". The caller puts the quotes around it.
+ */
+#define LAPSE_QUOTE_MAX 40
+void lapse_quote(char *out, const char *p, size_t n);
+
 /* "touch", "extend", "repeat", "cancel". */
 const char *lapse_op_name(enum lapse_op op);
 
