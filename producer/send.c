@@ -370,6 +370,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     }
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
+    int fenced = 0; /* a shard answered STALE: our layout is old */
     for (;;) {
         int res = SEND_OK;
         if (stale) {
@@ -378,8 +379,9 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             if (res == SEND_OK) {
                 stale = 0;
                 step = 0;
-                if (p->layout.epoch == was && was > 0)
+                if (fenced && p->layout.epoch == was)
                     send_sleep_ms(20); /* fenced, new layout not out yet */
+                fenced = 0;
             }
         }
         if (res == SEND_OK && step == 0) {
@@ -396,7 +398,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             break;
         }
         if (res == SEND_STALE)
-            stale = 1;
+            stale = fenced = 1;
         if (lapse_clock_mono_ms() >= give_up) {
             if (res == SEND_STALE)
                 snprintf(errstr, size, "the layout of \"%s\" changed and the new one was not "
