@@ -396,6 +396,10 @@ static int scanner_claim(lapse_scanner *s, int want)
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
     const char *args[6] = {s->token, batch, lease_ms, fresh, old, epoch};
+    /* The lock this claim renews lives 90 % of the lease from (at the
+     * latest) now: past that, another scanner may own the shard, so what is
+     * left of the batch is not sent (a pause, e.g. SIGSTOP, mid-batch). */
+    int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
     redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 6);
     enum { HEAD = 4, PER_ID = 4 /* id, deadline, payload, seq */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
@@ -441,9 +445,9 @@ static int scanner_claim(lapse_scanner *s, int want)
         redisReply **e = r->element + HEAD + PER_ID * i;
         if (e[1]->integer <= now - s->cfg->scanner_fresh_ms)
             old_taken++;
-        if (verdict[i] == 0)
+        if (verdict[i] == 0 && lapse_clock_mono_ms() < lock_until)
             scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str,
-                             lease->len);
+                             lease->len); /* else: stays leased; whoever holds the lock sends it */
     }
     free(verdict);
     long long due_left = r->element[3]->integer;
