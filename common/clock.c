@@ -11,3 +11,9 @@ static int64_t clock_read(clockid_t id)
 
 int64_t lapse_clock_ms(void) { return clock_read(CLOCK_REALTIME); }
 int64_t lapse_clock_mono_ms(void) { return clock_read(CLOCK_MONOTONIC); }
+
+void lapse_clock_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}

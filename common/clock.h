@@ -13,4 +13,8 @@
 int64_t lapse_clock_ms(void);      /* unix time in ms (CLOCK_REALTIME) */
 int64_t lapse_clock_mono_ms(void); /* CLOCK_MONOTONIC in ms, for intervals */
 
+/* Sleeps ms milliseconds (an interrupting signal ends it early: callers
+ * re-check their stop flag). For back-off outside event loops only. */
+void lapse_clock_sleep_ms(int ms);
+
 #endif

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "hash.h"
@@ -25,12 +24,6 @@ static void shard_keys(const struct lapse_config *cfg, uint32_t shard, struct sh
         k->len[i] = (size_t)lapse_key_shard(k->name[i], KEY_MAX, cfg->ns, lapse_shard_keys[i], shard);
         k->argv[i] = k->name[i];
     }
-}
-
-static void split_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* Writes `l` as record `which` ("layout" or "layout:next") of the namespace. */
@@ -414,7 +407,7 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
                 int64_t due = start + (int64_t)(*moved * 1000 / (uint64_t)(rate > 0 ? rate : 1));
                 int64_t now = lapse_clock_mono_ms();
                 if (due > now)
-                    split_sleep_ms((int)(due - now));
+                    lapse_clock_sleep_ms((int)(due - now));
             }
             list_free(&list);
         }
@@ -426,7 +419,7 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
             return -1;
         }
         if (busy)
-            split_sleep_ms(100); /* in flight: settled within a Kafka round trip */
+            lapse_clock_sleep_ms(100); /* in flight: settled within a Kafka round trip */
     }
 }
 

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "hash.h"
@@ -64,12 +63,6 @@ struct send {
     char (*nums)[3][32];    /* per op of a call: number strings */
     char epoch[24];
 };
-
-static void send_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
 {
@@ -380,7 +373,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
                 stale = 0;
                 step = 0;
                 if (fenced && p->layout.epoch == was)
-                    send_sleep_ms(20); /* fenced, new layout not out yet */
+                    lapse_clock_sleep_ms(20); /* fenced, new layout not out yet */
                 fenced = 0;
             }
         }
@@ -420,7 +413,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         for (size_t n = 0; n < p->cfg->nnodes; n++)
             lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
         int wait = lapse_redis_backoff_ms(p->nodes[0]);
-        send_sleep_ms(wait > 0 ? wait : 50);
+        lapse_clock_sleep_ms(wait > 0 ? wait : 50);
     }
 fail:
     free(s.order);

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -34,12 +33,6 @@
 #include "redis.h"
 #include "sink.h"
 #include "shard.h"
-
-static void scanner_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {
@@ -170,7 +163,7 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
         }
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
                           lapse_redis_errstr(s->home));
-        scanner_sleep_ms(200);
+        lapse_clock_sleep_ms(200);
     }
     if (*stop)
         return -1;
