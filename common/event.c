@@ -7,17 +7,23 @@
  * "<name>_b64". NUL counts as bad too: a "\u0000" in a string breaks many
  * consumers (C strings, some databases), and the base64 keeps it anyway.
  *
+ * Written by hand, not with jansson: this runs once per fired ID on the
+ * scanner's hot path, where building a jansson object (an allocation per
+ * field) cost about as much CPU as the rest of the dispatch. The bytes are
+ * exactly what jansson's json_dumps(JSON_COMPACT) wrote before (the unit
+ * tests and the fuzz target, which parses every output with jansson, hold
+ * it to that).
+ *
  * Invariants:
  *  - Field order is fixed (ns, id, [id_b64], deadline_ms, fired_ms, shard,
- *    [payload, [payload_b64]], [seq]); jansson keeps insertion order.
- *  - Valid strings, the common case, are handed to jansson as they are: the
- *    replacement copy and the base64 are built only for bad ones.
- *  - The returned buffer comes from our malloc(), not jansson's allocator,
- *    so the caller's free() is right whatever json_set_alloc_funcs says.
+ *    [payload, [payload_b64]], [seq]).
+ *  - Escaping is jansson's compact form: \" \\ \b \f \n \r \t, any other
+ *    byte below 0x20 as \u00XX (upper-case hex); everything else verbatim.
+ *  - The output needs at most lapse_event_size(ev) bytes, so one check of
+ *    the buffer's size up front covers every write.
  */
 #include "event.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,128 +75,159 @@ static int utf8_valid(const unsigned char *s, size_t n)
     return 1;
 }
 
-/* A JSON string of s with each byte that starts no valid sequence replaced
- * by U+FFFD (3 bytes in UTF-8, hence the 3n bound). NULL on ENOMEM. */
-static json_t *utf8_replaced(const unsigned char *s, size_t n)
+/* Writes s as the body of a JSON string (no quotes); returns the end. */
+static char *put_escaped(char *o, const unsigned char *s, size_t n)
 {
-    char *buf = malloc(n * 3 + 1);
-    if (buf == NULL)
-        return NULL;
-    size_t o = 0;
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
+        }
+    }
+    return o;
+}
+
+/* The bytes with each byte that starts no valid sequence replaced by U+FFFD,
+ * escaped; returns the end. */
+static char *put_replaced(char *o, const unsigned char *s, size_t n)
+{
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(s + i, n - i);
         if (k == 0) {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            memcpy(o, "\xef\xbf\xbd", 3);
             o += 3;
             i++;
         } else {
-            memcpy(buf + o, s + i, k);
-            o += k;
+            o = put_escaped(o, s + i, k);
             i += k;
         }
     }
-    json_t *j = json_stringn(buf, o);
-    free(buf);
-    return j;
+    return o;
 }
 
-/* Standard base64 (RFC 4648 section 4) with padding, as a JSON string. */
-static json_t *base64(const unsigned char *s, size_t n)
+/* Standard base64 (RFC 4648 section 4) with padding; returns the end. */
+static char *put_base64(char *o, const unsigned char *s, size_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t outn = (n + 2) / 3 * 4;
-    char *out = malloc(outn + 1);
-    if (out == NULL)
-        return NULL;
-    size_t o = 0, i = 0;
+    size_t i = 0;
     for (; i + 3 <= n; i += 3) {
         uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        out[o++] = tab[v >> 18 & 63];
-        out[o++] = tab[v >> 12 & 63];
-        out[o++] = tab[v >> 6 & 63];
-        out[o++] = tab[v & 63];
+        *o++ = tab[v >> 18 & 63];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = tab[v >> 6 & 63];
+        *o++ = tab[v & 63];
     }
     if (i < n) {
         uint32_t v = (uint32_t)s[i] << 16;
         if (i + 1 < n)
             v |= (uint32_t)s[i + 1] << 8;
-        out[o++] = tab[v >> 18 & 63];
-        out[o++] = tab[v >> 12 & 63];
-        out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-        out[o++] = '=';
+        *o++ = tab[v >> 18 & 63];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *o++ = '=';
     }
-    json_t *j = json_stringn(out, o);
-    free(out);
-    return j;
+    return o;
+}
+
+static char *put_lit(char *o, const char *lit)
+{
+    size_t n = strlen(lit);
+    memcpy(o, lit, n);
+    return o + n;
+}
+
+/* A decimal integer, as jansson's "%lld"; returns the end. */
+static char *put_int(char *o, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *o++ = '-';
+    while (n)
+        *o++ = tmp[--n];
+    return o;
 }
 
 /*
- * Sets obj[key] to the bytes as a string and, when they are not valid UTF-8
- * and b64key is not NULL, obj[b64key] to their base64. 0, or -1 on ENOMEM.
+ * ,"key":"<bytes>" and, when they are not valid UTF-8 and b64key is not
+ * NULL, ,"b64key":"<base64>". `lead` is the separator before the key.
  */
-static int set_bytes(json_t *obj, const char *key, const char *b64key, const char *p, size_t n)
+static char *put_bytes(char *o, const char *lead, const char *key, const char *b64key,
+                       const char *p, size_t n)
 {
     const unsigned char *s = (const unsigned char *)p;
+    o = put_lit(o, lead);
+    o = put_lit(o, key);
+    o = put_lit(o, "\":\"");
     if (utf8_valid(s, n))
-        return json_object_set_new(obj, key, json_stringn(p, n));
-    if (json_object_set_new(obj, key, utf8_replaced(s, n)) != 0)
-        return -1;
-    if (b64key && json_object_set_new(obj, b64key, base64(s, n)) != 0)
-        return -1;
-    return 0;
+        return put_lit(put_escaped(o, s, n), "\"");
+    o = put_lit(put_replaced(o, s, n), "\"");
+    if (b64key) {
+        o = put_lit(o, ",\"");
+        o = put_lit(o, b64key);
+        o = put_lit(o, "\":\"");
+        o = put_lit(put_base64(o, s, n), "\"");
+    }
+    return o;
 }
 
-/* A growing output buffer for json_dump_callback. */
-struct out {
-    char *buf;
-    size_t len, cap; /* cap > len always, room for the final NUL */
-};
+/* The most a string field and its base64 twin can take for n bytes: 6 per
+ * byte escaped (\u00XX), plus the base64, plus names and quotes. */
+static size_t bytes_max(size_t n) { return 6 * n + (n + 2) / 3 * 4 + 64; }
 
-static int out_write(const char *p, size_t n, void *data)
+size_t lapse_event_size(const struct lapse_event *ev)
 {
-    struct out *o = data;
-    if (o->len + n >= o->cap) {
-        size_t cap = o->cap ? o->cap : 256;
-        while (o->len + n >= cap)
-            cap *= 2;
-        char *b = realloc(o->buf, cap);
-        if (b == NULL)
-            return -1;
-        o->buf = b;
-        o->cap = cap;
-    }
-    memcpy(o->buf + o->len, p, n);
-    o->len += n;
-    return 0;
+    size_t n = 160 + bytes_max(strlen(ev->ns)) + bytes_max(ev->id_len);
+    if (ev->payload)
+        n += bytes_max(ev->payload_len);
+    return n;
+}
+
+size_t lapse_event_write(const struct lapse_event *ev, char *buf)
+{
+    char *o = put_bytes(buf, "{\"", "ns", NULL, ev->ns, strlen(ev->ns));
+    o = put_bytes(o, ",\"", "id", "id_b64", ev->id, ev->id_len);
+    o = put_int(put_lit(o, ",\"deadline_ms\":"), ev->deadline_ms);
+    o = put_int(put_lit(o, ",\"fired_ms\":"), ev->fired_ms);
+    o = put_int(put_lit(o, ",\"shard\":"), ev->shard);
+    if (ev->payload)
+        o = put_bytes(o, ",\"", "payload", "payload_b64", ev->payload, ev->payload_len);
+    if (ev->seq > 0)
+        o = put_int(put_lit(o, ",\"seq\":"), ev->seq);
+    *o++ = '}';
+    *o = '\0';
+    return (size_t)(o - buf);
 }
 
 char *lapse_event_encode(const struct lapse_event *ev, size_t *len)
 {
-    json_t *o = json_object();
-    if (o == NULL)
+    char *buf = malloc(lapse_event_size(ev));
+    if (buf == NULL)
         return NULL;
-    /* json_object_set_new returns -1 (and frees nothing twice) when the
-     * value is NULL, so one check per field also covers allocation failure. */
-    int bad = set_bytes(o, "ns", NULL, ev->ns, strlen(ev->ns)) ||
-              set_bytes(o, "id", "id_b64", ev->id, ev->id_len) ||
-              json_object_set_new(o, "deadline_ms", json_integer(ev->deadline_ms)) ||
-              json_object_set_new(o, "fired_ms", json_integer(ev->fired_ms)) ||
-              json_object_set_new(o, "shard", json_integer(ev->shard));
-    if (!bad && ev->payload)
-        bad = set_bytes(o, "payload", "payload_b64", ev->payload, ev->payload_len);
-    if (!bad && ev->seq > 0)
-        bad = json_object_set_new(o, "seq", json_integer(ev->seq));
-
-    struct out out = {NULL, 0, 0};
-    if (!bad)
-        bad = json_dump_callback(o, out_write, &out, JSON_COMPACT) != 0 || out.buf == NULL;
-    json_decref(o);
-    if (bad) {
-        free(out.buf);
-        return NULL;
-    }
-    out.buf[out.len] = '\0';
+    size_t n = lapse_event_write(ev, buf);
     if (len)
-        *len = out.len;
-    return out.buf;
+        *len = n;
+    return buf;
 }

@@ -33,4 +33,14 @@ struct lapse_event {
  */
 char *lapse_event_encode(const struct lapse_event *ev, size_t *len);
 
+/* The most bytes lapse_event_write can need for `ev`, its NUL included. */
+size_t lapse_event_size(const struct lapse_event *ev);
+
+/*
+ * Writes the same JSON as lapse_event_encode into buf, which must hold
+ * lapse_event_size(ev) bytes (a buffer reused across events: no allocation).
+ * Returns its length; buf is NUL-terminated.
+ */
+size_t lapse_event_write(const struct lapse_event *ev, char *buf);
+
 #endif

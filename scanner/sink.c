@@ -122,14 +122,15 @@ void lapse_sink_free(lapse_sink *s)
     free(s);
 }
 
-int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, char *value, size_t value_len,
-                    void *opaque, char *errstr, size_t size)
+int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, const char *value,
+                    size_t value_len, void *opaque, char *errstr, size_t size)
 {
-    if (rd_kafka_produce(s->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_FREE, value, value_len, key,
-                         key_len, opaque) == 0)
+    /* F_COPY: librdkafka puts the value in the same allocation as its
+     * message, so the caller's buffer is reused and nothing is freed here. */
+    if (rd_kafka_produce(s->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)value,
+                         value_len, key, key_len, opaque) == 0)
         return 0;
     snprintf(errstr, size, "kafka: %s", rd_kafka_err2str(rd_kafka_last_error()));
-    free(value);
     return -1;
 }
 

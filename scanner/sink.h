@@ -35,12 +35,12 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
 void lapse_sink_free(lapse_sink *s);
 
 /*
- * Queues one event. Takes ownership of `value` (malloc'd) in every case.
+ * Queues one event; key and value are copied (the caller keeps its buffers).
  * Returns 0, or -1 with errstr when librdkafka refused it (then the delivered
  * callback is not called for it).
  */
-int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, char *value, size_t value_len,
-                    void *opaque, char *errstr, size_t size);
+int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, const char *value,
+                    size_t value_len, void *opaque, char *errstr, size_t size);
 
 /* Serves delivery reports, waiting up to timeout_ms for the first one. */
 void lapse_sink_poll(lapse_sink *s, int timeout_ms);
