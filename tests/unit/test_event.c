@@ -183,3 +183,56 @@ TEST(event_json_special_chars_round_trip)
     json_decref(j);
     free(s);
 }
+
+/* lapse_event_write into a buffer reused across events (the scanner's hot
+ * path): same bytes as lapse_event_encode, within lapse_event_size, and the
+ * rest of jansson's escapes (\b \f \r, \u00XX in upper case, DEL verbatim). */
+TEST(event_write_reused_buffer)
+{
+    static const char p[] = "\b\f\r\x1f\x7f\xc3\xa9";
+    struct lapse_event ev = base();
+    ev.payload = p;
+    ev.payload_len = sizeof p - 1;
+    ev.deadline_ms = INT64_MIN;
+    ev.seq = INT64_MAX;
+    size_t cap = lapse_event_size(&ev);
+    char *buf = malloc(cap + 200); /* reused below for a shorter event */
+    REQUIRE(buf != NULL);
+    memset(buf, 'x', cap + 200);
+    size_t n = lapse_event_write(&ev, buf);
+    const char *want = "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":-9223372036854775808,"
+                       "\"fired_ms\":1795303123004,\"shard\":5,"
+                       "\"payload\":\"\\b\\f\\r\\u001F\x7f\xc3\xa9\",\"seq\":9223372036854775807}";
+    CHECK_STR(buf, want);
+    CHECK(n == strlen(want));
+    size_t len;
+    char *s = lapse_event_encode(&ev, &len);
+    REQUIRE(s != NULL);
+    CHECK(len == n && memcmp(s, buf, n + 1) == 0);
+    free(s);
+
+    /* a shorter event after a longer one: nothing of the first is left */
+    ev = base();
+    n = lapse_event_write(&ev, buf);
+    CHECK_STR(buf, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                   "\"fired_ms\":1795303123004,\"shard\":5}");
+    CHECK(n == strlen(buf));
+    free(buf);
+
+    /* the size bound holds for the worst case: every byte a control byte,
+     * not valid UTF-8 (NUL), so escaped, replaced and base64'd */
+    char worst[300];
+    memset(worst, 0, sizeof worst);
+    for (size_t i = 1; i < sizeof worst; i += 2)
+        worst[i] = 0x01;
+    ev.id = worst;
+    ev.id_len = sizeof worst;
+    ev.payload = worst;
+    ev.payload_len = sizeof worst;
+    size_t size = lapse_event_size(&ev);
+    char *big = malloc(size);
+    REQUIRE(big != NULL);
+    n = lapse_event_write(&ev, big);
+    CHECK(n + 1 <= size);
+    free(big);
+}
