@@ -16,6 +16,11 @@
  *    gives the previous holder's in-flight IDs their deadlines back at once.
  * 4. Bounded memory: no claim while scanner.max_inflight events are
  *    unanswered (a Kafka outage parks the backlog in Redis, not here).
+ *
+ * Cost per ID is what bounds throughput (the scanner shares the machine
+ * with Redis), so the hot path allocates per claim, not per ID: a claim's
+ * flights live in one block with its reply (struct batch, shard.h), events
+ * are encoded into one reused buffer, and acks go back grouped by claim.
  */
 #include "scanner.h"
 
@@ -34,16 +39,57 @@
 #include "sink.h"
 #include "shard.h"
 
+/* n flights of b are done with (settled, given up or never sent). */
+static void batch_unref(struct batch *b, size_t n)
+{
+    b->refs -= n;
+    if (b->refs == 0) {
+        freeReplyObject(b->reply);
+        free(b);
+    }
+}
+
+/* Takes the acknowledged flights of b up to `stop` off its list (and b off
+ * the settle list, the first, when none are left); they are done with. */
+static void scanner_settled(lapse_scanner *s, struct batch *b, struct flight *stop)
+{
+    size_t n = 0;
+    for (struct flight *f = b->acked; f != stop; f = f->next)
+        n++;
+    b->acked = stop;
+    if (!stop) {
+        s->settle = b->next;
+        if (!s->settle)
+            s->settle_tail = &s->settle;
+    }
+    batch_unref(b, n);
+}
+
+/* Gives up every acknowledged flight waiting to be settled. */
+static void scanner_drop_acks(lapse_scanner *s)
+{
+    while (s->settle)
+        scanner_settled(s, s->settle, NULL);
+}
+
 static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {
     lapse_scanner *s = ctx;
     struct flight *f = opaque;
+    struct batch *b = f->batch;
     s->inflight--;
     SET(inflight, (int64_t)s->inflight);
-    if (ok && f->term == s->term && s->active) {
+    if (ok && b->term == s->term && s->active) {
         INC(acked);
-        f->next = s->acks;
-        s->acks = f;
+        f->next = NULL;
+        if (!b->acked) { /* joins the settle list */
+            b->acked_tail = &b->acked;
+            b->next = NULL;
+            *s->settle_tail = b;
+            s->settle_tail = &b->next;
+        }
+        *b->acked_tail = f;
+        b->acked_tail = &f->next;
         return;
     }
     if (ok) {
@@ -56,7 +102,7 @@ static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reaso
                           "shard %u: an event was not delivered (%s); it will be claimed again",
                           s->shard, reason);
     }
-    free(f);
+    batch_unref(b, 1);
 }
 
 static void scanner_kafka_error(void *ctx)
@@ -89,6 +135,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     }
     s->cfg = cfg;
     s->shard = shard;
+    s->settle_tail = &s->settle;
     for (int k = 0; k < NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
     scanner_token(s);
@@ -118,11 +165,8 @@ void lapse_scanner_free(lapse_scanner *s)
         return;
     lapse_sink_free(s->sink); /* answers what is still queued: frees those flights */
     lapse_metrics_stop(s->metrics_srv);
-    while (s->acks) {
-        struct flight *f = s->acks;
-        s->acks = f->next;
-        free(f);
-    }
+    scanner_drop_acks(s);
+    free(s->event);
     for (size_t i = 0; s->peers && i < s->cfg->nnodes; i++)
         if (s->peers[i] != s->node && s->peers[i] != s->home)
             lapse_redis_free(s->peers[i]);
@@ -232,11 +276,7 @@ static void scanner_fenced(lapse_scanner *s)
     INC(fenced);
     s->active = 0;
     SET(lease_held, 0);
-    while (s->acks) {
-        struct flight *f = s->acks;
-        s->acks = f->next;
-        free(f);
-    }
+    scanner_drop_acks(s);
 }
 
 /* Tries to become the shard's active scanner. Returns 1 if it did. */
@@ -272,28 +312,35 @@ static int scanner_acquire(lapse_scanner *s)
     return got;
 }
 
-/* Settles acknowledged IDs in Redis. On a Redis failure they stay queued
+/* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
+ * (one lease argument per group). On a Redis failure they stay queued
  * for the next pass (their leases keep them from firing meanwhile; if the
  * outage outlasts the lease they fire again: at-least-once). */
 static void scanner_ack(lapse_scanner *s)
 {
-    const char *args[1 + 2 * ACK_CHUNK];
-    size_t lens[1 + 2 * ACK_CHUNK];
-    while (s->acks && s->active) {
-        int n = 0;
-        args[n] = s->token, lens[n++] = strlen(s->token);
-        struct flight *f = s->acks;
-        for (int i = 0; f && i < ACK_CHUNK; i++, f = f->next) {
-            args[n] = f->id, lens[n++] = f->id_len;
-            args[n] = f->lease, lens[n++] = f->lease_len;
-        }
-        const char *argv[NKEYS + 1 + 2 * ACK_CHUNK];
-        size_t argvlen[NKEYS + 1 + 2 * ACK_CHUNK];
+    enum { MAXARGS = NKEYS + 1 + 3 * ACK_CHUNK };
+    const char *argv[MAXARGS];
+    size_t argvlen[MAXARGS];
+    char counts[ACK_CHUNK][12];
+    while (s->settle && s->active) {
+        int n = 0, groups = 0, ids = 0;
         for (int k = 0; k < NKEYS; k++)
-            argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
-        memcpy(argv + NKEYS, args, (size_t)n * sizeof *args);
-        memcpy(argvlen + NKEYS, lens, (size_t)n * sizeof *lens);
-        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, NKEYS + n, argv, argvlen);
+            argv[n] = s->keys[k], argvlen[n++] = strlen(s->keys[k]);
+        argv[n] = s->token, argvlen[n++] = strlen(s->token);
+        /* whole batches' acked lists, the last one cut at the chunk size */
+        struct batch *b = s->settle;
+        struct flight *rest = NULL; /* where the cut batch goes on */
+        for (; b && ids < ACK_CHUNK; b = b->next, groups++) {
+            argv[n] = b->lease->str, argvlen[n++] = b->lease->len;
+            int at = n++, k = 0;
+            struct flight *f = b->acked;
+            for (; f && ids < ACK_CHUNK; f = f->next, k++, ids++)
+                argv[n] = f->id->str, argvlen[n++] = f->id->len;
+            argvlen[at] = (size_t)snprintf(counts[groups], sizeof counts[groups], "%d", k);
+            argv[at] = counts[groups];
+            rest = f;
+        }
+        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
         if (!r || r->type != REDIS_REPLY_INTEGER) {
             scanner_redis_error(s, "ack", r);
             if (r)
@@ -307,29 +354,19 @@ static void scanner_ack(lapse_scanner *s)
             return;
         }
         ADD(settled, (uint64_t)settled);
-        while (s->acks != f) {
-            struct flight *done = s->acks;
-            s->acks = done->next;
-            free(done);
-        }
+        /* what was sent: `groups` batches, the last one up to `rest` */
+        for (int g = 0; g < groups; g++)
+            scanner_settled(s, s->settle, g == groups - 1 ? rest : NULL);
     }
 }
 
 /* Sends the event of one claimed ID; the flight record rides along as the
- * message's opaque and comes back in scanner_delivered. */
-static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long deadline,
-                             const redisReply *payload, long long seq, const char *lease,
-                             size_t lease_len)
+ * message's opaque and comes back in scanner_delivered. Returns 0, or -1 if
+ * it was not sent (its lease runs out and the ID is claimed again). */
+static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
+                            const redisReply *payload, long long seq)
 {
-    struct flight *f = malloc(sizeof *f + id->len);
-    if (!f)
-        return; /* the lease runs out and the ID is claimed again */
-    memcpy(f->id, id->str, id->len);
-    f->id_len = id->len;
-    memcpy(f->lease, lease, lease_len + 1);
-    f->lease_len = lease_len;
-    f->term = s->term;
-    f->next = NULL;
+    const redisReply *id = f->id;
     struct lapse_event ev = {
         .ns = s->cfg->ns,
         .id = id->str,
@@ -341,19 +378,41 @@ static void scanner_dispatch(lapse_scanner *s, const redisReply *id, long long d
         .payload_len = payload->type == REDIS_REPLY_STRING ? payload->len : 0,
         .seq = seq,
     };
-    size_t len;
-    char *value = lapse_event_encode(&ev, &len);
+    size_t need = lapse_event_size(&ev);
+    if (need > s->event_size) {
+        char *e = realloc(s->event, need);
+        if (!e) {
+            lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: out of memory",
+                              s->shard);
+            return -1;
+        }
+        s->event = e;
+        s->event_size = need;
+    }
+    size_t len = lapse_event_write(&ev, s->event);
     char err[256];
-    if (!value || lapse_sink_send(s->sink, id->str, id->len, value, len, f, err, sizeof err) < 0) {
-        lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: %s", s->shard,
-                          value ? err : "out of memory");
-        free(f);
-        return;
+    if (lapse_sink_send(s->sink, id->str, id->len, s->event, len, f, err, sizeof err) < 0) {
+        lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: %s", s->shard, err);
+        return -1;
     }
     lapse_metrics_lateness(&s->metrics, ev.fired_ms - deadline);
     s->inflight++;
     INC(sent);
     SET(inflight, (int64_t)s->inflight);
+    return 0;
+}
+
+/* A claimed ID's deadline: a decimal string (claim.lua passes Redis's own
+ * formatting of the score through), or an integer. */
+static long long scanner_deadline(const redisReply *d)
+{
+    if (d->type == REDIS_REPLY_INTEGER)
+        return d->integer;
+    if (d->type != REDIS_REPLY_STRING)
+        return 0;
+    char *end;
+    long long v = strtoll(d->str, &end, 10);
+    return *end ? (long long)strtod(d->str, NULL) : v;
 }
 
 /* How many overdue (not fresh) IDs the catch-up budget allows now. */
@@ -426,27 +485,39 @@ static int scanner_claim(lapse_scanner *s, int want)
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
     size_t claimed = (r->elements - HEAD) / PER_ID;
-    char *verdict = calloc(claimed + 1, 1);
-    if (!verdict) {
-        freeReplyObject(r);
-        return poll_ms; /* the leases run out; claimed again later */
-    }
-    scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
-    scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str, lease->len);
-    int old_taken = 0;
-    for (size_t i = 0; i < claimed; i++) {
-        redisReply **e = r->element + HEAD + PER_ID * i;
-        if (e[1]->integer <= now - s->cfg->scanner_fresh_ms)
-            old_taken++;
-        if (verdict[i] == 0 && lapse_clock_mono_ms() < lock_until)
-            scanner_dispatch(s, e[0], e[1]->integer, e[2], e[3]->integer, lease->str,
-                             lease->len); /* else: stays leased; whoever holds the lock sends it */
-    }
-    free(verdict);
     long long due_left = r->element[3]->integer;
-    freeReplyObject(r);
-    if (s->cfg->scanner_catchup_rate)
-        s->backlog_tokens -= old_taken;
+    /* the batch keeps the reply: the flights' IDs live in it */
+    struct batch *b =
+        claimed ? malloc(sizeof *b + claimed * (sizeof(struct flight) + 1)) : NULL;
+    if (!b) {
+        freeReplyObject(r);
+        if (claimed)
+            return poll_ms; /* the leases run out; claimed again later */
+    } else {
+        struct flight *fl = (struct flight *)(b + 1);
+        char *verdict = (char *)(fl + claimed);
+        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1};
+        scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
+        scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str,
+                           lease->len);
+        int old_taken = 0;
+        for (size_t i = 0; i < claimed; i++) {
+            redisReply **e = r->element + HEAD + PER_ID * i;
+            long long deadline = scanner_deadline(e[1]);
+            if (deadline <= now - s->cfg->scanner_fresh_ms)
+                old_taken++;
+            fl[i] = (struct flight){.batch = b, .id = e[0]};
+            /* not sent (a stale twin; the lock may have expired; Kafka
+             * refused it): it stays leased and is sent later, by whoever
+             * holds the lock then */
+            if (verdict[i] != 0 || lapse_clock_mono_ms() >= lock_until ||
+                scanner_dispatch(s, &fl[i], deadline, e[2], e[3]->integer) < 0)
+                b->refs--;
+        }
+        batch_unref(b, 1); /* the hold of the loop above */
+        if (s->cfg->scanner_catchup_rate)
+            s->backlog_tokens -= old_taken;
+    }
     ADD(claimed, claimed);
     SET(due, due_left);
     SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);

@@ -23,14 +23,27 @@
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define NKEYS LAPSE_SHARD_NKEYS
 
+/*
+ * One claim's IDs in flight. They share the claim's lease and its reply,
+ * which holds their bytes, so a whole claim costs one allocation, not one
+ * per ID; it is freed when its last ID is settled or given up.
+ */
+struct flight;
+struct batch {
+    struct batch *next;      /* in the scanner's settle list while acked is not empty */
+    redisReply *reply;       /* claim.lua's answer: IDs and lease point into it */
+    const redisReply *lease; /* the score claim.lua gave every ID of the batch */
+    uint64_t term;           /* the lease term it was claimed in */
+    size_t refs;             /* flights not yet settled or given up */
+    struct flight *acked;    /* acknowledged, waiting to be settled */
+    struct flight **acked_tail;
+};
+
 /* One event handed to Kafka and not yet settled in Redis. */
 struct flight {
-    struct flight *next;  /* in the ack list once acknowledged */
-    uint64_t term;        /* the lease term it was claimed in */
-    char lease[32];       /* the score claim.lua gave the ID */
-    size_t lease_len;
-    size_t id_len;
-    char id[];            /* the ID bytes */
+    struct batch *batch;
+    struct flight *next;     /* in batch->acked once acknowledged */
+    const redisReply *id;    /* the ID, inside batch->reply */
 };
 
 struct lapse_scanner {
@@ -45,7 +58,10 @@ struct lapse_scanner {
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
     lapse_sink *sink;
-    struct flight *acks;         /* acknowledged, waiting to be settled */
+    struct batch *settle;        /* batches with acknowledged IDs to settle */
+    struct batch **settle_tail;
+    char *event;                 /* the event being encoded (reused) */
+    size_t event_size;
     size_t inflight;             /* sent and not yet answered by Kafka */
     double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */

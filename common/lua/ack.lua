@@ -1,65 +1,74 @@
 -- ack: settle IDs whose events Kafka acknowledged.
 --
 -- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua)
--- ARGV[1] token, then pairs of id, lease (the exact score claim gave it)
+-- ARGV[1] token, then groups: lease (the exact score one claim gave its
+-- IDs), count n, then n IDs of that claim
 -- Returns the number of IDs settled, or -1 when the lock is not ours (fenced:
 -- nothing changed; the new holder redelivers those IDs).
 --
 -- Compare-and-settle: an ID is touched only if its score is still the lease
--- of this claim. A reset (integer score) or a newer claim (another lease)
+-- of its claim. A reset (integer score) or a newer claim (another lease)
 -- means the ID lives on as it is; a cancelled ID is already gone. A settled
 -- one-shot ID is removed with its payload; a repeating one is re-armed at
 -- the next point of its period after now (missed points are skipped, not
 -- fired in a burst) and its fire count goes up.
+--
+-- Grouped by lease, so each ID costs one argument, and the scores are
+-- compared as strings: ZMSCORE formats a score the way claim.lua wrote the
+-- lease (tonumber only for the rare ID whose string differs).
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local settled = 0
-
--- One ZMSCORE for all, then variadic ZREM/HDEL in chunks (Lua's unpack has
--- a limit); repeats, which re-arm, are rare and done one by one.
-local ids = {}
-for i = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
-local score = {}
-for k = 1, #ids, 1000 do
-    local part = redis.call('ZMSCORE', z, unpack(ids, k, math.min(k + 999, #ids)))
-    for j = 1, #part do score[ids[k + j - 1]] = part[j] and tonumber(part[j]) or false end
-end
 local has_r = redis.call('EXISTS', r) == 1
-local zrem, pdel, fdel = {}, {}, {}
+local has_p = redis.call('EXISTS', p) == 1
+local zrem, fdel = {}, {}
 
-for i = 2, #ARGV, 2 do
-    local id = ARGV[i]
-    local cur = score[id]
-    if cur and cur == tonumber(ARGV[i + 1]) then
-        local rep = has_r and redis.call('HGET', r, id)
-        if rep then
-            local period, fired = string.match(rep, '^(%d+):(%d+)$')
-            period, fired = tonumber(period), tonumber(fired) + 1
-            local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(cur)
-            local next = deadline + period
-            if next <= now then
-                next = deadline + period * (math.floor((now - deadline) / period) + 1)
-            end
-            redis.call('ZADD', z, string.format('%d', next), id)
-            redis.call('HSET', r, id, string.format('%d:%d', period, fired))
-            score[id] = next
-        else
-            zrem[#zrem + 1] = id
-            pdel[#pdel + 1] = id
-            score[id] = false
-        end
-        fdel[#fdel + 1] = id
-        settled = settled + 1
-    elseif not cur or cur % 1 == 0 then
-        fdel[#fdel + 1] = id
+-- A repeating ID is re-armed instead of removed (rare: one by one).
+local function rearm(id, rep, cur)
+    local period, fired = string.match(rep, '^(%d+):(%d+)$')
+    period, fired = tonumber(period), tonumber(fired) + 1
+    local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
+    local next = deadline + period
+    if next <= now then
+        next = deadline + period * (math.floor((now - deadline) / period) + 1)
     end
+    redis.call('ZADD', z, string.format('%d', next), id)
+    redis.call('HSET', r, id, string.format('%d:%d', period, fired))
+end
+
+-- One ZMSCORE per group (in chunks: Lua's unpack has a limit), then
+-- variadic ZREM/HDEL in chunks.
+local i = 2
+while i <= #ARGV do
+    local lease, n = ARGV[i], tonumber(ARGV[i + 1])
+    local lease_n = tonumber(lease)
+    local last = i + 1 + n
+    for k = i + 2, last, 1000 do
+        local part = redis.call('ZMSCORE', z, unpack(ARGV, k, math.min(k + 999, last)))
+        for j = 1, #part do
+            local id, cur = ARGV[k + j - 1], part[j]
+            if cur == lease or (cur and tonumber(cur) == lease_n) then
+                local rep = has_r and redis.call('HGET', r, id)
+                if rep then
+                    rearm(id, rep, cur)
+                else
+                    zrem[#zrem + 1] = id
+                end
+                fdel[#fdel + 1] = id
+                settled = settled + 1
+            elseif not cur or tonumber(cur) % 1 == 0 then
+                fdel[#fdel + 1] = id -- settled by a reset or cancel: f is stale
+            end
+        end
+    end
+    i = last + 1
 end
 for k = 1, #zrem, 1000 do
     local last = math.min(k + 999, #zrem)
     redis.call('ZREM', z, unpack(zrem, k, last))
-    redis.call('HDEL', p, unpack(pdel, k, last))
+    if has_p then redis.call('HDEL', p, unpack(zrem, k, last)) end
 end
 for k = 1, #fdel, 1000 do redis.call('HDEL', f, unpack(fdel, k, math.min(k + 999, #fdel))) end
 return settled

@@ -5,7 +5,7 @@
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
 -- take, ARGV[6] the scanner's layout epoch
 -- Returns { now_ms, lease, next_ms, due_left, id1, deadline1, payload1, seq1,
--- id2, ... },
+-- id2, ... } (deadlineN a decimal string),
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
 --   lease:    the score every claimed ID now carries (string, half-integer)
@@ -59,36 +59,48 @@ local function each(cmd, key, args)
     end
 end
 
+-- Per ID as little Lua as possible (this loop is most of a claim's cost):
+-- a score is a lease when it ends in ".5" (checked on the string, not with
+-- tonumber + % 1); a due deadline's string, as Redis formatted it (an
+-- integer: producers write nothing else), goes to f and to the reply as it
+-- is. Everything ZRANGEBYSCORE returned that is not a lease is <= now.
 local ids, deadlines, zargs, fargs = {}, {}, {}, {}
 for i = 1, #due, 2 do
-    local id, score = due[i], tonumber(due[i + 1])
-    local deadline = score
-    if score % 1 ~= 0 then
-        -- an expired lease: its holder never settled it; fire again with
-        -- the deadline that fell due. A producer's take (split) leases IDs
-        -- that are not due yet: those get their deadline back instead.
-        deadline = tonumber(redis.call('HGET', f, id)) or math.floor(score)
+    local id, score = due[i], due[i + 1]
+    local back = false
+    if string.byte(score, -2) == 46 then -- "...5": an expired lease
+        -- its holder never settled it; fire again with the deadline that
+        -- fell due. A producer's take (split) leases IDs that are not due
+        -- yet: those get their deadline back instead.
+        local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(score))
+        score = string.format('%d', deadline)
+        if deadline > now then
+            redis.call('ZADD', z, score, id)
+            redis.call('HDEL', f, id)
+            back = true
+        end
     end
-    if deadline > now then
-        redis.call('ZADD', z, string.format('%d', deadline), id)
-        redis.call('HDEL', f, id)
-    else
-        ids[#ids + 1] = id
-        deadlines[#deadlines + 1] = deadline
-        zargs[#zargs + 1] = lease
-        zargs[#zargs + 1] = id
-        fargs[#fargs + 1] = id
-        fargs[#fargs + 1] = string.format('%d', deadline)
+    if not back then
+        local n = #ids + 1
+        ids[n] = id
+        deadlines[n] = score
+        zargs[2 * n - 1] = lease
+        zargs[2 * n] = id
+        fargs[2 * n - 1] = id
+        fargs[2 * n] = score
     end
 end
 
 if #ids > 0 then
     each('ZADD', z, zargs)
     each('HSET', f, fargs)
+    -- payloads and repeat records: read only when the hash exists at all
     local payloads, repeats = {}, {}
-    for k = 1, #ids, 1000 do
-        local part = redis.call('HMGET', p, unpack(ids, k, math.min(k + 999, #ids)))
-        for j = 1, #part do payloads[k + j - 1] = part[j] end
+    if redis.call('EXISTS', p) == 1 then
+        for k = 1, #ids, 1000 do
+            local part = redis.call('HMGET', p, unpack(ids, k, math.min(k + 999, #ids)))
+            for j = 1, #part do payloads[k + j - 1] = part[j] end
+        end
     end
     if redis.call('EXISTS', r) == 1 then
         for k = 1, #ids, 1000 do
@@ -96,13 +108,15 @@ if #ids > 0 then
             for j = 1, #part do repeats[k + j - 1] = part[j] end
         end
     end
+    local o = #out
     for k = 1, #ids do
         local seq = 0
         if repeats[k] then seq = tonumber(string.match(repeats[k], ':(%d+)$')) + 1 end
-        out[#out + 1] = ids[k]
-        out[#out + 1] = deadlines[k]
-        out[#out + 1] = payloads[k]
-        out[#out + 1] = seq
+        out[o + 1] = ids[k]
+        out[o + 2] = deadlines[k]
+        out[o + 3] = payloads[k] or false
+        out[o + 4] = seq
+        o = o + 4
     end
 end
 
