@@ -364,7 +364,7 @@ static void scanner_ack(lapse_scanner *s)
  * message's opaque and comes back in scanner_delivered. Returns 0, or -1 if
  * it was not sent (its lease runs out and the ID is claimed again). */
 static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
-                            const redisReply *payload, long long seq)
+                            const redisReply *payload /* NULL: none */, long long seq)
 {
     const redisReply *id = f->id;
     struct lapse_event ev = {
@@ -374,8 +374,8 @@ static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadli
         .deadline_ms = deadline,
         .fired_ms = lapse_clock_ms(),
         .shard = s->shard,
-        .payload = payload->type == REDIS_REPLY_STRING ? payload->str : NULL,
-        .payload_len = payload->type == REDIS_REPLY_STRING ? payload->len : 0,
+        .payload = payload && payload->type == REDIS_REPLY_STRING ? payload->str : NULL,
+        .payload_len = payload && payload->type == REDIS_REPLY_STRING ? payload->len : 0,
         .seq = seq,
     };
     size_t need = lapse_event_size(&ev);
@@ -453,7 +453,7 @@ static int scanner_claim(lapse_scanner *s, int want)
      * left of the batch is not sent (a pause, e.g. SIGSTOP, mid-batch). */
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
     redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 6);
-    enum { HEAD = 4, PER_ID = 4 /* id, deadline, payload, seq */ };
+    enum { HEAD = 5, PER_ID = 2 /* id, deadline; payload and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
         long long why = r->element[0]->integer;
@@ -475,7 +475,8 @@ static int scanner_claim(lapse_scanner *s, int want)
         return poll_ms;
     }
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
-        (r->elements - HEAD) % PER_ID != 0) {
+        (r->elements - HEAD) % PER_ID != 0 || r->element[4]->type != REDIS_REPLY_ARRAY ||
+        r->element[4]->elements % 3 != 0) {
         scanner_redis_error(s, "claim", r);
         if (r)
             freeReplyObject(r);
@@ -500,9 +501,18 @@ static int scanner_claim(lapse_scanner *s, int want)
         scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
         scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str,
                            lease->len);
+        const redisReply *extras = r->element[4];
+        size_t x = 0; /* the next (k, payload, seq) */
         int old_taken = 0;
         for (size_t i = 0; i < claimed; i++) {
             redisReply **e = r->element + HEAD + PER_ID * i;
+            const redisReply *payload = NULL;
+            long long seq = 0;
+            if (x < extras->elements && extras->element[x]->integer == (long long)i + 1) {
+                payload = extras->element[x + 1];
+                seq = extras->element[x + 2]->integer;
+                x += 3;
+            }
             long long deadline = scanner_deadline(e[1]);
             if (deadline <= now - s->cfg->scanner_fresh_ms)
                 old_taken++;
@@ -511,7 +521,7 @@ static int scanner_claim(lapse_scanner *s, int want)
              * refused it): it stays leased and is sent later, by whoever
              * holds the lock then */
             if (verdict[i] != 0 || lapse_clock_mono_ms() >= lock_until ||
-                scanner_dispatch(s, &fl[i], deadline, e[2], e[3]->integer) < 0)
+                scanner_dispatch(s, &fl[i], deadline, payload, seq) < 0)
                 b->refs--;
         }
         batch_unref(b, 1); /* the hold of the loop above */

@@ -4,15 +4,20 @@
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
 -- take, ARGV[6] the scanner's layout epoch
--- Returns { now_ms, lease, next_ms, due_left, id1, deadline1, payload1, seq1,
--- id2, ... } (deadlineN a decimal string),
+-- Returns { now_ms, lease, next_ms, due_left, extras, id1, deadline1, id2,
+-- deadline2, ... },
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
---   lease:    the score every claimed ID now carries (string, half-integer)
---   next_ms:  the lowest score left in the zset after the claim, or -1
---   due_left: how many due IDs are left after the claim (the backlog)
---   payloadN: the stored payload, or false when none
---   seqN:     for a repeating ID the number of this fire (1, 2, ...), else 0
+--   lease:     the score every claimed ID now carries (string, half-integer)
+--   next_ms:   the lowest score left in the zset after the claim, or -1
+--   due_left:  how many due IDs are left after the claim (the backlog)
+--   extras:    { k, payload, seq, ... } for the claimed IDs that have a
+--              payload or repeat, k the ID's place (1, 2, ...), ascending;
+--              payload false when none; seq for a repeating ID the number
+--              of this fire (1, 2, ...), else 0. Most IDs have neither, and
+--              two reply elements per ID instead of four cost less on both
+--              ends.
+--   deadlineN: the deadline that fell due (a decimal string)
 --
 -- Due means score <= now on this Redis server's clock: never early. A claimed
 -- ID stays in the zset with score now + lease + 0.5, so if its scanner dies
@@ -49,7 +54,7 @@ if batch > 0 then
         end
     end
 end
-local out = { now, lease, -1, 0 }
+local out = { now, lease, -1, 0, {} }
 
 -- Variadic calls in chunks (Lua's unpack has a limit): one redis.call per
 -- command and chunk instead of one per ID.
@@ -108,15 +113,18 @@ if #ids > 0 then
             for j = 1, #part do repeats[k + j - 1] = part[j] end
         end
     end
-    local o = #out
+    local o, extras = #out, out[5]
     for k = 1, #ids do
-        local seq = 0
-        if repeats[k] then seq = tonumber(string.match(repeats[k], ':(%d+)$')) + 1 end
         out[o + 1] = ids[k]
         out[o + 2] = deadlines[k]
-        out[o + 3] = payloads[k] or false
-        out[o + 4] = seq
-        o = o + 4
+        o = o + 2
+        local payload, rep = payloads[k], repeats[k]
+        if payload or rep then
+            local x = #extras
+            extras[x + 1] = k
+            extras[x + 2] = payload or false
+            extras[x + 3] = rep and tonumber(string.match(rep, ':(%d+)$')) + 1 or 0
+        end
     end
 end
 
