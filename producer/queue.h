@@ -18,6 +18,9 @@
 
 #define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
+#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
+#define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
+#define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
 
 struct producer_op {
     uint64_t hash;             /* lapse_hash of the ID */
@@ -34,11 +37,32 @@ struct producer_op {
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
     int moving;                /* during a split: shard != old_shard */
-    char twin;                 /* take.lua's verdict: 0 not asked, 'a', 't', 'b' */
+    char twin;                 /* take.lua's verdict: 0 not asked, 'a', 't', 'b'; 'f' taken
+                                  but the seed call failed (left to the lease) */
     int64_t twin_deadline;     /* 't'/'b': the twin's deadline */
     int twin_has_pl;           /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
+};
+
+struct moved_slot {
+    uint64_t hash;             /* lapse_hash of the ID */
+    uint32_t off, len;         /* its bytes in moved_ids; len 0: empty slot */
+};
+
+/*
+ * What send.c derives from the layout, in one allocation, so that
+ * lapse_producer_free releases all of it with free(p->keys): the shard key
+ * names and, while splitting, the moved-ID cache of the split (its table and
+ * ID bytes follow the key names; see send.c). Replaced when the shard count
+ * or the splitting state changes; the cache is emptied when the epoch does.
+ */
+struct producer_routes {
+    struct moved_slot *moved;  /* MOVED_SLOTS slots; NULL when not splitting */
+    char *moved_ids;           /* MOVED_BYTES bytes */
+    size_t moved_n;            /* IDs held */
+    size_t moved_len;          /* bytes of moved_ids used */
+    char keys[][LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
 };
 
 struct lapse_producer {
@@ -48,7 +72,7 @@ struct lapse_producer {
     lapse_redis **nodes;            /* one per cfg->nodes entry */
     struct lapse_layout layout;
     int64_t layout_read_ms;         /* monotonic: when the layout was read */
-    char (*keys)[LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
+    struct producer_routes *keys;   /* key names and moved-ID cache (see above) */
     struct producer_op *ops;
     size_t nops, cap_ops;
     uint32_t *index;                /* op index + 1 of the latest op per ID; 0 = empty */

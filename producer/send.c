@@ -28,7 +28,35 @@
  * (NS:e:I, fenced by lapse-scale before it publishes a new layout) and
  * answers "STALE": we reload the layout and route again, so nobody writes a
  * moving ID into its old shard once a split began.
+ *
+ * Moved-ID cache: take, the slow path of apply (per ID, with m_j) and drop
+ * are needed only until an ID has settled in j; a watchdog resets the same
+ * IDs over and over, so the producer remembers, for the split's layout
+ * epoch, the IDs it saw settle, and later writes them in j as plain ops (no
+ * take, no drop, apply's variadic fast path). Settled means that no twin in
+ * i can fire again, whatever anyone does next:
+ *   - take said "a": i holds nothing for the ID, and nothing can put it back:
+ *     writers with this layout write it in j, writers with an older one are
+ *     refused (STALE), a scanner only re-arms an ID it claimed, and a claimed
+ *     twin would have been "b";
+ *   - "t" and the seed call succeeded, or "b" and the op was a touch, repeat
+ *     or cancel (these always change the ID): the ID is in m_j until the
+ *     split ends (only finish deletes m_j, with a new epoch), so i's scanner
+ *     drops any twin left there (our lease running out after a failed drop,
+ *     a repeat re-armed when its fire was acknowledged).
+ * An extend over a busy twin may change nothing, so the ID may be missing
+ * from m_j: it is not cached. A plain write in j does not add the ID to m_j;
+ * m_j only tells i's scanner about twins, and a settled ID has none that
+ * can fire. Seed only copies twins that take leased, which a settled ID
+ * cannot have. The cache compares ID bytes (exact), is emptied when the
+ * layout's epoch changes (finish, the next split) and freed when the split
+ * ends; it holds at most MOVED_MAX IDs (queue.h: 8 MiB of address
+ * space, touched as it fills) and then stops learning: the IDs it holds
+ * keep the fast path, the others take the long way. A restarted producer,
+ * or another one, starts with nothing cached: take answers "a" (or "b"/"t"
+ * as above) and all is as without the cache.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +92,27 @@ struct send {
     char epoch[24];
 };
 
+/* Key names (and, while splitting, an empty moved-ID cache) for layout l;
+ * NULL if out of memory. */
+static struct producer_routes *send_routes_new(const lapse_producer *p, const struct lapse_layout *l)
+{
+    size_t head = offsetof(struct producer_routes, keys) + l->shards * sizeof p->keys->keys[0];
+    head = (head + _Alignof(struct moved_slot) - 1) / _Alignof(struct moved_slot) *
+           _Alignof(struct moved_slot);
+    size_t cache = l->splitting ? MOVED_SLOTS * sizeof(struct moved_slot) + MOVED_BYTES : 0;
+    struct producer_routes *rt = calloc(1, head + cache); /* untouched pages cost nothing */
+    if (!rt)
+        return NULL;
+    for (uint32_t s = 0; s < l->shards; s++)
+        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+            lapse_key_shard(rt->keys[s][k], KEY_MAX, p->cfg->ns, lapse_shard_keys[k], s);
+    if (cache) {
+        rt->moved = (struct moved_slot *)((char *)rt + head);
+        rt->moved_ids = (char *)(rt->moved + MOVED_SLOTS);
+    }
+    return rt;
+}
+
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
 {
     struct lapse_layout l;
@@ -73,18 +122,19 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
                  p->cfg->ns, p->cfg->path);
     if (rc != 0)
         return -1;
-    if (l.shards != p->layout.shards || !p->keys) {
-        char(*keys)[LAPSE_SHARD_NKEYS][KEY_MAX] = calloc(l.shards, sizeof *keys);
-        if (!keys) {
+    if (!p->keys || l.shards != p->layout.shards || l.splitting != p->layout.splitting) {
+        struct producer_routes *rt = send_routes_new(p, &l);
+        if (!rt) {
             lapse_layout_free(&l);
             snprintf(errstr, size, "out of memory");
             return -1;
         }
-        for (uint32_t s = 0; s < l.shards; s++)
-            for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-                lapse_key_shard(keys[s][k], KEY_MAX, p->cfg->ns, lapse_shard_keys[k], s);
         free(p->keys);
-        p->keys = keys;
+        p->keys = rt;
+    } else if (l.epoch != p->layout.epoch && p->keys->moved) {
+        /* what the cache knows holds for one split epoch only */
+        memset(p->keys->moved, 0, MOVED_SLOTS * sizeof *p->keys->moved);
+        p->keys->moved_n = p->keys->moved_len = 0;
     }
     lapse_layout_free(&p->layout);
     p->layout = l;
@@ -92,14 +142,54 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
     return 0;
 }
 
-/* Where each op applies under the current layout; forgets twins. */
+/* The cache slot of the ID: the one holding it, or the empty one where it
+ * goes. The table is never more than half full, so one is found. */
+static struct moved_slot *send_moved_slot(struct producer_routes *rt, uint64_t hash, const char *id,
+                                          size_t len)
+{
+    /* the high bits: moving IDs share their low bits (shard bits) */
+    size_t mask = MOVED_SLOTS - 1;
+    for (size_t i = (size_t)((hash * 0x9e3779b97f4a7c15u) >> 40) & mask;; i = (i + 1) & mask) {
+        struct moved_slot *m = &rt->moved[i];
+        if (m->len == 0 ||
+            (m->hash == hash && m->len == len && memcmp(rt->moved_ids + m->off, id, len) == 0))
+            return m;
+    }
+}
+
+/* 1 if the op's ID is known to have settled in its new shard (see the top). */
+static int send_moved(lapse_producer *p, const struct producer_op *op)
+{
+    return p->keys->moved &&
+           send_moved_slot(p->keys, op->hash, p->arena + op->id_off, op->id_len)->len != 0;
+}
+
+/* Remembers that the op's ID settled in its new shard; a full cache stays as
+ * it is (the ID keeps taking the long way). */
+static void send_moved_add(lapse_producer *p, const struct producer_op *op)
+{
+    struct producer_routes *rt = p->keys;
+    if (!rt->moved || rt->moved_n >= MOVED_MAX || op->id_len > MOVED_BYTES - rt->moved_len)
+        return;
+    const char *id = p->arena + op->id_off;
+    struct moved_slot *m = send_moved_slot(rt, op->hash, id, op->id_len);
+    if (m->len)
+        return;
+    memcpy(rt->moved_ids + rt->moved_len, id, op->id_len);
+    *m = (struct moved_slot){op->hash, (uint32_t)rt->moved_len, (uint32_t)op->id_len};
+    rt->moved_len += op->id_len;
+    rt->moved_n++;
+}
+
+/* Where each op applies under the current layout; forgets twins. An ID
+ * the cache knows is settled goes to its new shard as a plain op. */
 static void send_route(lapse_producer *p)
 {
     const struct lapse_layout *l = &p->layout;
     for (size_t i = 0; i < p->nops; i++) {
         struct producer_op *op = &p->ops[i];
         op->shard = lapse_shard_of(op->hash, l->shards);
-        op->moving = l->splitting && (op->hash & l->prev_shards);
+        op->moving = l->splitting && (op->hash & l->prev_shards) && !send_moved(p, op);
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
         op->twin = 0;
     }
@@ -170,6 +260,29 @@ static void send_report(struct send *s, const struct send_call *c, const char *r
     }
 }
 
+/* A seed call failed (it may have copied some twins, or none): its twins
+ * are neither dropped nor cached; our lease on them runs out and the old
+ * shard's scanner decides (fire, or drop if the ID is in m_j). */
+static void send_unseeded(struct send *s, const struct send_call *c)
+{
+    for (size_t i = 0; i < c->count; i++)
+        s->p->ops[c->ops[i]].twin = 'f';
+}
+
+/* An apply call succeeded: remember its moving IDs that settled in their new
+ * shard (see the top): no twin ('a'), a twin copied by a seed that
+ * succeeded ('t'), or a busy twin and an op that always changes the ID, so
+ * it is in m_j ('b' and not an extend). Their seeds came earlier in the same
+ * node's pipeline, so a failed one already said 'f'. */
+static void send_settled(struct send *s, const struct send_call *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &s->p->ops[c->ops[i]];
+        if (op->moving && (op->twin == 'a' || op->twin == 't' || (op->twin == 'b' && op->op != 'e')))
+            send_moved_add(s->p, op);
+    }
+}
+
 /* The argv of one call: the shard's keys, then the script's fields. */
 static int send_build(struct send *s, const struct send_call *c)
 {
@@ -178,7 +291,7 @@ static int send_build(struct send *s, const struct send_call *c)
     size_t *l = s->argvlen;
     int n = 0;
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-        v[n] = p->keys[c->shard][k], l[n++] = strlen(p->keys[c->shard][k]);
+        v[n] = p->keys->keys[c->shard][k], l[n++] = strlen(p->keys->keys[c->shard][k]);
     if (c->script != LAPSE_SCRIPT_DROP)
         v[n] = s->epoch, l[n++] = strlen(s->epoch);
     if (c->script == LAPSE_SCRIPT_TAKE) {
@@ -300,6 +413,10 @@ static int send_calls(struct send *s)
                     rc = SEND_RETRY;
             } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
                 send_report(s, call, reply->str);
+            else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
+                send_unseeded(s, call);
+            else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
+                send_settled(s, call);
             freeReplyObject(reply);
         }
     }

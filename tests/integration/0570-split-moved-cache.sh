@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# 0570-split-moved-cache: the producer's moved-ID cache (producer/send.c).
+# Once a moving ID settled in its new shard, a producer writes it there
+# directly: take.lua (and drop.lua) run on its first write of the split, not
+# on every write (counted with Redis MONITOR). Moving IDs:
+#   X: pending in its old shard before the split (its twin is taken, copied,
+#      dropped), then reset 40 times (extends, touches) and a final touch
+#   Y: new during the split (no twin), 40 touches and a final touch
+#   R: repeating in its old shard, its fire in flight (Kafka's round trip is
+#      2.5 s) when A touches it: the busy twin is not taken; the touch puts
+#      R in the new shard's moved set, then 40 resets and a final touch. When
+#      the fire is acknowledged, the old shard re-arms R, and its scanner
+#      must drop that twin (R is in the moved set), never fire it
+# and a staying ID Z as a control. Producer O starts before the split and
+# keeps the 2-shard layout: after A cached X, O writes X with that layout;
+# the old shard refuses it (STALE), O reloads and writes X in its new shard.
+# A hand-run apply.lua / take.lua with the old epoch on X's old shard is
+# refused and leaves nothing there. With the scanners of the old and the new
+# shards running, X, Y and R fire once each (R: besides the fire that was in
+# flight), from their new shard, at their final deadline (never early,
+# within a second); X's old deadline, still ahead then, never fires.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+write_config
+scale init 2 >/dev/null
+scanner_start 0
+scanner_start 1
+events_follow events.json
+
+seq -f 'i%02g' 0 39 >ids.txt
+sp_hashes ids.txt >hashes.txt
+read -r iX iY iR _ < <(awk '$2 % 4 >= 2 { printf "%s ", $1 } END { print "" }' hashes.txt)
+iZ=$(awk '$2 % 4 < 2 { print $1; exit }' hashes.txt)
+[[ -n $iR && -n $iZ ]] || fail "not enough moving IDs among i00..i39"
+h() { awk -v id="$1" '$1 == id { print $2 }' hashes.txt; }
+note "X=$iX Y=$iY R=$iR Z=$iZ"
+take_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/take.lua" | cut -d' ' -f1)
+drop_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/drop.lua" | cut -d' ' -f1)
+
+t0=$(now_ms)
+dX0=$((t0 + 8000)) # X's deadline before the split: still ahead when the writes end
+dR0=$((t0 + 1000))
+kafka_ctl "rtt 1 2500"
+printf 'touch %s @%d px0\ntouch %s @%d pz0\nrepeat %s @%d 700 pr\n' "$iX" "$dX0" "$iZ" $((t0 + 60000)) \
+    "$iR" "$dR0" >pre.txt
+tO=$(local_ms)
+sp_producer O
+sp_feed O pre.txt
+epoch0=$(sp_status .epoch)
+assert_eq "$(sp_where "$iX")" "$(($(h "$iX") % 2)) $dX0" "X before the split"
+
+SPAWN_OUT=$T/monitor.log spawn monitor redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR
+wait_until 3000 '[[ -s $T/monitor.log ]]' || fail "redis-cli MONITOR did not start"
+scale split >split.out || fail "split: exit status $?"
+scanner_start 2
+scanner_start 3
+epoch=$(sp_status .epoch)
+stale0=$(rcli INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
+
+# A (the split layout) writes X, Y and R once: they settle in their new shard
+iold=$(($(h "$iX") % 2)) iRold=$(($(h "$iR") % 2))
+wait_until 5000 'is_lease "$(rcli ZSCORE "$NS:z:$iRold" "$iR")"' || fail "R not claimed within 5 s"
+sp_producer A
+printf 'extend %s @%d\ntouch %s @%d py1\ntouch %s @%d\n' "$iX" $((t0 + 9000)) "$iY" $((t0 + 9000)) \
+    "$iR" $((t0 + 9000)) >a1.txt
+sp_feed A a1.txt
+is_lease "$(rcli ZSCORE "$NS:z:$iRold" "$iR")" ||
+    fail "R's fire was acknowledged before A touched R (machine too slow?)"
+# O, with the old layout, writes X: refused by X's old shard, then applied
+# in its new shard after a take (O's own first write of X)
+printf 'touch %s @%d po\n' "$iX" $((t0 + 9500)) >o1.txt
+tO1=$(local_ms)
+sp_feed O o1.txt
+stale1=$(rcli INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
+if ((tO1 - tO < 900)); then
+    assert_ge "${stale1:-0}" $((${stale0:-0} + 1)) "STALE replies to producer O after the split"
+else
+    note "O's write came $((tO1 - tO)) ms after its start: it may have re-read the layout by itself"
+fi
+assert_eq "$(sp_where "$iX")" "$(($(h "$iX") % 4)) $((t0 + 9500))" "X after O's write"
+
+# a writer with the old layout is refused by X's old shard, which stays empty
+lua() { # SCRIPT SHARD ARGS...: a lapse script on SHARD's keys, as lapse calls it
+    local script=$1 s=$2
+    shift 2
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
+        "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
+}
+assert_match "$(lua apply "$iold" "$epoch0" t "$iX" "@$((t0 + 9600))" "" 0 "" "" 2>&1)" "^STALE $epoch" \
+    "apply.lua with the old epoch"
+assert_match "$(lua take "$iold" "$epoch0" 1000 "$iX" 2>&1)" "^STALE $epoch" "take.lua with the old epoch"
+assert_eq "$(rcli ZSCORE "$NS:z:$iold" "$iX")" "" "X in its old shard after the refused writes"
+
+# 40 more resets each, one or two a batch; then the final deadlines
+for ((k = 1; k <= 40; k++)); do
+    if ((k % 2)); then
+        printf 'extend %s @%d\ntouch %s @%d\n' "$iX" $((t0 + 10000 + k)) "$iY" $((t0 + 10000 + k))
+    else
+        printf 'touch %s @%d px%d\ntouch %s @%d\n' "$iX" $((t0 + 10000 + k)) "$k" "$iY" $((t0 + 10000 + k))
+    fi >&"${SP_FD[A]}"
+    printf 'extend %s @%d\n' "$iR" $((t0 + 10000 + k)) >&"${SP_FD[A]}"
+    sleep 0.02
+done
+tf=$(now_ms)
+dX=$((tf + 1500)) dY=$((tf + 1700)) dR=$((tf + 1900))
+((dX < dX0)) || fail "the writes took until t0 + $((tf - t0)) ms: X's old deadline passed meanwhile (machine too slow)"
+printf 'touch %s @%d pxf\ntouch %s @%d pyf\ntouch %s @%d prf\n' "$iX" "$dX" "$iY" "$dY" "$iR" "$dR" >a2.txt
+sp_feed A a2.txt
+proc_stop monitor 5
+kafka_ctl "rtt 1 0"
+
+# take ran once per producer that wrote X (A's first write, O's), once for
+# Y and R; drop once for X (the twin A copied), never for R (busy)
+count() { grep -F "\"$1\"" monitor.log | grep -F "\"$2\"" | wc -l; }
+note "MONITOR: take X $(count "$take_sha" "$iX"), Y $(count "$take_sha" "$iY"), R $(count "$take_sha" "$iR"); drop X $(count "$drop_sha" "$iX"); lines with X $(grep -cF "\"$iX\"" monitor.log)"
+assert_eq "$(count "$take_sha" "$iX")" 2 "take.lua calls with X (A's first write, O's)"
+assert_eq "$(count "$take_sha" "$iY")" 1 "take.lua calls with Y"
+assert_eq "$(count "$take_sha" "$iR")" 1 "take.lua calls with R"
+assert_eq "$(count "$drop_sha" "$iR")" 0 "drop.lua calls with R"
+assert_eq "$(count "$drop_sha" "$iX")" 1 "drop.lua calls with X"
+assert_ge "$(grep -cF "\"$iX\"" monitor.log)" 20 "Redis commands naming X (the writes reached Redis)"
+for id in $iX $iY; do
+    assert_eq "$(sp_where "$id" | cut -d' ' -f1)" $(($(h "$id") % 4)) "$id's shards after the writes"
+done
+# R's old twin, re-armed when its fire is acknowledged, is dropped as stale
+wait_until 5000 '[[ $(sp_where "$iR" | cut -d" " -f1 | paste -sd" ") == $(($(h "$iR") % 4)) ]]' ||
+    fail "R's old twin was not dropped: $(sp_where "$iR" | paste -sd' ')"
+
+# both scanners of X's and Y's old and new shards run: each fires once
+sleep_until_ms $((dX0 + 1000))
+{
+    sp_marker_cancels
+    echo "cancel $iZ"
+} | produce || fail "cancelling the markers: exit status $?"
+wait_until 3000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
+scale finish >/dev/null || fail "finish: exit status $?"
+sp_wait_no_data 3000
+sleep 0.3
+events_follow_stop
+got() { sp_events_tsv events.json | awk -F'\t' -v id="$1" '$1 == id { print $2 "/" $5 "/" $4 }' | paste -sd' '; }
+assert_eq "$(got "$iX")" "$dX/pxf/$(($(h "$iX") % 4))" "X's fires (deadline/payload/shard)"
+assert_eq "$(got "$iY")" "$dY/pyf/$(($(h "$iY") % 4))" "Y's fires (deadline/payload/shard)"
+assert_eq "$(got "$iR")" "$dR0/pr/$iRold $dR/prf/$(($(h "$iR") % 4))" "R's fires (the one in flight, the final one)"
+assert_eq "$(got "$iZ")" "" "Z's fires (cancelled)"
+late=$(sp_events_tsv events.json | awk -F'\t' -v x="$iX" -v y="$iY" -v r="$iR" \
+    '($1 == x || $1 == y || $1 == r && $2 != '"$dR0"') && $3 - $2 > 1000')
+[[ -z $late ]] || fail "fired more than a second late: $late"
+assert_never_early events.json
+for p in A O; do
+    proc_stop "$p" 10
+    assert_eq "$PROC_RC" 0 "producer $p's exit status"
+done
