@@ -41,6 +41,16 @@ struct producer_op {
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
 };
 
+/* A batch's buffers: its ops and the bytes they point into. */
+struct producer_batch {
+    struct producer_op *ops;
+    size_t nops, cap_ops;
+    char *arena;
+    size_t arena_len, arena_cap;
+};
+
+struct send;
+
 struct lapse_producer {
     const struct lapse_config *cfg;
     struct lapse_config owned_cfg;  /* when opened from a file */
@@ -55,6 +65,8 @@ struct lapse_producer {
     size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
+    struct producer_batch flight;   /* a full batch sent, its replies not read yet */
+    struct send *sending;           /* its calls (send.c), or NULL: none in flight */
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct lapse_producer_stats stats;
     lapse_producer_error_cb *on_error;
@@ -70,5 +82,18 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 /* Applies every queued op (send.c). 0, or -1 with errstr after reporting
  * each op that could not be applied through on_error. */
 int producer_send(lapse_producer *p, char *errstr, size_t size);
+
+/* Sends every queued op without waiting for the replies (p->sending), when
+ * nothing needs a careful send (no split, a fresh layout). 0 when sent, -1
+ * when the caller should use producer_send. */
+int producer_send_start(lapse_producer *p);
+
+/* Reads the replies of what producer_send_start sent, with those ops queued
+ * again (the batch swapped back in); anything short of applied falls back
+ * to producer_send. Returns as producer_send. */
+int producer_send_finish(lapse_producer *p, char *errstr, size_t size);
+
+/* Forgets what producer_send_start sent without reading its replies. */
+void producer_send_abandon(lapse_producer *p);
 
 #endif
