@@ -220,7 +220,6 @@ static int producer_fill(lapse_producer *p, struct producer_op *op, const struct
 static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
                           int64_t *when)
 {
-    int64_t now = lapse_clock_ms();
     if (cmd->op != LAPSE_OP_EXTEND) {
         /* touch/repeat/cancel make the memory wrong; touch could be kept,
          * but a later extend would then skip a write the repeat grid or a
@@ -228,9 +227,13 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
         lapse_slack_forget(p->slack, hash, cmd->id, cmd->id_len);
         return 0;
     }
+    /* the clock only when needed: this runs for every signal of a stream */
+    int64_t now = cmd->when_kind == LAPSE_WHEN_REL ? lapse_clock_ms() : 0;
     int64_t at = cmd->when_kind == LAPSE_WHEN_REL ? now + cmd->when_ms : cmd->when_ms;
     if (lapse_slack_covered(p->slack, hash, cmd->id, cmd->id_len, at))
         return 1;
+    if (cmd->when_kind != LAPSE_WHEN_REL)
+        now = lapse_clock_ms();
     int64_t slack = p->cfg->producer_slack_ms;
     if (*when > LAPSE_WHEN_MAX - slack)
         slack = LAPSE_WHEN_MAX - *when;
@@ -370,6 +373,8 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     op->id_len = cmd->id_len;
     if (producer_fill(p, op, cmd, when, tag) < 0)
         goto oom;
+    if (*slot) /* the ID's earlier op stays: both keep their order */
+        op->shared = p->ops[*slot - 1].shared = 1;
     op->slot = (size_t)(slot - p->index);
     *slot = (uint32_t)++p->nops; /* the latest op of this ID from now on */
     if (p->nops >= (size_t)p->cfg->producer_batch && producer_flush_full(p, errstr, size) < 0)

@@ -30,6 +30,7 @@ struct producer_op {
     size_t pl_off, pl_len;     /* in the arena */
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
+    int shared;                /* another op of the same ID is in the batch */
     /* set by send.c for the current layout: */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */

@@ -38,7 +38,7 @@
 #include "queue.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
-#define ARGV_MAX (LAPSE_SHARD_NKEYS + 2 + 8 * APPLY_CHUNK)
+#define ARGV_MAX (LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
 
@@ -63,6 +63,7 @@ struct send {
     char (*nums)[3][32];    /* per op of a call: number strings */
     size_t *sent;           /* per node: calls sent, replies not yet read */
     char epoch[24];
+    char plain[24];         /* apply.lua's count of plain pairs */
 };
 
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
@@ -206,6 +207,42 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
     return n;
 }
 
+/* An op apply.lua can pass to ZADD GT as it comes (its "plain" pairs): an
+ * extend to an absolute time, without payload, of an ID with no other op in
+ * the batch (so taking it out of order changes nothing), outside a split. */
+static int send_plain(const struct producer_op *op)
+{
+    return op->op == 'e' && op->kind == LAPSE_WHEN_ABS && !op->has_payload && !op->moving &&
+           !op->shared;
+}
+
+/* apply.lua's argv after the epoch: the count of plain pairs, the pairs
+ * (time, ID), then the other ops. */
+static int send_build_apply(struct send *s, const struct send_call *c, const char **v, size_t *l,
+                            int n)
+{
+    lapse_producer *p = s->p;
+    int count_at = n++;
+    size_t plain = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        if (!send_plain(op))
+            continue;
+        l[n] = (size_t)snprintf(s->nums[i][0], 32, "%lld", (long long)op->when_ms);
+        v[n++] = s->nums[i][0];
+        v[n] = p->arena + op->id_off, l[n++] = op->id_len;
+        plain++;
+    }
+    l[count_at] = (size_t)snprintf(s->plain, sizeof s->plain, "%zu", plain);
+    v[count_at] = s->plain;
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        if (!send_plain(op))
+            n = send_apply_args(p, op, s->nums[i], v, l, n);
+    }
+    return n;
+}
+
 /* The argv of one call: the shard's keys, then the script's fields. */
 static int send_build(struct send *s, const struct send_call *c)
 {
@@ -217,6 +254,8 @@ static int send_build(struct send *s, const struct send_call *c)
         v[n] = p->keys[c->shard][k], l[n++] = strlen(p->keys[c->shard][k]);
     if (c->script != LAPSE_SCRIPT_DROP)
         v[n] = s->epoch, l[n++] = strlen(s->epoch);
+    if (c->script == LAPSE_SCRIPT_APPLY)
+        return send_build_apply(s, c, v, l, n);
     if (c->script == LAPSE_SCRIPT_TAKE) {
         int len = snprintf(s->nums[0][0], 32, "%d", p->cfg->scanner_lease_ms);
         v[n] = s->nums[0][0], l[n++] = (size_t)len;
@@ -241,7 +280,7 @@ static int send_build(struct send *s, const struct send_call *c)
             v[n] = p->arena + op->twin_rep_off, l[n++] = op->twin_rep_len;
             break;
         default:
-            n = send_apply_args(p, op, s->nums[i], v, l, n);
+            break;
         }
     }
     return n;

@@ -4,8 +4,12 @@
 --   or lease (in flight), [2] p payloads, [3] f deadlines of in-flight IDs,
 --   [4] r "period_ms:fired" of repeating IDs, [5] m IDs written here during a
 --   split, [6] lock, [7] e the shard's layout epoch
--- ARGV[1] the producer's layout epoch, then per operation: a head, the ID,
--- and the extra arguments the head's flags announce:
+-- ARGV[1] the producer's layout epoch, ARGV[2] a count K of plain pairs,
+-- then K pairs "deadline ms", ID: extends to an absolute time, without
+-- payload, of IDs no other operation of the call touches (passed straight
+-- to ZADD GT when nothing here needs a closer look); then per other
+-- operation: a head, the ID, and the extra arguments the head's flags
+-- announce:
 --   head:  the op ("t" touch, "e" extend, "r" repeat, "c" cancel), then flag
 --          letters, then (not for cancel) the time: "+<ms>" relative to this
 --          shard's Redis clock or "@<ms>" absolute. E.g. "e@1795322052804".
@@ -37,9 +41,34 @@ if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) en
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local changed = 0
+local has_r = redis.call('EXISTS', r) == 1
+local has_f = redis.call('EXISTS', f) == 1
+
 -- Decode the operations into parallel arrays (nil where a flag is absent).
 local OP, ID, AT, ATS, PER, PL, MV, INH = {}, {}, {}, {}, {}, {}, {}, {}
-local n, i = 0, 2
+local n, i = 0, 3 + 2 * tonumber(ARGV[2])
+
+-- The plain pairs: ZADD GT as they are, unless the shard has repeating IDs
+-- or one of them is in flight (see below); then they join the others.
+if i > 3 then
+    local direct = not has_r
+    if direct and has_f then
+        local ids = {}
+        for k = 4, i - 1, 2 do ids[#ids + 1] = ARGV[k] end
+        local dl = redis.call('HMGET', f, unpack(ids))
+        for k = 1, #ids do if dl[k] then direct = false end end
+    end
+    if direct then
+        changed = redis.call('ZADD', z, 'GT', 'CH', unpack(ARGV, 3, i - 1))
+    else
+        for k = 3, i - 1, 2 do
+            n = n + 1
+            OP[n], ID[n], ATS[n] = 'e', ARGV[k + 1], ARGV[k]
+        end
+    end
+end
+
 while i <= #ARGV do
     local h = ARGV[i]
     n = n + 1
@@ -67,9 +96,6 @@ while i <= #ARGV do
     end
 end
 
-local changed = 0
-local has_r = redis.call('EXISTS', r) == 1
-
 -- The fastest path, for watchdog streams: an extend without payload of an
 -- ID that is not in flight, in a shard without repeating IDs, is exactly
 -- ZADD GT (added when absent, raised when later, else left), so runs of them
@@ -80,7 +106,7 @@ local function plain_extend(k)
     return OP[k] == 'e' and not MV[k] and not PL[k]
 end
 local busy = {}
-if not has_r and redis.call('EXISTS', f) == 1 then
+if not has_r and has_f then
     local cand = {}
     for k = 1, n do
         if plain_extend(k) then cand[#cand + 1] = ID[k] end
