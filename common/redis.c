@@ -259,6 +259,21 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
     return -1;
 }
 
+int lapse_redis_send(lapse_redis *r)
+{
+    if (!r->c) {
+        redis_set_error(r, "redis %s: not connected", r->name);
+        return -1;
+    }
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(r->c, &done) != REDIS_OK) {
+            redis_fail(r, "write");
+            return -1;
+        }
+    return 0;
+}
+
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;

@@ -61,6 +61,11 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen);
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply);
 
+/* Writes the appended calls out now (get_reply would write them first
+ * anyway): Redis runs them while the caller does other work and reads the
+ * replies later. 0, or -1 on a connection failure (as get_reply). */
+int lapse_redis_send(lapse_redis *r);
+
 /* 1 if `reply` is Redis's NOSCRIPT error; also marks the scripts for reload. */
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);
 

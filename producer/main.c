@@ -230,6 +230,13 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int rc = serve(&run);
+    struct lapse_producer_stats st;
+    lapse_producer_stats(run.p, &st);
+    log_info("done: %llu lines rejected; operations: %llu submitted, %llu coalesced, "
+             "%llu absorbed by slack, %llu written in %llu batches, %llu failed",
+             run.rejected, (unsigned long long)st.submitted, (unsigned long long)st.coalesced,
+             (unsigned long long)st.absorbed, (unsigned long long)st.written,
+             (unsigned long long)st.flushes, (unsigned long long)st.failed);
     lapse_producer_free(run.p);
     lapse_config_free(&cfg);
     if (rc < 0)

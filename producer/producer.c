@@ -98,6 +98,9 @@ void lapse_producer_free(lapse_producer *p)
     free(p->nodes);
     lapse_layout_free(&p->layout);
     lapse_slack_free(p->slack);
+    producer_send_abandon(p);
+    free(p->flight.ops);
+    free(p->flight.arena);
     if (p->owns_cfg)
         lapse_config_free(&p->owned_cfg);
     free(p->keys);
@@ -107,7 +110,10 @@ void lapse_producer_free(lapse_producer *p)
     free(p);
 }
 
-size_t lapse_producer_pending(const lapse_producer *p) { return p->nops; }
+size_t lapse_producer_pending(const lapse_producer *p)
+{
+    return p->nops + (p->sending ? p->flight.nops : 0);
+}
 
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out)
 {
@@ -214,7 +220,6 @@ static int producer_fill(lapse_producer *p, struct producer_op *op, const struct
 static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
                           int64_t *when)
 {
-    int64_t now = lapse_clock_ms();
     if (cmd->op != LAPSE_OP_EXTEND) {
         /* touch/repeat/cancel make the memory wrong; touch could be kept,
          * but a later extend would then skip a write the repeat grid or a
@@ -222,9 +227,13 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
         lapse_slack_forget(p->slack, hash, cmd->id, cmd->id_len);
         return 0;
     }
+    /* the clock only when needed: this runs for every signal of a stream */
+    int64_t now = cmd->when_kind == LAPSE_WHEN_REL ? lapse_clock_ms() : 0;
     int64_t at = cmd->when_kind == LAPSE_WHEN_REL ? now + cmd->when_ms : cmd->when_ms;
     if (lapse_slack_covered(p->slack, hash, cmd->id, cmd->id_len, at))
         return 1;
+    if (cmd->when_kind != LAPSE_WHEN_REL)
+        now = lapse_clock_ms();
     int64_t slack = p->cfg->producer_slack_ms;
     if (*when > LAPSE_WHEN_MAX - slack)
         slack = LAPSE_WHEN_MAX - *when;
@@ -232,6 +241,83 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     /* Out of memory only costs the absorbing of this ID's next extends. */
     (void)lapse_slack_set(p->slack, hash, cmd->id, cmd->id_len, at + slack, now);
     return 0;
+}
+
+/* Exchanges the queue with the batch in flight: send.c works on the queue. */
+static void producer_swap(lapse_producer *p)
+{
+    struct producer_batch q = {p->ops, p->nops, p->cap_ops, p->arena, p->arena_len, p->arena_cap};
+    p->ops = p->flight.ops;
+    p->nops = p->flight.nops;
+    p->cap_ops = p->flight.cap_ops;
+    p->arena = p->flight.arena;
+    p->arena_len = p->flight.arena_len;
+    p->arena_cap = p->flight.arena_cap;
+    p->flight = q;
+}
+
+/* Counts a batch that was sent; rc < 0: not applied (each op reported). */
+static void producer_done(lapse_producer *p, int rc)
+{
+    if (rc < 0 && p->slack) {
+        /* What was remembered as written may not be: forget it all. */
+        lapse_slack_free(p->slack);
+        p->slack = lapse_slack_new();
+    }
+}
+
+/* The queued ops count as written and leave the coalescing index: new
+ * submissions no longer fold into them. */
+static void producer_unindex(lapse_producer *p)
+{
+    p->stats.written += p->nops;
+    p->stats.flushes++;
+    for (size_t i = 0; i < p->nops; i++) /* clear only the slots in use */
+        p->index[p->ops[i].slot] = 0;
+}
+
+/* Empties the queue after its batch was sent. */
+static void producer_clear(lapse_producer *p)
+{
+    producer_unindex(p);
+    p->nops = 0;
+    p->arena_len = 0;
+}
+
+/* Waits for the batch in flight, if any. Returns as lapse_producer_flush. */
+static int producer_collect(lapse_producer *p, char *errstr, size_t size)
+{
+    if (!p->sending)
+        return 0;
+    producer_swap(p);
+    int rc = producer_send_finish(p, errstr, size);
+    producer_done(p, rc);
+    p->nops = 0; /* counted and unindexed when it was sent */
+    p->arena_len = 0;
+    producer_swap(p);
+    return rc;
+}
+
+/*
+ * A full batch while operations stream in: send it without waiting for the
+ * replies, which the next flush reads (first thing), so Redis applies this
+ * batch while the next one is queued and parsed. At most one batch is in
+ * flight, and it is settled before the next is sent, so per-ID order holds;
+ * a batch in flight that was not applied is re-sent the careful way before
+ * anything after it.
+ */
+static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
+{
+    int rc = producer_collect(p, errstr, size);
+    if (producer_send_start(p) < 0) {
+        int now = producer_send(p, errstr, size);
+        producer_done(p, now);
+        producer_clear(p);
+        return rc < 0 ? rc : now;
+    }
+    producer_unindex(p);
+    producer_swap(p); /* the queue is now the empty buffers of the last flight */
+    return rc;
 }
 
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
@@ -287,9 +373,11 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     op->id_len = cmd->id_len;
     if (producer_fill(p, op, cmd, when, tag) < 0)
         goto oom;
+    if (*slot) /* the ID's earlier op stays: both keep their order */
+        op->shared = p->ops[*slot - 1].shared = 1;
     op->slot = (size_t)(slot - p->index);
     *slot = (uint32_t)++p->nops; /* the latest op of this ID from now on */
-    if (p->nops >= (size_t)p->cfg->producer_batch && lapse_producer_flush(p, errstr, size) < 0)
+    if (p->nops >= (size_t)p->cfg->producer_batch && producer_flush_full(p, errstr, size) < 0)
         return -2;
     return 0;
 oom:
@@ -349,19 +437,11 @@ int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint
 
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
 {
+    int rc = producer_collect(p, errstr, size);
     if (p->nops == 0)
-        return 0;
-    int rc = producer_send(p, errstr, size);
-    if (rc < 0 && p->slack) {
-        /* What was remembered as written may not be: forget it all. */
-        lapse_slack_free(p->slack);
-        p->slack = lapse_slack_new();
-    }
-    p->stats.written += p->nops;
-    p->stats.flushes++;
-    for (size_t i = 0; i < p->nops; i++) /* clear only the slots in use */
-        p->index[p->ops[i].slot] = 0;
-    p->nops = 0;
-    p->arena_len = 0;
-    return rc;
+        return rc;
+    int now = producer_send(p, errstr, size);
+    producer_done(p, now);
+    producer_clear(p);
+    return rc < 0 ? rc : now;
 }

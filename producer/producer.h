@@ -13,9 +13,12 @@
  * Within one batch only the net effect per ID goes to Redis (coalescing:
  * touch, touch, touch -> the last touch; extend +5 s, extend +9 s ->
  * extend +9 s), with the same result as applying every operation. Queueing
- * never blocks, except that reaching producer.batch queued operations
- * flushes. Callers that stream should flush whenever no more input is
- * waiting, so a lone operation is not held back.
+ * never blocks, except that reaching producer.batch queued operations sends
+ * them: that batch goes out without waiting for Redis's answer, which the
+ * next send reads first, so Redis applies one batch while the next is
+ * queued. Callers that stream should flush whenever no more input is
+ * waiting, so a lone operation is not held back; lapse_producer_flush
+ * returns only once everything submitted before it is applied.
  *
  * With producer.slack_ms > 0, extends are coalesced across batches too (see
  * slack.h): an extend already covered by what this producer wrote is
@@ -61,14 +64,16 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
 lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
                                     char *errstr, size_t size);
 
-void lapse_producer_free(lapse_producer *p); /* accepts NULL; does not flush */
+/* Accepts NULL. Does not flush: what is queued is dropped, and a batch in
+ * flight may or may not have been applied. */
+void lapse_producer_free(lapse_producer *p);
 
 /*
  * Queues `cmd` (its bytes are copied; the caller keeps ownership). Returns 0;
  * -1 with errstr if the command breaks a rule of the line protocol (nothing
- * queued); or -2 with errstr if it was queued but the automatic flush that
- * followed failed (as lapse_producer_flush: every queued operation, this one
- * included, was reported through on_error).
+ * queued); or -2 with errstr if it was queued and an automatic send failed
+ * (as lapse_producer_flush: every operation of the failed batch, the one in
+ * flight or this one's, was reported through on_error).
  */
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size);
@@ -88,8 +93,9 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
 
-/* Applies everything queued. Returns 0, or -1 with errstr when Redis stayed
- * unreachable; the queue is then dropped and each operation reported. */
+/* Applies everything queued and the batch in flight. Returns 0, or -1 with
+ * errstr when Redis stayed unreachable; those operations are then dropped
+ * and each one reported. */
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);
 
 /* Operations queued and not yet applied. */

@@ -33,6 +33,7 @@ struct producer_op {
     size_t pl_off, pl_len;     /* in the arena */
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
+    int shared;                /* another op of the same ID is in the batch */
     /* set by send.c for the current layout: */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
@@ -65,6 +66,16 @@ struct producer_routes {
     char keys[][LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
 };
 
+/* A batch's buffers: its ops and the bytes they point into. */
+struct producer_batch {
+    struct producer_op *ops;
+    size_t nops, cap_ops;
+    char *arena;
+    size_t arena_len, arena_cap;
+};
+
+struct send;
+
 struct lapse_producer {
     const struct lapse_config *cfg;
     struct lapse_config owned_cfg;  /* when opened from a file */
@@ -79,6 +90,8 @@ struct lapse_producer {
     size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
+    struct producer_batch flight;   /* a full batch sent, its replies not read yet */
+    struct send *sending;           /* its calls (send.c), or NULL: none in flight */
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct lapse_producer_stats stats;
     lapse_producer_error_cb *on_error;
@@ -94,5 +107,18 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 /* Applies every queued op (send.c). 0, or -1 with errstr after reporting
  * each op that could not be applied through on_error. */
 int producer_send(lapse_producer *p, char *errstr, size_t size);
+
+/* Sends every queued op without waiting for the replies (p->sending), when
+ * nothing needs a careful send (no split, a fresh layout). 0 when sent, -1
+ * when the caller should use producer_send. */
+int producer_send_start(lapse_producer *p);
+
+/* Reads the replies of what producer_send_start sent, with those ops queued
+ * again (the batch swapped back in); anything short of applied falls back
+ * to producer_send. Returns as producer_send. */
+int producer_send_finish(lapse_producer *p, char *errstr, size_t size);
+
+/* Forgets what producer_send_start sent without reading its replies. */
+void producer_send_abandon(lapse_producer *p);
 
 #endif

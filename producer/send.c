@@ -66,7 +66,7 @@
 #include "queue.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
-#define ARGV_MAX (LAPSE_SHARD_NKEYS + 2 + 8 * APPLY_CHUNK)
+#define ARGV_MAX (LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
 
@@ -89,7 +89,9 @@ struct send {
     const char **argv;
     size_t *argvlen;
     char (*nums)[3][32];    /* per op of a call: number strings */
+    size_t *sent;           /* per node: calls sent, replies not yet read */
     char epoch[24];
+    char plain[24];         /* apply.lua's count of plain pairs */
 };
 
 /* Key names (and, while splitting, an empty moved-ID cache) for layout l;
@@ -283,6 +285,77 @@ static void send_settled(struct send *s, const struct send_call *c)
     }
 }
 
+/* One op's arguments of apply.lua: a head (op, flags, time), the ID, then
+ * one argument per flag. Number strings go to `nums`. Returns the new argc. */
+static int send_apply_args(const lapse_producer *p, const struct producer_op *op, char nums[3][32],
+                           const char **v, size_t *l, int n)
+{
+    char *h = nums[0];
+    size_t hl = 0;
+    int busy = op->moving && op->twin == 'b'; /* its twin is in flight */
+    int inherit = busy && op->inherit_len > 0;
+    h[hl++] = op->op;
+    if (op->op == 'r')
+        h[hl++] = 'R';
+    if (op->has_payload)
+        h[hl++] = 'P';
+    if (op->moving)
+        h[hl++] = 'M';
+    if (inherit)
+        h[hl++] = 'I';
+    if (op->op != 'c')
+        hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
+                               (long long)op->when_ms);
+    v[n] = h, l[n++] = hl;
+    v[n] = p->arena + op->id_off, l[n++] = op->id_len;
+    if (op->op == 'r')
+        l[n] = (size_t)snprintf(nums[1], 32, "%lld", (long long)op->period_ms), v[n++] = nums[1];
+    if (op->has_payload)
+        v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
+    if (op->moving)
+        l[n] = busy ? (size_t)snprintf(nums[2], 32, "%lld", (long long)op->twin_deadline) : 0,
+        v[n++] = nums[2];
+    if (inherit) /* kept as "1" + payload */
+        v[n] = p->arena + op->inherit_off + 1, l[n++] = op->inherit_len - 1;
+    return n;
+}
+
+/* An op apply.lua can pass to ZADD GT as it comes (its "plain" pairs): an
+ * extend to an absolute time, without payload, of an ID with no other op in
+ * the batch (so taking it out of order changes nothing), outside a split. */
+static int send_plain(const struct producer_op *op)
+{
+    return op->op == 'e' && op->kind == LAPSE_WHEN_ABS && !op->has_payload && !op->moving &&
+           !op->shared;
+}
+
+/* apply.lua's argv after the epoch: the count of plain pairs, the pairs
+ * (time, ID), then the other ops. */
+static int send_build_apply(struct send *s, const struct send_call *c, const char **v, size_t *l,
+                            int n)
+{
+    lapse_producer *p = s->p;
+    int count_at = n++;
+    size_t plain = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        if (!send_plain(op))
+            continue;
+        l[n] = (size_t)snprintf(s->nums[i][0], 32, "%lld", (long long)op->when_ms);
+        v[n++] = s->nums[i][0];
+        v[n] = p->arena + op->id_off, l[n++] = op->id_len;
+        plain++;
+    }
+    l[count_at] = (size_t)snprintf(s->plain, sizeof s->plain, "%zu", plain);
+    v[count_at] = s->plain;
+    for (size_t i = 0; i < c->count; i++) {
+        const struct producer_op *op = &p->ops[c->ops[i]];
+        if (!send_plain(op))
+            n = send_apply_args(p, op, s->nums[i], v, l, n);
+    }
+    return n;
+}
+
 /* The argv of one call: the shard's keys, then the script's fields. */
 static int send_build(struct send *s, const struct send_call *c)
 {
@@ -294,13 +367,15 @@ static int send_build(struct send *s, const struct send_call *c)
         v[n] = p->keys->keys[c->shard][k], l[n++] = strlen(p->keys->keys[c->shard][k]);
     if (c->script != LAPSE_SCRIPT_DROP)
         v[n] = s->epoch, l[n++] = strlen(s->epoch);
+    if (c->script == LAPSE_SCRIPT_APPLY)
+        return send_build_apply(s, c, v, l, n);
     if (c->script == LAPSE_SCRIPT_TAKE) {
         int len = snprintf(s->nums[0][0], 32, "%d", p->cfg->scanner_lease_ms);
         v[n] = s->nums[0][0], l[n++] = (size_t)len;
     }
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &p->ops[c->ops[i]];
-        char *num0 = s->nums[i][0], *num1 = s->nums[i][1], *num2 = s->nums[i][2];
+        char *num0 = s->nums[i][0];
         const char *id = p->arena + op->id_off;
         switch (c->script) {
         case LAPSE_SCRIPT_TAKE:
@@ -317,24 +392,8 @@ static int send_build(struct send *s, const struct send_call *c)
             v[n] = p->arena + op->twin_pl_off, l[n++] = op->twin_pl_len;
             v[n] = p->arena + op->twin_rep_off, l[n++] = op->twin_rep_len;
             break;
-        default: /* apply */
-            v[n] = &op->op, l[n++] = 1;
-            v[n] = id, l[n++] = op->id_len;
-            l[n] = op->op == 'c' ? 0
-                                 : (size_t)snprintf(num0, 32, "%c%lld",
-                                                    op->kind == LAPSE_WHEN_REL ? '+' : '@',
-                                                    (long long)op->when_ms);
-            v[n++] = num0;
-            l[n] = op->op == 'r' ? (size_t)snprintf(num1, 32, "%lld", (long long)op->period_ms) : 0;
-            v[n++] = num1;
-            v[n] = op->has_payload ? "1" : "0", l[n++] = 1;
-            v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
-            l[n] = !op->moving ? 0
-                   : op->twin == 'b' ? (size_t)snprintf(num2, 32, "m%lld", (long long)op->twin_deadline)
-                                     : (size_t)snprintf(num2, 32, "m");
-            v[n++] = num2;
-            v[n] = p->arena + op->inherit_off;
-            l[n++] = op->moving && op->twin == 'b' ? op->inherit_len : 0;
+        default:
+            break;
         }
     }
     return n;
@@ -379,46 +438,68 @@ static int send_took(struct send *s, const struct send_call *c, const redisReply
     return SEND_OK;
 }
 
+/* Appends node n's calls to its pipeline; their number in *sent. */
+static int send_append(struct send *s, size_t n, size_t *sent)
+{
+    lapse_producer *p = s->p;
+    *sent = 0;
+    for (size_t c = 0; c < s->ncalls; c++) {
+        if (p->layout.node_of[s->calls[c].shard] != n)
+            continue;
+        int argc = send_build(s, &s->calls[c]);
+        if (lapse_redis_append_eval(p->nodes[n], s->calls[c].script, LAPSE_SHARD_NKEYS, argc,
+                                    s->argv, s->argvlen) < 0)
+            return SEND_RETRY;
+        (*sent)++;
+    }
+    return SEND_OK;
+}
+
+/* Reads the replies of node n's `sent` calls. */
+static int send_read(struct send *s, size_t n, size_t sent)
+{
+    lapse_producer *p = s->p;
+    lapse_redis *r = p->nodes[n];
+    int rc = SEND_OK;
+    for (size_t c = 0; c < s->ncalls && sent; c++) {
+        const struct send_call *call = &s->calls[c];
+        if (p->layout.node_of[call->shard] != n)
+            continue;
+        sent--;
+        redisReply *reply;
+        if (lapse_redis_get_reply(r, &reply) < 0)
+            return SEND_RETRY;
+        if (lapse_redis_noscript(r, reply) && rc == SEND_OK)
+            rc = SEND_RETRY; /* not executed: send again after reloading */
+        else if (send_stale(reply))
+            rc = SEND_STALE;
+        else if (call->script == LAPSE_SCRIPT_TAKE) {
+            if (send_took(s, call, reply) < 0 && rc == SEND_OK)
+                rc = SEND_RETRY;
+        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
+            send_report(s, call, reply->str);
+        else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
+            send_unseeded(s, call);
+        else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
+            send_settled(s, call);
+        freeReplyObject(reply);
+    }
+    return rc;
+}
+
 /* Sends the planned calls, one pipeline per node, and reads every reply. */
 static int send_calls(struct send *s)
 {
-    lapse_producer *p = s->p;
     int rc = SEND_OK;
-    for (size_t n = 0; n < p->cfg->nnodes; n++) {
-        lapse_redis *r = p->nodes[n];
-        size_t sent = 0;
-        for (size_t c = 0; c < s->ncalls; c++) {
-            if (p->layout.node_of[s->calls[c].shard] != n)
-                continue;
-            int argc = send_build(s, &s->calls[c]);
-            if (lapse_redis_append_eval(r, s->calls[c].script, LAPSE_SHARD_NKEYS, argc, s->argv,
-                                        s->argvlen) < 0)
-                return SEND_RETRY;
-            sent++;
-        }
-        for (size_t c = 0; c < s->ncalls && sent; c++) {
-            const struct send_call *call = &s->calls[c];
-            if (p->layout.node_of[call->shard] != n)
-                continue;
-            sent--;
-            redisReply *reply;
-            if (lapse_redis_get_reply(r, &reply) < 0)
-                return SEND_RETRY;
-            if (lapse_redis_noscript(r, reply) && rc == SEND_OK)
-                rc = SEND_RETRY; /* not executed: send again after reloading */
-            else if (send_stale(reply))
-                rc = SEND_STALE;
-            else if (call->script == LAPSE_SCRIPT_TAKE) {
-                if (send_took(s, call, reply) < 0 && rc == SEND_OK)
-                    rc = SEND_RETRY;
-            } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
-                send_report(s, call, reply->str);
-            else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
-                send_unseeded(s, call);
-            else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
-                send_settled(s, call);
-            freeReplyObject(reply);
-        }
+    for (size_t n = 0; n < s->p->cfg->nnodes; n++) {
+        size_t sent;
+        int res = send_append(s, n, &sent);
+        if (res == SEND_OK)
+            res = send_read(s, n, sent);
+        if (res == SEND_RETRY)
+            return res;
+        if (res != SEND_OK)
+            rc = res;
     }
     return rc;
 }
@@ -463,20 +544,105 @@ static void send_drop(struct send *s)
     (void)send_calls(s);
 }
 
+static void send_free(struct send *s)
+{
+    if (!s)
+        return;
+    free(s->order);
+    free(s->picked);
+    free(s->calls);
+    free(s->start);
+    free(s->argv);
+    free(s->argvlen);
+    free(s->nums);
+    free(s->sent);
+    free(s);
+}
+
+/* Scratch memory for a send of the queued batch. */
+static struct send *send_new(lapse_producer *p)
+{
+    struct send *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p = p;
+    s->order = malloc(p->nops * sizeof *s->order);
+    s->picked = malloc(p->nops * sizeof *s->picked);
+    s->calls = malloc((3 * p->nops + 3 * LAPSE_MAX_SHARDS) * sizeof *s->calls);
+    s->start = calloc(LAPSE_MAX_SHARDS + 1, sizeof *s->start);
+    s->argv = malloc(ARGV_MAX * sizeof *s->argv);
+    s->argvlen = malloc(ARGV_MAX * sizeof *s->argvlen);
+    s->nums = malloc(APPLY_CHUNK * sizeof *s->nums);
+    s->sent = calloc(p->cfg->nnodes, sizeof *s->sent);
+    if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
+        !s->sent) {
+        send_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int producer_send_start(lapse_producer *p)
+{
+    if (p->layout.splitting || lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS)
+        return -1;
+    struct send *s = send_new(p);
+    if (!s)
+        return -1;
+    send_route(p);
+    snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
+    if (send_group(s, 0, 0) == (size_t)-1) {
+        send_free(s);
+        return -1;
+    }
+    send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
+    for (size_t n = 0; n < p->cfg->nnodes; n++)
+        if (send_append(s, n, &s->sent[n]) != SEND_OK || lapse_redis_send(p->nodes[n]) < 0) {
+            for (size_t k = 0; k < p->cfg->nnodes; k++)
+                lapse_redis_disconnect(p->nodes[k]); /* drop what is half sent */
+            send_free(s);
+            return -1;
+        }
+    p->sending = s;
+    return 0;
+}
+
+int producer_send_finish(lapse_producer *p, char *errstr, size_t size)
+{
+    struct send *s = p->sending;
+    int rc = SEND_OK;
+    p->sending = NULL;
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
+        int res = send_read(s, n, s->sent[n]);
+        if (res == SEND_RETRY) {
+            rc = res;
+            break;
+        }
+        if (res != SEND_OK)
+            rc = res;
+    }
+    send_free(s);
+    if (rc == SEND_OK)
+        return 0;
+    /* Not all applied: the careful way, which re-sends the batch. */
+    for (size_t n = 0; n < p->cfg->nnodes; n++)
+        lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
+    return producer_send(p, errstr, size);
+}
+
+void producer_send_abandon(lapse_producer *p)
+{
+    send_free(p->sending);
+    p->sending = NULL;
+}
+
 int producer_send(lapse_producer *p, char *errstr, size_t size)
 {
-    struct send s = {.p = p};
+    struct send *s = send_new(p);
     int rc = -1;
-    s.order = malloc(p->nops * sizeof *s.order);
-    s.picked = malloc(p->nops * sizeof *s.picked);
-    s.calls = malloc((3 * p->nops + 3 * LAPSE_MAX_SHARDS) * sizeof *s.calls);
-    s.start = calloc(LAPSE_MAX_SHARDS + 1, sizeof *s.start);
-    s.argv = malloc(ARGV_MAX * sizeof *s.argv);
-    s.argvlen = malloc(ARGV_MAX * sizeof *s.argvlen);
-    s.nums = malloc(APPLY_CHUNK * sizeof *s.nums);
-    if (!s.order || !s.picked || !s.calls || !s.start || !s.argv || !s.argvlen || !s.nums) {
+    if (!s) {
         snprintf(errstr, size, "out of memory");
-        goto fail;
+        return -1;
     }
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
@@ -496,14 +662,14 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         }
         if (res == SEND_OK && step == 0) {
             send_route(p);
-            snprintf(s.epoch, sizeof s.epoch, "%lld", (long long)p->layout.epoch);
-            res = p->layout.splitting ? send_take(&s) : SEND_OK;
+            snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
+            res = p->layout.splitting ? send_take(s) : SEND_OK;
             if (res == SEND_OK)
                 step = 1;
         }
-        if (res == SEND_OK && step == 1 && (res = send_apply(&s)) == SEND_OK) {
+        if (res == SEND_OK && step == 1 && (res = send_apply(s)) == SEND_OK) {
             if (p->layout.splitting)
-                send_drop(&s);
+                send_drop(s);
             rc = 0;
             break;
         }
@@ -520,9 +686,9 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
                     break;
                 }
             for (size_t i = 0; i < p->nops; i++)
-                s.order[i] = i;
-            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, s.order, p->nops};
-            send_report(&s, &all, errstr);
+                s->order[i] = i;
+            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, s->order, p->nops};
+            send_report(s, &all, errstr);
             break;
         }
         if (res == SEND_STALE)
@@ -532,13 +698,6 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         int wait = lapse_redis_backoff_ms(p->nodes[0]);
         lapse_clock_sleep_ms(wait > 0 ? wait : 50);
     }
-fail:
-    free(s.order);
-    free(s.picked);
-    free(s.calls);
-    free(s.start);
-    free(s.argv);
-    free(s.argvlen);
-    free(s.nums);
+    send_free(s);
     return rc;
 }

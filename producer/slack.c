@@ -63,7 +63,7 @@ int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, siz
 }
 
 /* Drops entries whose deadline passed; then doubles the table if it is
- * still fuller than one entry per bucket. */
+ * still fuller than one entry per four buckets. */
 static int slack_grow(lapse_slack *s, int64_t now)
 {
     for (size_t i = 0; i < s->nbuckets; i++)
@@ -76,7 +76,7 @@ static int slack_grow(lapse_slack *s, int64_t now)
             } else
                 pe = &e->next;
         }
-    if (s->count < s->nbuckets / 2)
+    if (s->count < s->nbuckets / 4)
         return 0;
     size_t n = s->nbuckets * 2;
     struct slack_entry **b = calloc(n, sizeof *b);
@@ -102,7 +102,7 @@ int lapse_slack_set(lapse_slack *s, uint64_t hash, const char *id, size_t len, i
         (*pe)->deadline = deadline;
         return 0;
     }
-    if (s->count >= s->nbuckets) {
+    if (2 * s->count >= s->nbuckets) { /* short chains: a lookup per signal */
         if (slack_grow(s, now) < 0)
             return -1;
         pe = slack_find(s, hash, id, len);

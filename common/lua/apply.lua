@@ -1,57 +1,147 @@
 -- apply: a producer's batch of operations on one shard, in one call.
 --
 -- KEYS: the shard's keys (layout.h): [1] z zset ID -> deadline ms (integer)
---   or lease (half-integer, in flight), [2] p payloads, [3] f deadlines of
---   in-flight IDs, [4] r "period_ms:fired" of repeating IDs, [5] m IDs written
---   here during a split, [6] lock, [7] e the shard's layout epoch
--- ARGV[1] the producer's layout epoch, then groups of 8:
---   op, id, when, period, has_payload ("1"/"0"), payload, moving, inherit
---   op:     "t" touch, "e" extend, "r" repeat, "c" cancel
---   when:   "+<ms>" relative to this shard's Redis clock, "@<ms>" absolute,
---           "" for cancel
---   period: repeat's period in ms, "" otherwise
---   moving: "" normally; during a split, for an ID whose home is this new
---           shard: "m", or "m<D>" when its twin in the old shard is in flight
---           with deadline D (an extend must then beat D too)
---   inherit: with "m<D>": "1" + the busy twin's payload, kept by an op that
---           brings none (as it would be in one shard); "" otherwise
+--   or lease (in flight), [2] p payloads, [3] f deadlines of in-flight IDs,
+--   [4] r "period_ms:fired" of repeating IDs, [5] m IDs written here during a
+--   split, [6] lock, [7] e the shard's layout epoch
+-- ARGV[1] the producer's layout epoch, ARGV[2] a count K of plain pairs,
+-- then K pairs "deadline ms", ID: extends to an absolute time, without
+-- payload, of IDs no other operation of the call touches (passed straight
+-- to ZADD GT when nothing here needs a closer look); then per other
+-- operation: a head, the ID, and the extra arguments the head's flags
+-- announce:
+--   head:  the op ("t" touch, "e" extend, "r" repeat, "c" cancel), then flag
+--          letters, then (not for cancel) the time: "+<ms>" relative to this
+--          shard's Redis clock or "@<ms>" absolute. E.g. "e@1795322052804".
+--   flags, each followed by one argument, in this order:
+--     R  the repeat period in ms
+--     P  the payload to store
+--     M  the ID moves here in a split (its home is this new shard): "" or,
+--        when its twin in the old shard is in flight with deadline D, "D"
+--        (an extend must then beat D too)
+--     I  with M "D": the busy twin's payload, kept by an op that brings none
+--        (as it would be in one shard)
+-- Most operations are therefore two arguments: Redis turns every argument
+-- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something, or the error
 -- "STALE <epoch>" (nothing applied) when the producer's layout is older than
 -- the shard's: it must reload the layout and route again.
 --
--- Invariants: producers only ever write integer scores, so a half-integer
--- score always means "claimed"; the scanner's acknowledgement removes (or
--- re-arms) an ID only if its score is still that exact lease, so any write
--- here while the ID is in flight (a reset) wins. A moving ID that changed
--- here is added to m: from then on its twin in the old shard is stale and is
--- never fired (see common/split.c). Scores are passed to Redis as exact
--- decimal strings: Lua's own number formatting keeps only 14 digits.
+-- Invariants: producers only ever write integer deadlines, so a
+-- half-integer score (a lease) means "claimed", and it always has the
+-- dispatched deadline in f (claim.lua, take.lua); the scanner's acknowledgement removes (or re-arms) an ID only
+-- if its score is still that exact lease, so any write here while the ID is
+-- in flight (a reset) wins. A moving ID that changed here is added to m:
+-- from then on its twin in the old shard is stale and is never fired (see
+-- common/split.c). Scores are passed to Redis as exact decimal strings:
+-- Lua's own number formatting keeps only 14 digits.
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local changed = 0
 
--- The fast path: runs of plain touches and extends are staged and written
--- with one variadic ZADD / HSET / HDEL each (one redis.call per run instead
--- of two or three per op). Anything else (cancel, repeat, IDs moving in a
--- split) first writes what is staged, so per-ID order is kept. The repeat
--- hash is only touched when it exists.
-local zargs, pargs, rdel, staged = {}, {}, {}, {}
+local changed = 0
 local has_r = redis.call('EXISTS', r) == 1
+local has_f = redis.call('EXISTS', f) == 1
+
+-- Decode the operations into parallel arrays (nil where a flag is absent).
+local OP, ID, AT, ATS, PER, PL, MV, INH = {}, {}, {}, {}, {}, {}, {}, {}
+local n, i = 0, 3 + 2 * tonumber(ARGV[2])
+
+-- The plain pairs: ZADD GT as they are, unless the shard has repeating IDs
+-- or one of them is in flight (see below); then they join the others.
+if i > 3 then
+    local direct = not has_r
+    if direct and has_f then
+        local ids = {}
+        for k = 4, i - 1, 2 do ids[#ids + 1] = ARGV[k] end
+        local dl = redis.call('HMGET', f, unpack(ids))
+        for k = 1, #ids do if dl[k] then direct = false end end
+    end
+    if direct then
+        changed = redis.call('ZADD', z, 'GT', 'CH', unpack(ARGV, 3, i - 1))
+    else
+        for k = 3, i - 1, 2 do
+            n = n + 1
+            OP[n], ID[n], ATS[n] = 'e', ARGV[k + 1], ARGV[k]
+        end
+    end
+end
+
+while i <= #ARGV do
+    local h = ARGV[i]
+    n = n + 1
+    OP[n], ID[n] = string.sub(h, 1, 1), ARGV[i + 1]
+    i = i + 2
+    local j = 2
+    local b = string.byte(h, j)
+    while b and b >= 65 and b <= 90 do -- 'A'..'Z'
+        if b == 82 then PER[n] = ARGV[i]
+        elseif b == 80 then PL[n] = ARGV[i]
+        elseif b == 77 then MV[n] = ARGV[i]
+        else INH[n] = ARGV[i] end
+        i = i + 1
+        j = j + 1
+        b = string.byte(h, j)
+    end
+    if OP[n] ~= 'c' then
+        local num = string.sub(h, j + 1)
+        if b == 64 then -- '@': the exact digits are the score (AT: on demand)
+            ATS[n] = num
+        else
+            AT[n] = now + tonumber(num)
+            ATS[n] = string.format('%d', AT[n])
+        end
+    end
+end
+
+-- The fastest path, for watchdog streams: an extend without payload of an
+-- ID that is not in flight, in a shard without repeating IDs, is exactly
+-- ZADD GT (added when absent, raised when later, else left), so runs of them
+-- need no score read and no comparison here: formatting and parsing the
+-- scores of ZMSCORE replies cost Redis more than the writes. An ID without
+-- an f entry is not in flight (see the invariants); f is usually small.
+local function plain_extend(k)
+    return OP[k] == 'e' and not MV[k] and not PL[k]
+end
+local busy = {}
+if not has_r and has_f then
+    local cand = {}
+    for k = 1, n do
+        if plain_extend(k) then cand[#cand + 1] = ID[k] end
+    end
+    if #cand > 0 then
+        local dl = redis.call('HMGET', f, unpack(cand))
+        for k = 1, #cand do if dl[k] then busy[cand[k]] = true end end
+    end
+end
+local gargs = {}
+local function flush_gt()
+    if #gargs == 0 then return end
+    changed = changed + redis.call('ZADD', z, 'GT', 'CH', unpack(gargs))
+    gargs = {}
+end
+
+-- The fast path: runs of other plain touches and extends are staged and
+-- written with one variadic ZADD / HSET / HDEL each (one redis.call per run
+-- instead of two or three per op). Anything else (cancel, repeat, IDs moving
+-- in a split) first writes what is staged, so per-ID order is kept. The
+-- repeat hash is only touched when it exists.
+local zargs, pargs, rdel, staged = {}, {}, {}, {}
 local function flush()
-    if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
+    if #zargs == 0 then return end -- nothing staged (pargs, rdel follow zargs)
+    redis.call('ZADD', z, unpack(zargs))
     if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
     if #rdel > 0 then redis.call('HDEL', r, unpack(rdel)) end
     zargs, pargs, rdel, staged = {}, {}, {}, {}
 end
 
--- The scores of the fast path's extends, read with one ZMSCORE; an ID the
--- slow path writes is dropped from it (read again when needed).
+-- The scores of the staged extends, read with one ZMSCORE; an ID written by
+-- the slow path or ZADD GT is dropped from it (read again when needed).
 local pre, ids = {}, {}
-for i = 2, #ARGV, 8 do
-    if ARGV[i] == 'e' and ARGV[i + 6] == '' then ids[#ids + 1] = ARGV[i + 1] end
+for k = 1, n do
+    if OP[k] == 'e' and not MV[k] and (has_r or PL[k] or busy[ID[k]]) then ids[#ids + 1] = ID[k] end
 end
 if #ids > 0 then
     local scores = redis.call('ZMSCORE', z, unpack(ids))
@@ -71,30 +161,34 @@ local function pending(id)
     return cur
 end
 
-for i = 2, #ARGV, 8 do
-    local op, id, when, moving = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
+for k = 1, n do
+    local op, id, moving = OP[k], ID[k], MV[k]
     local set = true
-    local at
-    if op ~= 'c' then
-        at = tonumber(string.sub(when, 2))
-        if string.sub(when, 1, 1) == '+' then at = now + at end
-    end
-    if (op == 't' or op == 'e') and moving == '' then
+    if not has_r and plain_extend(k) and not busy[id] then
+        flush() -- what is staged goes first: per-ID order
+        gargs[#gargs + 1] = ATS[k]
+        gargs[#gargs + 1] = id
+        pre[id] = nil
+        set = false -- counted by ZADD CH
+    elseif (op == 't' or op == 'e') and not moving then
+        flush_gt()
+        local at = AT[k] or tonumber(ATS[k])
         if op == 'e' then
             local cur = pending(id)
             set = not cur or at > cur
         end
         if set then
-            zargs[#zargs + 1] = string.format('%d', at)
+            zargs[#zargs + 1] = ATS[k]
             zargs[#zargs + 1] = id
             staged[id] = at
-            if ARGV[i + 4] == '1' then
+            if PL[k] then
                 pargs[#pargs + 1] = id
-                pargs[#pargs + 1] = ARGV[i + 5]
+                pargs[#pargs + 1] = PL[k]
             end
             if has_r then rdel[#rdel + 1] = id end -- one-shot again
         end
     else
+        flush_gt()
         flush()
         pre[id] = nil
         if op == 'c' then
@@ -103,29 +197,31 @@ for i = 2, #ARGV, 8 do
             redis.call('HDEL', f, id)
             redis.call('HDEL', r, id)
         else
+            local at = AT[k] or tonumber(ATS[k])
             if op == 'e' then
                 local cur = pending(id)
                 set = not cur or at > cur
-                if #moving > 1 and at <= tonumber(string.sub(moving, 2)) then set = false end
+                if moving and moving ~= '' and at <= tonumber(moving) then set = false end
             end
             if set then
-                redis.call('ZADD', z, string.format('%d', at), id)
-                if ARGV[i + 4] == '1' then
-                    redis.call('HSET', p, id, ARGV[i + 5])
-                elseif #ARGV[i + 7] > 0 then
-                    redis.call('HSETNX', p, id, string.sub(ARGV[i + 7], 2))
+                redis.call('ZADD', z, ATS[k], id)
+                if PL[k] then
+                    redis.call('HSET', p, id, PL[k])
+                elseif INH[k] then
+                    redis.call('HSETNX', p, id, INH[k])
                 end
                 if op == 'r' then
-                    redis.call('HSET', r, id, ARGV[i + 3] .. ':0')
+                    redis.call('HSET', r, id, PER[k] .. ':0')
                     has_r = true
                 else
                     redis.call('HDEL', r, id) -- touch/extend: one-shot again
                 end
             end
         end
-        if set and moving ~= '' then redis.call('SADD', m, id) end
+        if set and moving then redis.call('SADD', m, id) end
     end
     if set then changed = changed + 1 end
 end
+flush_gt()
 flush()
 return changed

@@ -2,8 +2,8 @@
 # 0130-slack: bounded-slack coalescing (producer.slack_ms). Three devices
 # signal ("extend ID +1500") every 100, 200 and 400 ms for 3 s through one
 # long-running producer with slack_ms = 1000, then fall silent. Redis must
-# see far fewer writes than signals (about one per device per slack period,
-# counted as ZADD calls), and each device's timeout must fire never early
+# see far fewer writes than signals (about one per device per slack period),
+# and each device's timeout must fire never early
 # (deadline >= its last signal + 1500) and at most the slack late
 # (deadline <= last signal + 1500 + 1000, plus scheduling tolerance).
 . "$(dirname "$0")/../lib.sh"
@@ -15,14 +15,10 @@ scale init 2 >/dev/null
 scanners_start 2
 events_follow events.json
 
-zadds() { rcli INFO commandstats | sed -n 's/^cmdstat_zadd:calls=\([0-9]*\),.*/\1/p' | tr -d '\r'; }
-
 mkfifo in
 "$LAPSE_BIN/lapse-producer" -c "$CONF" <in >producer.out 2>producer.err &
 producer=$!
 exec 3>in
-z0=$(zadds)
-z0=${z0:-0}
 declare -A last
 signals=0
 start=$(local_ms)
@@ -35,11 +31,17 @@ for ((tick = 0; tick <= 30; tick++)); do # 100 ms ticks for 3 s
     done
     sleep_until_ms $((start + (tick + 1) * 100))
 done
+elapsed=$(($(local_ms) - start))
 exec 3>&-
 wait "$producer" || fail "producer failed: $(cat producer.err)"
-writes=$(($(zadds) - z0))
-note "$signals signals, $writes ZADD calls"
-assert_le "$writes" 12 "Redis writes for $signals signals with slack 1000 ms over 3 s"
+# the operations it sent, from its closing counters (ZADD calls would also
+# count the scanners' leases)
+writes=$(sed -n 's/.* \([0-9]*\) written in .*/\1/p' producer.err)
+note "$signals signals over $elapsed ms, $writes writes"
+assert_ge "$writes" 3 "Redis writes (each device's first signal writes)"
+# about one write per device per slack period (+ its first); a slow machine
+# stretches the 3 s, so the bound follows the time it really took
+assert_le "$writes" $((3 * (elapsed / 1000 + 2))) "Redis writes for $signals signals with slack 1000 ms over $elapsed ms"
 
 events_wait_ids events.json 3 6000
 sleep 0.3

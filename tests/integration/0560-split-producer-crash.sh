@@ -57,10 +57,10 @@ take() { # ID: take.lua in its old shard; checks it was taken, prints the deadli
 dX=$(take "$iX")
 dY=$(take "$iY")
 lua seed $(($(h "$iY") % 4)) "$epoch" "$iY" "$dY" 1 py "" >/dev/null
-lua apply $(($(h "$iY") % 4)) "$epoch" t "$iY" "@$((t0 + 2500))" "" 0 "" m >/dev/null
+lua apply $(($(h "$iY") % 4)) "$epoch" 0 "tM@$((t0 + 2500))" "$iY" "" >/dev/null
 dW=$(take "$iW")
 lua seed $(($(h "$iW") % 4)) "$epoch" "$iW" "$dW" 1 pw "" >/dev/null
-lua apply $(($(h "$iW") % 4)) "$epoch" e "$iW" "@$((t0 + 3000))" "" 0 "" m >/dev/null
+lua apply $(($(h "$iW") % 4)) "$epoch" 0 "eM@$((t0 + 3000))" "$iW" "" >/dev/null
 assert_eq "$dX $dY $dW" "$((t0 + 4000)) $((t0 + 4000)) $((t0 + 4000))" "deadlines the takes found"
 note "X=$iX Y=$iY W=$iW, taken $(($(now_ms) - t0)) ms after t0 with 1 s leases"
 

@@ -88,7 +88,7 @@ lua() { # SCRIPT SHARD ARGS...: a lapse script on SHARD's keys, as lapse calls i
     rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
         "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
 }
-assert_match "$(lua apply "$iold" "$epoch0" t "$iX" "@$((t0 + 9600))" "" 0 "" "" 2>&1)" "^STALE $epoch" \
+assert_match "$(lua apply "$iold" "$epoch0" 0 "t@$((t0 + 9600))" "$iX" 2>&1)" "^STALE $epoch" \
     "apply.lua with the old epoch"
 assert_match "$(lua take "$iold" "$epoch0" 1000 "$iX" 2>&1)" "^STALE $epoch" "take.lua with the old epoch"
 assert_eq "$(rcli ZSCORE "$NS:z:$iold" "$iX")" "" "X in its old shard after the refused writes"

@@ -58,3 +58,43 @@ TEST(slack_grows_and_sweeps_expired)
     }
     lapse_slack_free(s);
 }
+
+/* Forgetting entries in the middle of probe runs (a table kept small, many
+ * IDs, some long enough to live outside the slot) must not hide the others:
+ * a model array says what must be covered after each step. */
+TEST(slack_forget_keeps_the_rest_findable)
+{
+    lapse_slack *s = lapse_slack_new();
+    REQUIRE(s);
+    enum { N = 3000 };
+    static int64_t model[N]; /* 0: not remembered */
+    char id[96];
+    uint64_t r = 42;
+    for (int step = 0; step < 20000; step++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int i = (int)((r >> 33) % N);
+        int n = snprintf(id, sizeof id, i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
+        uint64_t h = lapse_hash(id, (size_t)n);
+        if ((r >> 20) % 3 == 0) {
+            lapse_slack_forget(s, h, id, (size_t)n);
+            model[i] = 0;
+        } else {
+            int64_t d = 1000 + (int64_t)((r >> 40) % 1000);
+            REQUIRE(lapse_slack_set(s, h, id, (size_t)n, d, 0) == 0);
+            model[i] = d;
+        }
+    }
+    size_t live = 0;
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(id, sizeof id, i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
+        uint64_t h = lapse_hash(id, (size_t)n);
+        if (model[i]) {
+            live++;
+            CHECK(lapse_slack_covered(s, h, id, (size_t)n, model[i]));
+            CHECK(!lapse_slack_covered(s, h, id, (size_t)n, model[i] + 1));
+        } else
+            CHECK(!lapse_slack_covered(s, h, id, (size_t)n, 1));
+    }
+    CHECK(lapse_slack_count(s) == live);
+    lapse_slack_free(s);
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# 0150-stream-idle-flush: a long-running lapse-producer applies what it has
+# as soon as no more input is waiting, without EOF: full batches are sent
+# while the next is read (their replies read later), and neither they nor a
+# short tail, nor a lone line after a pause, wait for more input.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+write_config "" "producer = { batch = 10; };"
+scale init 4 >/dev/null
+sp_producer P
+fd=${SP_FD[P]}
+count() { # how many of the IDs s00..s24 are pending
+    local n=0 i
+    for i in $(seq -f '%02g' 0 24); do [[ -n $(id_score "s$i") ]] && n=$((n + 1)); done
+    echo "$n"
+}
+
+# 25 lines at once: two full batches (sent in flight) and a tail of 5
+for i in $(seq -f '%02g' 0 24); do printf 'touch s%s +3600000\n' "$i"; done >&"$fd"
+wait_until 2000 '(($(count) == 25))' || fail "$(count) of 25 lines applied 2 s after they were written"
+
+# later, a lone line
+sleep 0.3
+printf 'extend s00 +7200000\n' >&"$fd"
+t=$(rcli TIME | head -n 1)
+wait_until 2000 '[[ $(id_score s00) -ge $(( (t + 7000) * 1000 )) ]]' ||
+    fail "a lone line was not applied within 2 s: s00 = $(id_score s00)"
