@@ -418,8 +418,9 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
             ing->st.signals++;
         return;
     }
-    /* -1: refused before queueing; -2: queued, and the automatic flush that
-     * followed failed (every op of the batch was reported). */
+    /* -1: refused before queueing; -2: queued, and an automatic send failed
+     * (this op's batch or the one in flight before it: both hold only
+     * messages since the last commit, which settle() flushes first). */
     if (rc == -1)
         mark_bad(ing, i, why);
     else

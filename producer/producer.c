@@ -256,11 +256,11 @@ static void producer_swap(lapse_producer *p)
     p->flight = q;
 }
 
-/* Counts a batch that was sent; rc < 0: not applied (each op reported). */
-static void producer_done(lapse_producer *p, int rc)
+/* A batch settled with rc (< 0: not applied, each op reported): bounded
+ * slack's memory of what was written may then be wrong: forget it all. */
+static void producer_settled(lapse_producer *p, int rc)
 {
     if (rc < 0 && p->slack) {
-        /* What was remembered as written may not be: forget it all. */
         lapse_slack_free(p->slack);
         p->slack = lapse_slack_new();
     }
@@ -276,12 +276,16 @@ static void producer_unindex(lapse_producer *p)
         p->index[p->ops[i].slot] = 0;
 }
 
-/* Empties the queue after its batch was sent. */
-static void producer_clear(lapse_producer *p)
+/* Sends the queue and waits for it (the careful way), then empties it.
+ * Returns as lapse_producer_flush. */
+static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
 {
+    int rc = producer_send(p, errstr, size);
+    producer_settled(p, rc);
     producer_unindex(p);
     p->nops = 0;
     p->arena_len = 0;
+    return rc;
 }
 
 /* Waits for the batch in flight, if any. Returns as lapse_producer_flush. */
@@ -291,7 +295,7 @@ static int producer_collect(lapse_producer *p, char *errstr, size_t size)
         return 0;
     producer_swap(p);
     int rc = producer_send_finish(p, errstr, size);
-    producer_done(p, rc);
+    producer_settled(p, rc);
     p->nops = 0; /* counted and unindexed when it was sent */
     p->arena_len = 0;
     producer_swap(p);
@@ -310,9 +314,7 @@ static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
 {
     int rc = producer_collect(p, errstr, size);
     if (producer_send_start(p) < 0) {
-        int now = producer_send(p, errstr, size);
-        producer_done(p, now);
-        producer_clear(p);
+        int now = producer_send_queue(p, errstr, size);
         return rc < 0 ? rc : now;
     }
     producer_unindex(p);
@@ -440,8 +442,6 @@ int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
     int rc = producer_collect(p, errstr, size);
     if (p->nops == 0)
         return rc;
-    int now = producer_send(p, errstr, size);
-    producer_done(p, now);
-    producer_clear(p);
+    int now = producer_send_queue(p, errstr, size);
     return rc < 0 ? rc : now;
 }
