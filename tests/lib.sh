@@ -826,6 +826,28 @@ sp_status() { # JQ_FILTER: applied to `lapse-scale status --json`
     jq -r "$1" <<<"$s"
 }
 
+# sp_start: the common start of a split test: redis "main", one broker,
+# the config (SCANNER_CFG etc. as set before), `init 2`, scanners of shards 0
+# and 1, and events followed into events.json.
+sp_start() {
+    redis_start main
+    kafka_start --brokers 1
+    write_config
+    scale init 2 >/dev/null
+    scanner_start 0
+    scanner_start 1
+    events_follow events.json
+}
+
+# lapse_lua SCRIPT SHARD ARGS...: runs common/lua/SCRIPT.lua on SHARD's keys,
+# as lapse calls it (for tests that take a step of the protocol by hand).
+lapse_lua() {
+    local script=$1 s=$2
+    shift 2
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
+        "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
+}
+
 # sp_hashes IDS_FILE > OUT: "ID H" per line, H the low 16 bits of the ID's
 # XXH64 (the shard among N <= 65536 is H & (N - 1)), one xxhsum run for all
 sp_hashes() {

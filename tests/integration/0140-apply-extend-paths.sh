@@ -14,10 +14,7 @@ scale init 1 >/dev/null
 epoch=$(rcli GET "$NS:e:0")
 [[ -n $epoch ]] || epoch=0
 b=$(($(now_ms) + 3600000)) # far ahead: nothing is due
-call() { # K [MS ID]... [HEAD ID ...]...: one apply.lua call on shard 0; prints its answer
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/apply.lua")" 7 "$NS:z:0" "$NS:p:0" "$NS:f:0" \
-        "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$epoch" "$@"
-}
+call() { lapse_lua apply 0 "$epoch" "$@"; } # K [MS ID]... [HEAD ID ...]...: on shard 0
 apply() { call 0 "$@"; } # HEAD ID ...: no plain pairs
 score() { rcli ZSCORE "$NS:z:0" "$1"; }
 

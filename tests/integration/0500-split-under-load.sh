@@ -21,13 +21,7 @@
 # data key is left.
 . "$(dirname "$0")/../lib.sh"
 
-redis_start main
-kafka_start --brokers 1
-write_config
-scale init 2 >/dev/null
-scanner_start 0
-scanner_start 1
-events_follow events.json
+sp_start
 
 # The hashes of the IDs (and the marker sp_feed leaves with A before the
 # split): where each lives before (h % 2) and after (h % 4) the split.

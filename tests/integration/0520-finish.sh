@@ -18,13 +18,7 @@
 #  - `finish` on the stable layout refuses ("not splitting").
 . "$(dirname "$0")/../lib.sh"
 
-redis_start main
-kafka_start --brokers 1
-write_config
-scale init 2 >/dev/null
-scanner_start 0
-scanner_start 1
-events_follow events.json
+sp_start
 
 { seq -f 'o%02g' 0 39; seq -f 'rep-%g' 0 19; } >ids.txt
 sp_hashes ids.txt >hashes.txt

@@ -19,13 +19,7 @@
 #                          both fire, N's payload pn kept
 . "$(dirname "$0")/../lib.sh"
 
-redis_start main
-kafka_start --brokers 1
-write_config
-scale init 2 >/dev/null
-scanner_start 0
-scanner_start 1
-events_follow events.json
+sp_start
 echo "touch warm +0" | produce
 events_wait_ids events.json 1 10000
 

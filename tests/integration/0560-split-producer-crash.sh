@@ -16,14 +16,8 @@
 #      once from its new shard at its old deadline, with its payload
 . "$(dirname "$0")/../lib.sh"
 
-redis_start main
-kafka_start --brokers 1
 SCANNER_CFG="poll_ms = 10; lease_ms = 1000;"
-write_config
-scale init 2 >/dev/null
-scanner_start 0
-scanner_start 1
-events_follow events.json
+sp_start
 
 seq -f 'i%02g' 0 39 >ids.txt
 sp_hashes ids.txt >hashes.txt
@@ -41,26 +35,20 @@ scanner_start 2
 scanner_start 3
 epoch=$(sp_status .epoch)
 
-lua() { # SCRIPT SHARD ARGS...: a lapse script on SHARD's keys, as lapse calls it
-    local script=$1 s=$2
-    shift 2
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
-        "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
-}
 take() { # ID: take.lua in its old shard; checks it was taken, prints the deadline
     local out
-    mapfile -t out < <(lua take $(($(h "$1") % 2)) "$epoch" 1000 "$1")
+    mapfile -t out < <(lapse_lua take $(($(h "$1") % 2)) "$epoch" 1000 "$1")
     [[ ${out[1]:-} == t ]] || fail "take $1: ${out[*]}"
     echo "${out[2]}"
 }
 
 dX=$(take "$iX")
 dY=$(take "$iY")
-lua seed $(($(h "$iY") % 4)) "$epoch" "$iY" "$dY" 1 py "" >/dev/null
-lua apply $(($(h "$iY") % 4)) "$epoch" 0 "tM@$((t0 + 2500))" "$iY" "" >/dev/null
+lapse_lua seed $(($(h "$iY") % 4)) "$epoch" "$iY" "$dY" 1 py "" >/dev/null
+lapse_lua apply $(($(h "$iY") % 4)) "$epoch" 0 "tM@$((t0 + 2500))" "$iY" "" >/dev/null
 dW=$(take "$iW")
-lua seed $(($(h "$iW") % 4)) "$epoch" "$iW" "$dW" 1 pw "" >/dev/null
-lua apply $(($(h "$iW") % 4)) "$epoch" 0 "eM@$((t0 + 3000))" "$iW" "" >/dev/null
+lapse_lua seed $(($(h "$iW") % 4)) "$epoch" "$iW" "$dW" 1 pw "" >/dev/null
+lapse_lua apply $(($(h "$iW") % 4)) "$epoch" 0 "eM@$((t0 + 3000))" "$iW" "" >/dev/null
 assert_eq "$dX $dY $dW" "$((t0 + 4000)) $((t0 + 4000)) $((t0 + 4000))" "deadlines the takes found"
 note "X=$iX Y=$iY W=$iW, taken $(($(now_ms) - t0)) ms after t0 with 1 s leases"
 

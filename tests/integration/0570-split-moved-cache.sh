@@ -21,13 +21,7 @@
 # within a second); X's old deadline, still ahead then, never fires.
 . "$(dirname "$0")/../lib.sh"
 
-redis_start main
-kafka_start --brokers 1
-write_config
-scale init 2 >/dev/null
-scanner_start 0
-scanner_start 1
-events_follow events.json
+sp_start
 
 seq -f 'i%02g' 0 39 >ids.txt
 sp_hashes ids.txt >hashes.txt
@@ -82,15 +76,9 @@ fi
 assert_eq "$(sp_where "$iX")" "$(($(h "$iX") % 4)) $((t0 + 9500))" "X after O's write"
 
 # a writer with the old layout is refused by X's old shard, which stays empty
-lua() { # SCRIPT SHARD ARGS...: a lapse script on SHARD's keys, as lapse calls it
-    local script=$1 s=$2
-    shift 2
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
-        "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
-}
-assert_match "$(lua apply "$iold" "$epoch0" 0 "t@$((t0 + 9600))" "$iX" 2>&1)" "^STALE $epoch" \
+assert_match "$(lapse_lua apply "$iold" "$epoch0" 0 "t@$((t0 + 9600))" "$iX" 2>&1)" "^STALE $epoch" \
     "apply.lua with the old epoch"
-assert_match "$(lua take "$iold" "$epoch0" 1000 "$iX" 2>&1)" "^STALE $epoch" "take.lua with the old epoch"
+assert_match "$(lapse_lua take "$iold" "$epoch0" 1000 "$iX" 2>&1)" "^STALE $epoch" "take.lua with the old epoch"
 assert_eq "$(rcli ZSCORE "$NS:z:$iold" "$iX")" "" "X in its old shard after the refused writes"
 
 # 40 more resets each, one or two a batch; then the final deadlines
