@@ -256,8 +256,20 @@ static int seek_back(lapse_ingress *ing)
         if (!rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
             rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition)->offset = m->offset;
     }
+    /* librdkafka before 2.1.0 reads seek_partitions' timeout as microseconds
+     * (librdkafka PR #4230), so a busy fetcher "times out" within 5 ms. A
+     * timed-out seek is still queued, and seeking again to the same offsets
+     * is harmless: keep asking until our own clock says SEEK_MS passed. */
     int rc = 0;
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS);
+    int64_t end = lapse_clock_mono_ms() + SEEK_MS;
+    rd_kafka_error_t *e;
+    while ((e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS)) &&
+           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
+           lapse_clock_mono_ms() < end) {
+        rd_kafka_error_destroy(e);
+        for (int i = 0; i < l->cnt; i++)
+            l->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
     if (e) {
         log_error("ingress: cannot seek back: %s", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
