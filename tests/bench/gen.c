@@ -1,7 +1,7 @@
 /*
  * lapse-bench-gen: writes producer input for `make bench` (tests/bench/run).
  *
- * Two jobs, both cheap enough that the producer, not the generator, is what a
+ * Its jobs, each cheap enough that the producer, not the generator, is what a
  * benchmark measures:
  *
  *   ids OP COUNT WHEN            COUNT lines "OP dev-%08d WHEN", i = 1..COUNT,
@@ -24,6 +24,14 @@
  *                    the start. A consumer that compares deadlines only
  *                    (coalescing) sees the same sequence as in real time.
  *
+ *   lone PORT NS SHARDS COUNT GAP_MS
+ *                                the lone-line latency of a long-running
+ *                                producer reading our stdout: COUNT lines
+ *                                "touch lone-%08d +3600000", one every GAP_MS,
+ *                                each timed from its write until ZSCORE on
+ *                                127.0.0.1:PORT sees it (polled every 0.1 ms,
+ *                                given up after 2 s). Summary: p50/p99/max ms.
+ *
  *   zadd-resp NS SHARDS COUNT BASE_MS
  *                                the same COUNT IDs as native Redis commands
  *                                for `redis-cli --pipe` (RESP): "ZADD NS:z:S
@@ -44,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include "hash.h"
 #include "layout.h"
 
@@ -54,6 +64,7 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
+                 "       lapse-bench-gen lone PORT NS SHARDS COUNT GAP_MS\n"
                  "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
                  "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS\n"
                  "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
@@ -111,6 +122,68 @@ static int gen_zadd_resp(const char *ns, uint32_t shards, uint64_t count, uint64
     if (fflush(stdout) != 0)
         return -1;
     fprintf(stderr, "commands=%" PRIu64 "\n", count);
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* See "lone" above. The latency includes our poll's round trip (~0.1 ms). */
+static int gen_lone(int port, const char *ns, uint32_t shards, uint64_t count, uint64_t gap_ms)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    if (!c || c->err) {
+        fprintf(stderr, "lapse-bench-gen: redis 127.0.0.1:%d: %s\n", port,
+                c ? c->errstr : "out of memory");
+        redisFree(c);
+        return -2;
+    }
+    int64_t *lat = malloc(count * sizeof *lat);
+    if (!lat) {
+        redisFree(c);
+        return -1;
+    }
+    uint64_t missed = 0;
+    int64_t next = mono_ns();
+    for (uint64_t i = 0; i < count; i++) {
+        char id[32], key[LAPSE_NS_MAX + 32];
+        int idlen = snprintf(id, sizeof id, "lone-%08" PRIu64, i);
+        uint32_t shard = lapse_shard_of(lapse_hash(id, (size_t)idlen), shards);
+        if (lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, shard) < 0)
+            break;
+        sleep_until_ns(next);
+        next += (int64_t)gap_ms * 1000000;
+        if (printf("touch %s +3600000\n", id) < 0 || fflush(stdout) != 0) {
+            free(lat);
+            redisFree(c);
+            return -1;
+        }
+        int64_t t0 = mono_ns(), t = t0;
+        for (int seen = 0; !seen && t - t0 < 2000000000; t = mono_ns()) {
+            redisReply *r = redisCommand(c, "ZSCORE %s %b", key, id, (size_t)idlen);
+            if (!r) {
+                fprintf(stderr, "lapse-bench-gen: redis: %s\n", c->errstr);
+                free(lat);
+                redisFree(c);
+                return -2;
+            }
+            seen = r->type == REDIS_REPLY_STRING;
+            freeReplyObject(r);
+            if (!seen)
+                sleep_until_ns(mono_ns() + 100000);
+        }
+        lat[i] = t - t0;
+        missed += lat[i] >= 2000000000;
+    }
+    qsort(lat, count, sizeof *lat, cmp_i64);
+    fprintf(stderr, "lines=%" PRIu64 " p50_ms=%.2f p99_ms=%.2f max_ms=%.2f missed=%" PRIu64 "\n",
+            count, lat[count / 2] / 1e6, lat[count * 99 / 100] / 1e6, lat[count - 1] / 1e6,
+            missed);
+    free(lat);
+    redisFree(c);
     return 0;
 }
 
@@ -179,6 +252,16 @@ int main(int argc, char **argv)
             return 2;
         }
         rc = gen_zadd_resp(argv[2], (uint32_t)atol(argv[3]), a, base);
+    } else if (argc == 7 && !strcmp(argv[1], "lone")) {
+        if (parse_u64(argv[2], 65535, &a) < 0 || strlen(argv[3]) > LAPSE_NS_MAX ||
+            !lapse_shards_valid(atol(argv[4])) || parse_u64(argv[5], 1000000, &b) < 0 || b == 0 ||
+            parse_u64(argv[6], 60000, &c) < 0) {
+            usage(stderr);
+            return 2;
+        }
+        rc = gen_lone((int)a, argv[3], (uint32_t)atol(argv[4]), b, c);
+        if (rc == -2)
+            return 1;
     } else if ((argc == 6 || argc == 7) && !strcmp(argv[1], "fleet")) {
         int paced = argc == 6 && !strcmp(argv[5], "--paced");
         int at = argc == 7 && !strcmp(argv[5], "--at") &&
