@@ -820,6 +820,24 @@ sp_where() {
     done
 }
 
+# sp_where_all ID...: "ID SHARD SCORE" for every (ID, shard zset of NS) that
+# holds it, one EVAL per node: a snapshot of many IDs at one moment (calling
+# sp_where per ID takes tens of ms each, long enough for IDs to fire meanwhile)
+sp_where_all() {
+    local p
+    for p in $(_sp_ports); do
+        sp_cli "$p" EVAL "local r = {}
+            for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+                local sh = string.match(k, ':(%d+)$')
+                for i = 2, #ARGV do
+                    local s = redis.call('ZSCORE', k, ARGV[i])
+                    if s then r[#r + 1] = ARGV[i] .. ' ' .. sh .. ' ' .. s end
+                end
+            end
+            return r" 0 "$NS" "$@"
+    done
+}
+
 sp_status() { # JQ_FILTER: applied to `lapse-scale status --json`
     local s
     s=$(scale status --json) || fail "lapse-scale status --json failed"
