@@ -13,9 +13,14 @@
 -- the next point of its period after now (missed points are skipped, not
 -- fired in a burst) and its fire count goes up.
 --
--- Grouped by lease, so each ID costs one argument, and the scores are
--- compared as strings: ZMSCORE formats a score the way claim.lua wrote the
--- lease (tonumber only for the rare ID whose string differs).
+-- Grouped by lease, so each ID costs one argument. Which IDs of a group
+-- still hold its lease is asked in one of two ways: when the group is most of
+-- the IDs holding that lease (the usual case: a claim acknowledged whole), by
+-- the range of that exact score (ZRANGEBYSCORE lease lease: no score is
+-- formatted, and formatting half-integers is most of what ZMSCORE costs);
+-- else per ID with ZMSCORE, comparing the strings (tonumber only for the
+-- rare ID whose string differs). ZCOUNT (O(log n)) picks the way, so a claim
+-- acknowledged piece by piece never scans its whole range each time.
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
@@ -38,28 +43,56 @@ local function rearm(id, rep, cur)
     redis.call('HSET', r, id, string.format('%d:%d', period, fired))
 end
 
--- One ZMSCORE per group (in chunks: Lua's unpack has a limit), then
--- variadic ZREM/HDEL in chunks.
+-- id still holds the lease of its claim: remove it (or re-arm it)
+local function settle(id, lease)
+    local rep = has_r and redis.call('HGET', r, id)
+    if rep then
+        rearm(id, rep, lease)
+    else
+        zrem[#zrem + 1] = id
+    end
+    fdel[#fdel + 1] = id
+    settled = settled + 1
+end
+
+-- id no longer holds it (score cur, or gone)
+local function moved_on(id, cur)
+    if not cur or tonumber(cur) % 1 == 0 then
+        fdel[#fdel + 1] = id -- settled by a reset or cancel: f is stale
+    end -- else claimed anew (its lease ran out): f is the new claim's
+end
+
 local i = 2
 while i <= #ARGV do
     local lease, n = ARGV[i], tonumber(ARGV[i + 1])
-    local lease_n = tonumber(lease)
     local last = i + 1 + n
-    for k = i + 2, last, 1000 do
-        local part = redis.call('ZMSCORE', z, unpack(ARGV, k, math.min(k + 999, last)))
-        for j = 1, #part do
-            local id, cur = ARGV[k + j - 1], part[j]
-            if cur == lease or (cur and tonumber(cur) == lease_n) then
-                local rep = has_r and redis.call('HGET', r, id)
-                if rep then
-                    rearm(id, rep, cur)
-                else
-                    zrem[#zrem + 1] = id
-                end
+    if redis.call('ZCOUNT', z, lease, lease) <= 2 * n then
+        local held = {}
+        local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
+        for j = 1, #still do held[still[j]] = true end
+        for k = i + 2, last do
+            local id = ARGV[k]
+            if not held[id] then
+                moved_on(id, redis.call('ZSCORE', z, id))
+            elseif has_r then
+                settle(id, lease)
+            else -- the fast path, inline
+                zrem[#zrem + 1] = id
                 fdel[#fdel + 1] = id
                 settled = settled + 1
-            elseif not cur or tonumber(cur) % 1 == 0 then
-                fdel[#fdel + 1] = id -- settled by a reset or cancel: f is stale
+            end
+        end
+    else
+        local lease_n = tonumber(lease)
+        for k = i + 2, last, 1000 do -- (in chunks: Lua's unpack has a limit)
+            local part = redis.call('ZMSCORE', z, unpack(ARGV, k, math.min(k + 999, last)))
+            for j = 1, #part do
+                local id, cur = ARGV[k + j - 1], part[j]
+                if cur == lease or (cur and tonumber(cur) == lease_n) then
+                    settle(id, cur)
+                else
+                    moved_on(id, cur)
+                end
             end
         end
     end

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# 0380-ack-paths: ack.lua settles the IDs of a claim that still hold its
+# lease, by either of its two ways of asking: the range of the lease's exact
+# score (a group that is most of the IDs holding it) or ZMSCORE per ID (a
+# small part of a large claim). For both, every outcome of an ID between its
+# claim and its acknowledgement is checked:
+#   still leased         -> removed, with its payload and its f entry;
+#   reset (integer)      -> kept with its new deadline; f entry dropped;
+#   cancelled (gone)     -> f entry dropped;
+#   claimed anew (another lease, after its own ran out) -> kept, f kept;
+#   repeating            -> re-armed at the next point of its period, fire count + 1;
+#   leased but not in the acknowledgement -> untouched.
+# And a wrong token changes nothing (fencing).
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+write_config
+scale init 1 >/dev/null
+z=$NS:z:0 f=$NS:f:0 p=$NS:p:0 r=$NS:r:0
+rcli SET "$NS:l:0" tok >/dev/null
+b=$(($(now_ms) + 3600000))
+ack() { lapse_lua ack 0 "$@"; } # TOKEN [LEASE N ID...]...
+calls() { # CMD: how often Redis ran CMD since the last CONFIG RESETSTAT
+    rcli INFO commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
+}
+
+# case P LEASE: a claim of 40 IDs P0..P39 holding LEASE (f: their deadlines),
+# then the outcomes above for some of them
+setup() {
+    local pfx=$1 lease=$2 i
+    for ((i = 0; i < 40; i++)); do
+        echo "ZADD $z $lease $pfx$i"
+        echo "HSET $f $pfx$i $((b + i))"
+    done | rcli >/dev/null
+    rcli HSET "$p" "${pfx}0" pay >/dev/null              # leased, with a payload
+    rcli ZADD "$z" $((b + 5000)) "${pfx}1" >/dev/null     # reset
+    rcli ZREM "$z" "${pfx}2" >/dev/null                   # cancelled
+    rcli ZADD "$z" "$((b + 9000)).5" "${pfx}3" >/dev/null # claimed anew
+    rcli HSET "$r" "${pfx}4" "1000:2" >/dev/null          # repeating (period 1000, fired twice)
+}
+
+check() { # PFX LEASE WHAT: after an ack of (at least) P0..P9, not P10
+    local pfx=$1 lease=$2 what=$3
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}0")$(rcli HEXISTS "$p" "${pfx}0")$(rcli HEXISTS "$f" "${pfx}0")" 00 "$what: leased ID (score, payload, f)"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}1") $(rcli HEXISTS "$f" "${pfx}1")" "$((b + 5000)) 0" "$what: reset ID (score, f)"
+    assert_eq "$(rcli HEXISTS "$f" "${pfx}2")" 0 "$what: cancelled ID's f"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}3") $(rcli HGET "$f" "${pfx}3")" "$((b + 9000)).5 $((b + 3))" "$what: ID claimed anew (score, f)"
+    local next
+    next=$(rcli ZSCORE "$z" "${pfx}4")
+    assert_eq "$next $(rcli HGET "$r" "${pfx}4") $(rcli HEXISTS "$f" "${pfx}4")" "$((b + 4 + 1000)) 1000:3 0" "$what: repeating ID (score, record, f)"
+    for i in 5 6 7 8 9; do
+        assert_eq "$(rcli ZSCORE "$z" "$pfx$i")" "" "$what: acknowledged $pfx$i"
+    done
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}10") $(rcli HGET "$f" "${pfx}10")" "$lease $((b + 10))" "$what: leased ID not acknowledged"
+}
+
+# 1. the claim acknowledged whole but for P10 (the "not in the ack" case):
+# 39 IDs acked, 37 holding the lease -> range path
+lease_a="$((b + 100)).5"
+setup A "$lease_a"
+ids=$(for i in $(seq 0 39); do ((i == 10)) || echo "A$i"; done)
+assert_eq "$(ack wrong "$lease_a" 39 $ids)" -1 "ack with a wrong token"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_a" "$lease_a")" 37 "IDs on lease A after the fenced ack"
+rcli CONFIG RESETSTAT >/dev/null
+assert_eq "$(ack tok "$lease_a" 39 $ids)" 36 "settled (range path: 37 on the lease, 39 acked)"
+assert_eq "$(calls zrangebyscore) $(calls zmscore)" "1 0" "range path: ZRANGEBYSCORE, ZMSCORE calls"
+check A "$lease_a" "range path"
+
+# 2. a small part of a claim: P0..P9 -> per-ID path (10 acked, 37 holding the lease)
+lease_b="$((b + 200)).5"
+setup B "$lease_b"
+rcli CONFIG RESETSTAT >/dev/null
+assert_eq "$(ack tok "$lease_b" 10 $(seq -f 'B%g' 0 9))" 7 "settled (ZMSCORE path: 37 on the lease, 10 acked)"
+assert_eq "$(calls zrangebyscore) $(calls zmscore)" "0 1" "per-ID path: ZRANGEBYSCORE, ZMSCORE calls"
+check B "$lease_b" "per-ID path"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_b" "$lease_b")" 30 "IDs left on lease B (B10..B39)"
+
+# 3. both groups in one call, each taking its own path
+rcli DEL "$z" "$f" "$p" "$r" >/dev/null
+setup C "$lease_a"
+setup D "$lease_b"
+assert_eq "$(ack tok "$lease_a" 10 $(seq -f 'C%g' 0 9) "$lease_b" 39 $(for i in $(seq 0 39); do ((i == 10)) || echo "D$i"; done))" \
+    $((7 + 36)) "settled (two groups)"
+check C "$lease_a" "per-ID path, two groups"
+check D "$lease_b" "range path, two groups"
