@@ -50,17 +50,21 @@ static void batch_unref(struct batch *b, size_t n)
 }
 
 /* Takes the acknowledged flights of b up to `stop` off its list (and b off
- * the settle list, the first, when none are left); they are done with. */
+ * the settle list when none are left); they are done with. */
 static void scanner_settled(lapse_scanner *s, struct batch *b, struct flight *stop)
 {
     size_t n = 0;
     for (struct flight *f = b->acked; f != stop; f = f->next)
         n++;
     b->acked = stop;
-    if (!stop) {
-        s->settle = b->next;
-        if (!s->settle)
-            s->settle_tail = &s->settle;
+    b->nacked -= n;
+    if (!stop) { /* the list is short: batches with acks not yet settled */
+        struct batch **pb = &s->settle;
+        while (*pb != b)
+            pb = &(*pb)->next;
+        *pb = b->next;
+        if (!b->next)
+            s->settle_tail = pb;
     }
     batch_unref(b, n);
 }
@@ -90,6 +94,7 @@ static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reaso
         }
         *b->acked_tail = f;
         b->acked_tail = &f->next;
+        b->nacked++;
         return;
     }
     if (ok) {
@@ -312,34 +317,49 @@ static int scanner_acquire(lapse_scanner *s)
     return got;
 }
 
+/* A claim is settled once all of it is acknowledged (ack.lua then takes it
+ * by its lease's score range, in one call), or once its first
+ * acknowledgements waited ACK_WAIT_MS (a slow partition does not hold the
+ * rest back for long), or when `force`d (stopping). */
+static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
+{
+    return force || b->nacked == b->refs || now - b->born_ms >= ACK_WAIT_MS;
+}
+
 /* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
  * (one lease argument per group). On a Redis failure they stay queued
  * for the next pass (their leases keep them from firing meanwhile; if the
  * outage outlasts the lease they fire again: at-least-once). */
-static void scanner_ack(lapse_scanner *s)
+static void scanner_ack(lapse_scanner *s, int force)
 {
     enum { MAXARGS = NKEYS + 1 + 3 * ACK_CHUNK };
     const char *argv[MAXARGS];
     size_t argvlen[MAXARGS];
     char counts[ACK_CHUNK][12];
+    struct batch *sent[ACK_CHUNK];
+    int64_t now = lapse_clock_mono_ms();
     while (s->settle && s->active) {
         int n = 0, groups = 0, ids = 0;
         for (int k = 0; k < NKEYS; k++)
             argv[n] = s->keys[k], argvlen[n++] = strlen(s->keys[k]);
         argv[n] = s->token, argvlen[n++] = strlen(s->token);
-        /* whole batches' acked lists, the last one cut at the chunk size */
-        struct batch *b = s->settle;
+        /* ready batches' acked lists, the last one cut at the chunk size */
         struct flight *rest = NULL; /* where the cut batch goes on */
-        for (; b && ids < ACK_CHUNK; b = b->next, groups++) {
+        for (struct batch *b = s->settle; b && ids < ACK_CHUNK; b = b->next) {
+            if (!scanner_ack_ready(b, now, force))
+                continue;
+            sent[groups] = b;
             argv[n] = b->lease->str, argvlen[n++] = b->lease->len;
             int at = n++, k = 0;
             struct flight *f = b->acked;
             for (; f && ids < ACK_CHUNK; f = f->next, k++, ids++)
                 argv[n] = f->id->str, argvlen[n++] = f->id->len;
             argvlen[at] = (size_t)snprintf(counts[groups], sizeof counts[groups], "%d", k);
-            argv[at] = counts[groups];
+            argv[at] = counts[groups++];
             rest = f;
         }
+        if (groups == 0)
+            return;
         redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
         if (!r || r->type != REDIS_REPLY_INTEGER) {
             scanner_redis_error(s, "ack", r);
@@ -356,7 +376,7 @@ static void scanner_ack(lapse_scanner *s)
         ADD(settled, (uint64_t)settled);
         /* what was sent: `groups` batches, the last one up to `rest` */
         for (int g = 0; g < groups; g++)
-            scanner_settled(s, s->settle, g == groups - 1 ? rest : NULL);
+            scanner_settled(s, sent[g], g == groups - 1 ? rest : NULL);
     }
 }
 
@@ -497,7 +517,8 @@ static int scanner_claim(lapse_scanner *s, int want)
     } else {
         struct flight *fl = (struct flight *)(b + 1);
         char *verdict = (char *)(fl + claimed);
-        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1};
+        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1,
+                            .born_ms = lapse_clock_mono_ms()};
         scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
         scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str,
                            lease->len);
@@ -609,7 +630,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
                 continue;
             }
         }
-        scanner_ack(s);
+        scanner_ack(s, 0);
         if (!s->active)
             continue;
         size_t max = (size_t)s->cfg->scanner_max_inflight;
@@ -630,7 +651,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     int64_t until = lapse_clock_mono_ms() + SHUTDOWN_WAIT_MS;
     while (s->sink && s->inflight > 0 && lapse_clock_mono_ms() < until)
         lapse_sink_poll(s->sink, 50);
-    scanner_ack(s);
+    scanner_ack(s, 1);
     if (s->active) {
         const char *args[1] = {s->token};
         redisReply *r = scanner_eval(s, LAPSE_SCRIPT_RELEASE, args, NULL, 1);

@@ -18,7 +18,8 @@
 #include "scanner.h"
 #include "sink.h"
 
-#define ACK_CHUNK 512              /* IDs per ack.lua call */
+#define ACK_CHUNK 1024             /* IDs per ack.lua call */
+#define ACK_WAIT_MS 20             /* longest a claim's acked IDs wait for the rest of it */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define NKEYS LAPSE_SHARD_NKEYS
@@ -35,6 +36,8 @@ struct batch {
     const redisReply *lease; /* the score claim.lua gave every ID of the batch */
     uint64_t term;           /* the lease term it was claimed in */
     size_t refs;             /* flights not yet settled or given up */
+    size_t nacked;           /* flights on the acked list */
+    int64_t born_ms;         /* monotonic time of the claim */
     struct flight *acked;    /* acknowledged, waiting to be settled */
     struct flight **acked_tail;
 };
