@@ -353,7 +353,7 @@ static void scanner_ack(lapse_scanner *s, int force)
             int at = n++, k = 0;
             struct flight *f = b->acked;
             for (; f && ids < ACK_CHUNK; f = f->next, k++, ids++)
-                argv[n] = f->id->str, argvlen[n++] = f->id->len;
+                argv[n] = f->id, argvlen[n++] = f->id_len;
             argvlen[at] = (size_t)snprintf(counts[groups], sizeof counts[groups], "%d", k);
             argv[at] = counts[groups++];
             rest = f;
@@ -386,11 +386,10 @@ static void scanner_ack(lapse_scanner *s, int force)
 static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
                             const redisReply *payload /* NULL: none */, long long seq)
 {
-    const redisReply *id = f->id;
     struct lapse_event ev = {
         .ns = s->cfg->ns,
-        .id = id->str,
-        .id_len = id->len,
+        .id = f->id,
+        .id_len = f->id_len,
         .deadline_ms = deadline,
         .fired_ms = lapse_clock_ms(),
         .shard = s->shard,
@@ -411,7 +410,7 @@ static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadli
     }
     size_t len = lapse_event_write(&ev, s->event);
     char err[256];
-    if (lapse_sink_send(s->sink, id->str, id->len, s->event, len, f, err, sizeof err) < 0) {
+    if (lapse_sink_send(s->sink, f->id, f->id_len, s->event, len, f, err, sizeof err) < 0) {
         lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: %s", s->shard, err);
         return -1;
     }
@@ -422,17 +421,73 @@ static int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadli
     return 0;
 }
 
-/* A claimed ID's deadline: a decimal string (claim.lua passes Redis's own
- * formatting of the score through), or an integer. */
-static long long scanner_deadline(const redisReply *d)
+/* A claimed ID's deadline from its decimal string (claim.lua passes Redis's
+ * own formatting of the score through: an integer). */
+static long long scanner_deadline(const char *p, size_t len)
 {
-    if (d->type == REDIS_REPLY_INTEGER)
-        return d->integer;
-    if (d->type != REDIS_REPLY_STRING)
+    long long v = 0;
+    size_t i = len > 0 && p[0] == '-';
+    if (i == len || len > 18) /* more digits could overflow */
+        goto other;
+    for (; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            goto other;
+        v = v * 10 + (p[i] - '0');
+    }
+    return p[0] == '-' ? -v : v;
+other:; /* not an integer (never written by lapse): what strtod makes of it */
+    char buf[64];
+    if (len >= sizeof buf)
         return 0;
-    char *end;
-    long long v = strtoll(d->str, &end, 10);
-    return *end ? (long long)strtod(d->str, NULL) : v;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    return (long long)strtod(buf, NULL);
+}
+
+/*
+ * The IDs and deadlines of claim.lua's `claimed` element: "id deadline id
+ * deadline ..." in one string, or an array of them. With fl == NULL,
+ * returns how many there are (-1: malformed); else fills fl[i].id/id_len
+ * and deadlines[i] and returns the count.
+ */
+static long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines)
+{
+    if (c->type == REDIS_REPLY_ARRAY) {
+        if (c->elements % 2)
+            return -1;
+        for (size_t i = 0; i < c->elements; i++)
+            if (c->element[i]->type != REDIS_REPLY_STRING)
+                return -1;
+        for (size_t i = 0; fl && i < c->elements / 2; i++) {
+            const redisReply *id = c->element[2 * i], *d = c->element[2 * i + 1];
+            fl[i].id = id->str, fl[i].id_len = id->len;
+            deadlines[i] = scanner_deadline(d->str, d->len);
+        }
+        return (long)(c->elements / 2);
+    }
+    if (c->type != REDIS_REPLY_STRING)
+        return -1;
+    const char *p = c->str, *end = c->str + c->len;
+    long n = 0;
+    while (p < end) { /* pairs of tokens, one space between */
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        if (!sp || sp == p)
+            return -1;
+        const char *d = sp + 1, *e = memchr(d, ' ', (size_t)(end - d));
+        if (!e)
+            e = end;
+        if (e == d)
+            return -1;
+        if (fl) {
+            fl[n].id = p, fl[n].id_len = (size_t)(sp - p);
+            deadlines[n] = scanner_deadline(d, (size_t)(e - d));
+        }
+        n++;
+        p = e < end ? e + 1 : end;
+        if (e < end && p == end)
+            return -1; /* a trailing space */
+    }
+    return n;
 }
 
 /* How many overdue (not fresh) IDs the catch-up budget allows now. */
@@ -473,7 +528,7 @@ static int scanner_claim(lapse_scanner *s, int want)
      * left of the batch is not sent (a pause, e.g. SIGSTOP, mid-batch). */
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
     redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 6);
-    enum { HEAD = 5, PER_ID = 2 /* id, deadline; payload and seq in extras */ };
+    enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
         long long why = r->element[0]->integer;
@@ -494,9 +549,10 @@ static int scanner_claim(lapse_scanner *s, int want)
                           s->shard, (long long)was);
         return poll_ms;
     }
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < HEAD ||
-        (r->elements - HEAD) % PER_ID != 0 || r->element[4]->type != REDIS_REPLY_ARRAY ||
-        r->element[4]->elements % 3 != 0) {
+    long count = -1;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 1 ||
+        r->element[4]->type != REDIS_REPLY_ARRAY || r->element[4]->elements % 3 != 0 ||
+        (count = scanner_claimed(r->element[HEAD], NULL, NULL)) < 0) {
         scanner_redis_error(s, "claim", r);
         if (r)
             freeReplyObject(r);
@@ -505,28 +561,31 @@ static int scanner_claim(lapse_scanner *s, int want)
     }
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
-    size_t claimed = (r->elements - HEAD) / PER_ID;
+    size_t claimed = (size_t)count;
     long long due_left = r->element[3]->integer;
     /* the batch keeps the reply: the flights' IDs live in it */
     struct batch *b =
-        claimed ? malloc(sizeof *b + claimed * (sizeof(struct flight) + 1)) : NULL;
+        claimed ? malloc(sizeof *b + claimed * (sizeof(struct flight) + sizeof(long long) + 1))
+                : NULL;
     if (!b) {
         freeReplyObject(r);
         if (claimed)
             return poll_ms; /* the leases run out; claimed again later */
     } else {
         struct flight *fl = (struct flight *)(b + 1);
-        char *verdict = (char *)(fl + claimed);
+        long long *deadlines = (long long *)(fl + claimed);
+        char *verdict = (char *)(deadlines + claimed);
         *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1,
                             .born_ms = lapse_clock_mono_ms()};
-        scanner_twins_check(s, r->element + HEAD, PER_ID, claimed, verdict);
-        scanner_twins_drop(s, r->element + HEAD, PER_ID, claimed, verdict, lease->str,
-                           lease->len);
+        for (size_t i = 0; i < claimed; i++)
+            fl[i] = (struct flight){.batch = b};
+        scanner_claimed(r->element[HEAD], fl, deadlines);
+        scanner_twins_check(s, fl, claimed, verdict);
+        scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
         const redisReply *extras = r->element[4];
         size_t x = 0; /* the next (k, payload, seq) */
         int old_taken = 0;
         for (size_t i = 0; i < claimed; i++) {
-            redisReply **e = r->element + HEAD + PER_ID * i;
             const redisReply *payload = NULL;
             long long seq = 0;
             if (x < extras->elements && extras->element[x]->integer == (long long)i + 1) {
@@ -534,10 +593,9 @@ static int scanner_claim(lapse_scanner *s, int want)
                 seq = extras->element[x + 2]->integer;
                 x += 3;
             }
-            long long deadline = scanner_deadline(e[1]);
+            long long deadline = deadlines[i];
             if (deadline <= now - s->cfg->scanner_fresh_ms)
                 old_taken++;
-            fl[i] = (struct flight){.batch = b, .id = e[0]};
             /* not sent (a stale twin; the lock may have expired; Kafka
              * refused it): it stays leased and is sent later, by whoever
              * holds the lock then */

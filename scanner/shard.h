@@ -46,7 +46,8 @@ struct batch {
 struct flight {
     struct batch *batch;
     struct flight *next;     /* in batch->acked once acknowledged */
-    const redisReply *id;    /* the ID, inside batch->reply */
+    const char *id;          /* the ID's bytes, inside batch->reply (not NUL-terminated) */
+    size_t id_len;
 };
 
 struct lapse_scanner {
@@ -86,9 +87,8 @@ redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char 
                          const size_t *lens, int nargs);
 
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
-void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                         char *verdict);
-void scanner_twins_drop(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                        const char *verdict, const char *lease, size_t lease_len);
+void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict);
+void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, const char *verdict,
+                        const char *lease, size_t lease_len);
 
 #endif

@@ -31,8 +31,7 @@ static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
  * fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new shard's node
  * did not answer: leave it leased; it is claimed and checked again later).
  */
-void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                         char *verdict)
+void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict)
 {
     memset(verdict, 0, n);
     if (!s->layout.splitting || s->shard >= s->layout.prev_shards)
@@ -42,8 +41,7 @@ void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size
         lapse_redis *peer = NULL;
         size_t asked = 0;
         for (size_t i = 0; i < n; i++) {
-            const redisReply *id = ids[i * stride];
-            uint64_t h = lapse_hash(id->str, id->len);
+            uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
             if (!(h & prev))
                 continue; /* stays in this shard */
             uint32_t j = lapse_shard_of(h, s->layout.shards);
@@ -51,8 +49,8 @@ void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size
                 continue;
             char key[KEY_MAX];
             lapse_key_shard(key, sizeof key, s->cfg->ns, LAPSE_KEY_MOVED, j);
-            const char *argv[3] = {"SISMEMBER", key, id->str};
-            size_t argvlen[3] = {9, strlen(key), id->len};
+            const char *argv[3] = {"SISMEMBER", key, fl[i].id};
+            size_t argvlen[3] = {9, strlen(key), fl[i].id_len};
             if (!peer && !(peer = twins_peer(s, node))) {
                 verdict[i] = 2;
                 continue;
@@ -64,8 +62,7 @@ void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size
         for (size_t i = 0, k = 0; i < n && k < asked; i++) {
             if (verdict[i] != 2)
                 continue;
-            const redisReply *id = ids[i * stride];
-            uint64_t h = lapse_hash(id->str, id->len);
+            uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
             if (!(h & prev) || s->layout.node_of[lapse_shard_of(h, s->layout.shards)] != node)
                 continue;
             redisReply *r;
@@ -82,15 +79,15 @@ void scanner_twins_check(lapse_scanner *s, redisReply **ids, size_t stride, size
 }
 
 /* Removes stale twins the claim leased (see scanner_split_check). */
-void scanner_twins_drop(lapse_scanner *s, redisReply **ids, size_t stride, size_t n,
-                        const char *verdict, const char *lease, size_t lease_len)
+void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, const char *verdict,
+                        const char *lease, size_t lease_len)
 {
     const char *args[2 * 64];
     size_t lens[2 * 64];
     int m = 0;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && verdict[i] == 1) {
-            args[m] = ids[i * stride]->str, lens[m++] = ids[i * stride]->len;
+            args[m] = fl[i].id, lens[m++] = fl[i].id_len;
             args[m] = lease, lens[m++] = lease_len;
         }
         if (m > 0 && (m == 2 * 64 || i == n)) {

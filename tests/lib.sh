@@ -410,6 +410,25 @@ id_payload() { # ID: its stored payload (empty when none or not pending)
     [[ -z $s ]] || rcli HGET "$NS:p:$s" "$1"
 }
 
+# ids_state ID...: "ID SCORE HAS_PAYLOAD" per ID (SCORE "-" when no shard
+# holds it, HAS_PAYLOAD 0/1), one EVAL for all: a snapshot taken fast enough
+# that deadlines do not pass while a loaded machine checks ID after ID
+ids_state() {
+    rcli EVAL "
+        local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
+        local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
+        if p > n then n = p end
+        local out = {}
+        for i = 2, #ARGV do
+            local sc, pl = '-', 0
+            for s = 0, n - 1 do
+                sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[i]) or sc
+                pl = math.max(pl, redis.call('HEXISTS', ARGV[1] .. ':p:' .. s, ARGV[i]))
+            end
+            out[#out + 1] = ARGV[i] .. ' ' .. sc .. ' ' .. pl
+        end
+        return out" 0 "$NS" "$@"
+}
 id_has_payload() { # ID: 0 when a payload is stored for it in any shard
     local n
     n=$(rcli EVAL "

@@ -15,16 +15,19 @@ for ((i = 0; i < 50; i++)); do printf 'touch c-%d +1500 payload-%d\n' "$i" "$i";
 t1=$(now_ms)
 for ((i = 0; i < 50; i += 2)); do printf 'cancel c-%d\n' "$i"; done | produce
 
-for ((i = 0; i < 50; i++)); do
+ids_state $(seq -f 'c-%g' 0 49) >state.txt
+while read -r id s pl; do
+    i=${id#c-}
     if ((i % 2 == 0)); then
-        assert_eq "$(id_score c-$i)" "" "score of cancelled c-$i"
-        ! id_has_payload c-$i || fail "payload of cancelled c-$i still stored"
+        assert_eq "$s" - "score of cancelled $id"
+        assert_eq "$pl" 0 "payload of cancelled $id stored"
     else
-        s=$(id_score c-$i)
-        assert_ge "$s" $((t0 + 1500)) "deadline of c-$i"
-        assert_le "$s" $((t1 + 1500)) "deadline of c-$i"
+        assert_ge "$s" $((t0 + 1500)) "deadline of $id"
+        assert_le "$s" $((t1 + 1500)) "deadline of $id"
+        assert_eq "$pl" 1 "payload of $id stored"
     fi
-done
+done <state.txt
+assert_eq "$(wc -l <state.txt)" 50 "IDs checked"
 
 printf 'cancel never-touched\ncancel c-0\n' | produce 2>cancel.err ||
     fail "cancel of an unknown ID: exit status $? ($(cat cancel.err))"

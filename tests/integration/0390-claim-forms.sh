@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# 0390-claim-forms: claim.lua answers a batch of due IDs in one string
+# ("id deadline id deadline ...") when it can, and as a list when an expired
+# lease is among them or an ID holds a space (lapse never writes one, but a
+# zset may be written by hand). Whatever the form, every ID fires once with
+# the deadline that fell due:
+#   batch 1: plain IDs only (the string form), one of them 512 bytes;
+#   batch 2: plain IDs, an expired lease (its deadline in f) and a
+#            lease not yet expired (not due: left alone);
+#   batch 3: plain IDs and "has space" (written by hand).
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start
+write_config
+scale init 1 >/dev/null
+z=$NS:z:0 f=$NS:f:0
+long=$(printf 'L%.0s' {1..512})
+
+t=$(($(now_ms) - 1000))
+{
+    for i in 1 2 3; do echo "ZADD $z $((t + i)) a$i"; done
+    echo "ZADD $z $((t + 4)) $long"
+} | rcli >/dev/null
+scanner_start 0
+events_follow events.json
+events_wait_ids events.json 4 5000
+
+t=$(($(now_ms) - 1000))
+{
+    for i in 1 2; do echo "ZADD $z $((t + i)) b$i"; done
+    echo "ZADD $z $((t - 3000)).5 expired"
+    echo "HSET $f expired $((t - 8000))"
+    echo "ZADD $z $((t + 3600000)).5 leased"
+    echo "HSET $f leased $((t - 9000))"
+} | rcli >/dev/null
+events_wait_ids events.json 7 5000
+
+t=$(($(now_ms) - 1000))
+rcli ZADD "$z" $((t + 1)) c1 $((t + 2)) "has space" $((t + 3)) c3 >/dev/null
+events_wait_ids events.json 10 5000
+sleep 0.5
+events_follow_stop
+
+assert_eq "$(jq -r .id events.json | sort | paste -sd' ')" \
+    "$long a1 a2 a3 b1 b2 c1 c3 expired has space" "IDs fired (once each)"
+dl() { jq -r --arg id "$1" 'select(.id == $id) | .deadline_ms' events.json; }
+assert_eq "$(dl expired)" $(($(dl b1) - 1 - 8000)) "the expired lease's deadline (from f)"
+for id in a1 a2 a3 b1 b2 c1 c3 "has space" "$long"; do
+    assert_ge "$(dl "$id")" 1 "$id's deadline"
+done
+assert_eq "$(dl "has space")" $(($(dl c1) + 1)) "the deadline of \"has space\""
+assert_eq "$(dl a3)" $(($(dl a1) + 2)) "a3's deadline"
+assert_eq "$(dl "$long")" $(($(dl a1) + 3)) "the long ID's deadline"
+assert_eq "$(rcli ZSCORE "$z" leased)" "$(($(dl b1) - 1 + 3600000)).5" "the lease not yet expired"
+assert_eq "$(rcli ZCARD "$z") $(rcli HLEN "$f")" "1 1" "left in the shard (the leased ID)"
+assert_never_early events.json
