@@ -322,6 +322,12 @@ static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
     return rc;
 }
 
+void lapse_producer_prefetch(const lapse_producer *p, const char *id, size_t id_len)
+{
+    if (p->slack)
+        lapse_slack_prefetch(p->slack, lapse_hash(id, id_len));
+}
+
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size)
 {

@@ -78,6 +78,14 @@ void lapse_producer_free(lapse_producer *p);
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size);
 
+/* A hint, for callers that see several operations ahead (e.g. a read
+ * buffer of lines): the ID will be submitted soon. With producer.slack_ms
+ * it starts loading the ID's entry in the slack memory, whose cache misses
+ * are most of what an absorbed signal costs; submitting a few IDs after
+ * their hints overlaps those misses. Changes nothing visible; no effect
+ * without slack. */
+void lapse_producer_prefetch(const lapse_producer *p, const char *id, size_t id_len);
+
 /* Shorthands for lapse_producer_submit (same returns). `payload` may be
  * NULL (none). */
 int lapse_producer_touch(lapse_producer *p, const char *id, size_t id_len,

@@ -245,3 +245,8 @@ void lapse_slack_forget(lapse_slack *s, uint64_t hash, const char *id, size_t le
 }
 
 size_t lapse_slack_count(const lapse_slack *s) { return s->count; }
+
+void lapse_slack_prefetch(const lapse_slack *s, uint64_t hash)
+{
+    __builtin_prefetch(&s->slots[slack_key(hash) & (s->nslots - 1)]);
+}

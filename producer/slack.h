@@ -35,6 +35,11 @@ int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, siz
 int lapse_slack_set(lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t deadline,
                     int64_t now);
 
+/* A hint: the ID with this hash is about to be looked up. Starts loading
+ * the memory the lookup reads first, so a caller that knows the next few
+ * IDs overlaps their cache misses instead of waiting for each in turn. */
+void lapse_slack_prefetch(const lapse_slack *s, uint64_t hash);
+
 /* Forgets the ID (after a touch, repeat or cancel made the memory wrong). */
 void lapse_slack_forget(lapse_slack *s, uint64_t hash, const char *id, size_t len);
 
