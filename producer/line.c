@@ -124,7 +124,9 @@ static int parse_ms(struct field f, int64_t *out)
         if (c < '0' || c > '9')
             return -1; /* a syntax error wins over a range error */
         int d = c - '0';
-        if (big || v > (LAPSE_WHEN_MAX - d) / 10)
+        /* (constant bounds: no division per digit; v * 10 + d cannot
+         * overflow once v <= LAPSE_WHEN_MAX / 10) */
+        if (big || v > LAPSE_WHEN_MAX / 10 || v * 10 + d > LAPSE_WHEN_MAX)
             big = 1; /* keep scanning: "+9999...x" is still a syntax error */
         else
             v = v * 10 + d;
@@ -172,6 +174,16 @@ static enum lapse_line_result check_id(struct field f, char *errstr, size_t size
 {
     if (f.n > LAPSE_ID_MAX)
         return fail(errstr, size, "id longer than %d bytes", LAPSE_ID_MAX);
+    /* Every ID is checked on its way in: first without an early exit (the
+     * compiler vectorises this), then, only when something is wrong, again
+     * to say where. */
+    unsigned bad = 0;
+    for (size_t i = 0; i < f.n; i++) {
+        unsigned char c = (unsigned char)f.p[i];
+        bad |= (c <= 0x20) | (c == 0x7f);
+    }
+    if (!bad)
+        return LAPSE_LINE_OK;
     for (size_t i = 0; i < f.n; i++) {
         unsigned char c = (unsigned char)f.p[i];
         if (c <= 0x20 || c == 0x7f)
