@@ -98,9 +98,11 @@ void lapse_producer_free(lapse_producer *p)
     free(p->nodes);
     lapse_layout_free(&p->layout);
     lapse_slack_free(p->slack);
-    producer_send_abandon(p);
-    free(p->flight.ops);
-    free(p->flight.arena);
+    for (size_t k = 0; k < FLIGHTS; k++) {
+        producer_send_abandon(p->sending[k]);
+        free(p->flight[k].ops);
+        free(p->flight[k].arena);
+    }
     if (p->owns_cfg)
         lapse_config_free(&p->owned_cfg);
     free(p->keys);
@@ -112,7 +114,10 @@ void lapse_producer_free(lapse_producer *p)
 
 size_t lapse_producer_pending(const lapse_producer *p)
 {
-    return p->nops + (p->sending ? p->flight.nops : 0);
+    size_t n = p->nops;
+    for (size_t i = 0; i < p->nflight; i++)
+        n += p->flight[(p->flight_first + i) % FLIGHTS].nops;
+    return n;
 }
 
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out)
@@ -243,17 +248,18 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     return 0;
 }
 
-/* Exchanges the queue with the batch in flight: send.c works on the queue. */
-static void producer_swap(lapse_producer *p)
+/* Exchanges the queue with batch b (one in flight): send.c works on the
+ * queue. */
+static void producer_swap(lapse_producer *p, struct producer_batch *b)
 {
     struct producer_batch q = {p->ops, p->nops, p->cap_ops, p->arena, p->arena_len, p->arena_cap};
-    p->ops = p->flight.ops;
-    p->nops = p->flight.nops;
-    p->cap_ops = p->flight.cap_ops;
-    p->arena = p->flight.arena;
-    p->arena_len = p->flight.arena_len;
-    p->arena_cap = p->flight.arena_cap;
-    p->flight = q;
+    p->ops = b->ops;
+    p->nops = b->nops;
+    p->cap_ops = b->cap_ops;
+    p->arena = b->arena;
+    p->arena_len = b->arena_len;
+    p->arena_cap = b->arena_cap;
+    *b = q;
 }
 
 /* A batch settled with rc (< 0: not applied, each op reported): bounded
@@ -288,37 +294,85 @@ static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
     return rc;
 }
 
-/* Waits for the batch in flight, if any. Returns as lapse_producer_flush. */
-static int producer_collect(lapse_producer *p, char *errstr, size_t size)
+/* Takes the oldest batch in flight off the ring and settles it: `how` reads
+ * its replies (falling back to re-sending it), or re-sends it the careful
+ * way without reading them (they were lost with the connections). Sets
+ * *resent when it had to be re-sent. Returns as lapse_producer_flush. */
+static int producer_settle_oldest(lapse_producer *p, int read_replies, int *resent, char *errstr,
+                                  size_t size)
 {
-    if (!p->sending)
-        return 0;
-    producer_swap(p);
-    int rc = producer_send_finish(p, errstr, size);
+    size_t k = p->flight_first;
+    struct send *s = p->sending[k];
+    p->sending[k] = NULL;
+    p->flight_first = (k + 1) % FLIGHTS;
+    p->nflight--;
+    producer_swap(p, &p->flight[k]);
+    int rc;
+    if (read_replies) {
+        rc = producer_send_finish(p, s, resent, errstr, size);
+    } else {
+        producer_send_abandon(s);
+        *resent = 1;
+        rc = producer_send(p, errstr, size);
+    }
     producer_settled(p, rc);
     p->nops = 0; /* counted and unindexed when it was sent */
     p->arena_len = 0;
-    producer_swap(p);
+    producer_swap(p, &p->flight[k]); /* the queue back; flight[k] keeps the buffers */
+    return rc;
+}
+
+/* Waits for the oldest batch in flight. If it was not applied it is re-sent,
+ * and so, after it and in order, is every later one (their replies went
+ * with the dropped connections; every op is idempotent, so applying a batch
+ * again is safe, and re-sending them in order keeps each ID's ops in order).
+ * Returns as lapse_producer_flush. */
+static int producer_collect_one(lapse_producer *p, char *errstr, size_t size)
+{
+    int resent = 0;
+    int rc = producer_settle_oldest(p, 1, &resent, errstr, size);
+    while (resent && p->nflight > 0) {
+        int later = producer_settle_oldest(p, 0, &resent, errstr, size);
+        if (rc == 0)
+            rc = later;
+    }
+    return rc;
+}
+
+/* Waits for every batch in flight, oldest first. Returns as
+ * lapse_producer_flush. */
+static int producer_collect(lapse_producer *p, char *errstr, size_t size)
+{
+    int rc = 0;
+    while (p->nflight > 0) {
+        int one = producer_collect_one(p, errstr, size);
+        if (rc == 0)
+            rc = one;
+    }
     return rc;
 }
 
 /*
  * A full batch while operations stream in: send it without waiting for the
- * replies, which the next flush reads (first thing), so Redis applies this
- * batch while the next one is queued and parsed. At most one batch is in
- * flight, and it is settled before the next is sent, so per-ID order holds;
- * a batch in flight that was not applied is re-sent the careful way before
- * anything after it.
+ * replies, which are read (oldest first) once FLIGHTS batches are in flight,
+ * so Redis applies earlier batches while later ones are queued and parsed.
+ * Replies come back in the order the batches were sent, and a batch that
+ * was not applied is re-sent the careful way with all later ones after it,
+ * so per-ID order holds.
  */
 static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
 {
-    int rc = producer_collect(p, errstr, size);
-    if (producer_send_start(p) < 0) {
+    int rc = p->nflight == FLIGHTS ? producer_collect_one(p, errstr, size) : 0;
+    struct send *s = producer_send_start(p);
+    if (!s) { /* the careful way, after everything sent before it */
+        int before = producer_collect(p, errstr, size);
         int now = producer_send_queue(p, errstr, size);
-        return rc < 0 ? rc : now;
+        return rc < 0 ? rc : before < 0 ? before : now;
     }
     producer_unindex(p);
-    producer_swap(p); /* the queue is now the empty buffers of the last flight */
+    size_t k = (p->flight_first + p->nflight++) % FLIGHTS;
+    p->sending[k] = s;
+    producer_swap(p, &p->flight[k]); /* the queue gets that slot's empty buffers */
     return rc;
 }
 

@@ -14,9 +14,9 @@
  * touch, touch, touch -> the last touch; extend +5 s, extend +9 s ->
  * extend +9 s), with the same result as applying every operation. Queueing
  * never blocks, except that reaching producer.batch queued operations sends
- * them: that batch goes out without waiting for Redis's answer, which the
- * next send reads first, so Redis applies one batch while the next is
- * queued. Callers that stream should flush whenever no more input is
+ * them: that batch goes out without waiting for Redis's answer; up to four
+ * such batches are in flight, their answers read oldest first, so Redis
+ * applies earlier batches while later ones are queued. Callers that stream should flush whenever no more input is
  * waiting, so a lone operation is not held back; lapse_producer_flush
  * returns only once everything submitted before it is applied.
  *
@@ -101,7 +101,7 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
 
-/* Applies everything queued and the batch in flight. Returns 0, or -1 with
+/* Applies everything queued and the batches in flight. Returns 0, or -1 with
  * errstr when Redis stayed unreachable; those operations are then dropped
  * and each one reported. */
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);

@@ -17,6 +17,7 @@
 #include "slack.h"
 
 #define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
+#define FLIGHTS 4       /* full batches sent whose replies are not read yet, at most */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
@@ -90,8 +91,12 @@ struct lapse_producer {
     size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
-    struct producer_batch flight;   /* a full batch sent, its replies not read yet */
-    struct send *sending;           /* its calls (send.c), or NULL: none in flight */
+    /* Full batches sent, their replies not read yet: a ring, oldest at
+     * flight_first, nflight of them; sending[k] holds flight[k]'s calls
+     * (send.c). Slots not in use keep their (empty) buffers for reuse. */
+    struct producer_batch flight[FLIGHTS];
+    struct send *sending[FLIGHTS];
+    size_t flight_first, nflight;
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct lapse_producer_stats stats;
     lapse_producer_error_cb *on_error;
@@ -108,17 +113,23 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
  * each op that could not be applied through on_error. */
 int producer_send(lapse_producer *p, char *errstr, size_t size);
 
-/* Sends every queued op without waiting for the replies (p->sending), when
- * nothing needs a careful send (no split, a fresh layout). 0 when sent, -1
- * when the caller should use producer_send. */
-int producer_send_start(lapse_producer *p);
+/* Sends every queued op without waiting for the replies, when nothing
+ * needs a careful send (no split, a fresh layout). Returns what
+ * producer_send_finish takes, or NULL when the caller should use
+ * producer_send. Calls of several such sends may be in flight at once; their
+ * replies are read in the order they were sent. */
+struct send *producer_send_start(lapse_producer *p);
 
-/* Reads the replies of what producer_send_start sent, with those ops queued
- * again (the batch swapped back in); anything short of applied falls back
- * to producer_send. Returns as producer_send. */
-int producer_send_finish(lapse_producer *p, char *errstr, size_t size);
+/* Reads the replies of what producer_send_start sent (s; freed), with those
+ * ops queued again (the batch swapped back in); anything short of applied
+ * falls back to producer_send, and then *resent is set: the connections
+ * were dropped with the replies of every later send in flight. Returns as
+ * producer_send. */
+int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *errstr,
+                         size_t size);
 
-/* Forgets what producer_send_start sent without reading its replies. */
-void producer_send_abandon(lapse_producer *p);
+/* Forgets what producer_send_start sent without reading its replies
+ * (frees s; accepts NULL). */
+void producer_send_abandon(struct send *s);
 
 #endif

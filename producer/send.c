@@ -582,36 +582,38 @@ static struct send *send_new(lapse_producer *p)
     return s;
 }
 
-int producer_send_start(lapse_producer *p)
+struct send *producer_send_start(lapse_producer *p)
 {
     if (p->layout.splitting || lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS)
-        return -1;
+        return NULL;
     struct send *s = send_new(p);
     if (!s)
-        return -1;
+        return NULL;
     send_route(p);
     snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
     if (send_group(s, 0, 0) == (size_t)-1) {
         send_free(s);
-        return -1;
+        return NULL;
     }
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         if (send_append(s, n, &s->sent[n]) != SEND_OK || lapse_redis_send(p->nodes[n]) < 0) {
+            /* drop what is half sent (and the replies of earlier sends in
+             * flight: the caller must not start one with others in flight
+             * unless it reads them first, see producer.c) */
             for (size_t k = 0; k < p->cfg->nnodes; k++)
-                lapse_redis_disconnect(p->nodes[k]); /* drop what is half sent */
+                lapse_redis_disconnect(p->nodes[k]);
             send_free(s);
-            return -1;
+            return NULL;
         }
-    p->sending = s;
-    return 0;
+    return s;
 }
 
-int producer_send_finish(lapse_producer *p, char *errstr, size_t size)
+int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *errstr,
+                         size_t size)
 {
-    struct send *s = p->sending;
     int rc = SEND_OK;
-    p->sending = NULL;
+    *resent = 0;
     for (size_t n = 0; n < p->cfg->nnodes; n++) {
         int res = send_read(s, n, s->sent[n]);
         if (res == SEND_RETRY) {
@@ -627,14 +629,11 @@ int producer_send_finish(lapse_producer *p, char *errstr, size_t size)
     /* Not all applied: the careful way, which re-sends the batch. */
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
+    *resent = 1;
     return producer_send(p, errstr, size);
 }
 
-void producer_send_abandon(lapse_producer *p)
-{
-    send_free(p->sending);
-    p->sending = NULL;
-}
+void producer_send_abandon(struct send *s) { send_free(s); }
 
 int producer_send(lapse_producer *p, char *errstr, size_t size)
 {
