@@ -7,7 +7,7 @@
  *   ids OP COUNT WHEN            COUNT lines "OP dev-%08d WHEN", i = 1..COUNT,
  *                                as fast as stdout takes them (written to a
  *                                file before anything is timed).
- *   fleet DEVICES SECONDS TIMEOUT_MS [--paced | --at BASE_MS]
+ *   fleet DEVICES SECONDS TIMEOUT_MS [--paced | --at BASE_MS [--stagger N]]
  *                                a device fleet: every device signals once a
  *                                (simulated) second, each signal one line
  *                                "extend dev-%08d WHEN". Device i signals at
@@ -23,6 +23,11 @@
  *                    TIMEOUT_MS), signal time being the simulated ms since
  *                    the start. A consumer that compares deadlines only
  *                    (coalescing) sees the same sequence as in real time.
+ *       --stagger N  (after --at BASE_MS) device i comes online in second
+ *                    i % N (its earlier signals are left out): devices that
+ *                    did not all start at once, so with bounded slack their
+ *                    writes spread evenly over the seconds (the steady
+ *                    state) instead of coming all in the same ones.
  *
  *   lone PORT NS SHARDS COUNT GAP_MS
  *                                the lone-line latency of a long-running
@@ -66,7 +71,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
                  "       lapse-bench-gen lone PORT NS SHARDS COUNT GAP_MS\n"
                  "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
-                 "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS\n"
+                 "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS [--stagger N]\n"
                  "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
 }
 
@@ -192,7 +197,7 @@ static int gen_lone(int port, const char *ns, uint32_t shards, uint64_t count, u
  * second k / devices, at ms offset (k % devices) * 1000 / devices.
  */
 static int gen_fleet(uint64_t devices, uint64_t seconds, uint64_t timeout_ms, int paced,
-                     uint64_t base_ms)
+                     uint64_t base_ms, uint64_t stagger)
 {
     uint64_t total = devices * seconds, k = 0;
     int64_t start = mono_ns(), max_lag_ns = 0;
@@ -212,6 +217,8 @@ static int gen_fleet(uint64_t devices, uint64_t seconds, uint64_t timeout_ms, in
             uint64_t t_ms = sec * 1000 + dev * 1000 / devices;
             if (t_ms >= slice_end_ms)
                 break;
+            if (stagger > 1 && sec < dev % stagger)
+                continue; /* not online yet */
             int rc = paced ? printf("extend " ID_FMT " +%" PRIu64 "\n", dev + 1, timeout_ms)
                            : printf("extend " ID_FMT " @%" PRIu64 "\n", dev + 1,
                                     base_ms + t_ms + timeout_ms);
@@ -262,17 +269,20 @@ int main(int argc, char **argv)
         rc = gen_lone((int)a, argv[3], (uint32_t)atol(argv[4]), b, c);
         if (rc == -2)
             return 1;
-    } else if ((argc == 6 || argc == 7) && !strcmp(argv[1], "fleet")) {
+    } else if ((argc == 6 || argc == 7 || argc == 9) && !strcmp(argv[1], "fleet")) {
+        uint64_t stagger = 0;
         int paced = argc == 6 && !strcmp(argv[5], "--paced");
-        int at = argc == 7 && !strcmp(argv[5], "--at") &&
-                 parse_u64(argv[6], UINT64_MAX / 2, &base) == 0;
+        int at = argc >= 7 && !strcmp(argv[5], "--at") &&
+                 parse_u64(argv[6], UINT64_MAX / 2, &base) == 0 &&
+                 (argc == 7 || (!strcmp(argv[7], "--stagger") &&
+                                parse_u64(argv[8], 3600, &stagger) == 0));
         if (parse_u64(argv[2], COUNT_MAX - 1, &a) < 0 || a == 0 ||
             parse_u64(argv[3], 86400, &b) < 0 || parse_u64(argv[4], 86400000, &c) < 0 ||
             (!paced && !at)) {
             usage(stderr);
             return 2;
         }
-        rc = gen_fleet(a, b, c, paced, base);
+        rc = gen_fleet(a, b, c, paced, base, stagger);
     } else {
         usage(stderr);
         return 2;
