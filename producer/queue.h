@@ -114,7 +114,8 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 int producer_send(lapse_producer *p, char *errstr, size_t size);
 
 /* Sends every queued op without waiting for the replies, when nothing
- * needs a careful send (no split, a fresh layout). Returns what
+ * needs a careful send (a fresh layout; during a split, no moving ID but
+ * those the moved-ID cache knows settled). Returns what
  * producer_send_finish takes, or NULL when the caller should use
  * producer_send. Calls of several such sends may be in flight at once; their
  * replies are read in the order they were sent. */

@@ -33,7 +33,8 @@
  * are needed only until an ID has settled in j; a watchdog resets the same
  * IDs over and over, so the producer remembers, for the split's layout
  * epoch, the IDs it saw settle, and later writes them in j as plain ops (no
- * take, no drop, apply's variadic fast path). Settled means that no twin in
+ * take, no drop, apply's variadic fast path; a batch with no other moving
+ * ID goes out pipelined, as outside a split: producer_send_start). Settled means that no twin in
  * i can fire again, whatever anyone does next:
  *   - take said "a": i holds nothing for the ID, and nothing can put it back:
  *     writers with this layout write it in j, writers with an older one are
@@ -584,12 +585,20 @@ static struct send *send_new(lapse_producer *p)
 
 struct send *producer_send_start(lapse_producer *p)
 {
-    if (p->layout.splitting || lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS)
+    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS)
         return NULL;
     struct send *s = send_new(p);
     if (!s)
         return NULL;
     send_route(p);
+    /* During a split only batches without a moving ID take this way: IDs
+     * that stay, and moved ones the cache knows settled, are plain ops of
+     * one shard; a moving one needs take, seed and drop (producer_send). */
+    for (size_t i = 0; p->layout.splitting && i < p->nops; i++)
+        if (p->ops[i].moving) {
+            send_free(s);
+            return NULL;
+        }
     snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
     if (send_group(s, 0, 0) == (size_t)-1) {
         send_free(s);
