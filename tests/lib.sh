@@ -410,6 +410,38 @@ id_payload() { # ID: its stored payload (empty when none or not pending)
     [[ -z $s ]] || rcli HGET "$NS:p:$s" "$1"
 }
 
+# random_ops IDS COUNT > FILE: COUNT random touch/extend/repeat/cancel lines
+# over IDS IDs (id-0..), absolute times an hour or more ahead (nothing fires),
+# 40 % with payloads; for tests that compare one stream applied two ways
+random_ops() {
+    awk -v seed="$RANDOM" -v base="$(($(now_ms) + 3600000))" -v ids="$1" -v n="$2" 'BEGIN {
+        srand(seed)
+        split("touch extend extend repeat cancel touch", ops, " ")
+        for (i = 0; i < n; i++) {
+            op = ops[int(rand() * 6) + 1]; id = "id-" int(rand() * ids)
+            t = sprintf("@%.0f", base + int(rand() * 50) * 1000)
+            pl = rand() < 0.4 ? " pl-" i : ""
+            if (op == "cancel") print "cancel " id
+            else if (op == "repeat") print "repeat " id " " t " " (1000 + int(rand() * 3) * 1000) pl
+            else print op " " id " " t pl
+        }
+        print "repeat id-0 @" base " 1000" # so that some ID surely ends repeating
+    }'
+}
+
+# ns_records NS: every shard record of namespace NS (zsets, payloads, repeat
+# records), one a line, sorted: two namespaces with equal output hold equal
+# deadlines, payloads and repeats
+ns_records() {
+    local k
+    for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
+        case $k in
+        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|${k#"$1"} |" ;;
+        *) rcli HGETALL "$k" | paste - - | sed "s|^|${k#"$1"} |" ;;
+        esac
+    done | sort
+}
+
 # ids_state ID...: "ID SCORE HAS_PAYLOAD" per ID (SCORE "-" when no shard
 # holds it, HAS_PAYLOAD 0/1), one EVAL for all: a snapshot taken fast enough
 # that deadlines do not pass while a loaded machine checks ID after ID

@@ -9,30 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
-base=$(($(now_ms) + 3600000)) # far ahead: nothing fires, no scanner anyway
-awk -v seed="$RANDOM" -v base="$base" 'BEGIN {
-    srand(seed)
-    split("touch extend extend extend repeat cancel", ops, " ")
-    for (i = 0; i < 4000; i++) {
-        op = ops[int(rand() * 6) + 1]; id = "id-" int(rand() * 12)
-        t = sprintf("@%.0f", base + int(rand() * 50) * 1000)
-        pl = rand() < 0.4 ? " pl-" i : ""
-        if (op == "cancel") print "cancel " id
-        else if (op == "repeat") print "repeat " id " " t " " (1000 + int(rand() * 3) * 1000) pl
-        else print op " " id " " t pl
-    }
-    print "repeat id-0 @" base " 1000" # so that some ID surely ends repeating
-}' >ops.txt
-
-dump() { # NS: every shard record of the namespace, sorted
-    local k
-    for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
-        case $k in
-        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|${k#"$1"} |" ;;
-        *) rcli HGETALL "$k" | paste - - | sed "s|^|${k#"$1"} |" ;;
-        esac
-    done | sort
-}
+random_ops 12 4000 >ops.txt
 
 # "one" also sends each batch while the next is queued (a full batch does
 # not wait for its replies); "some" mixes that with folding.
@@ -42,7 +19,7 @@ for ns in one some all; do
     sed -i "s/^namespace = .*/namespace = \"$ns\";/" "$ns.conf"
     "$LAPSE_SCRIPTS/lapse-scale" -c "$ns.conf" init 4 >/dev/null
     "$LAPSE_BIN/lapse-producer" -c "$ns.conf" <ops.txt || fail "producer for $ns failed"
-    dump "$ns" >"$ns.dump"
+    ns_records "$ns" >"$ns.dump"
 done
 
 [[ -s one.dump ]] || fail "nothing was written"

@@ -13,29 +13,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
-base=$(($(now_ms) + 3600000)) # far ahead: nothing fires, no scanner anyway
-awk -v seed="$RANDOM" -v base="$base" 'BEGIN {
-    srand(seed)
-    split("touch touch extend extend repeat cancel", ops, " ")
-    for (i = 0; i < 4000; i++) {
-        op = ops[int(rand() * 6) + 1]; id = "id-" int(rand() * 400)
-        t = sprintf("@%.0f", base + int(rand() * 50) * 1000)
-        pl = rand() < 0.4 ? " pl-" i : ""
-        if (op == "cancel") print "cancel " id
-        else if (op == "repeat") print "repeat " id " " t " " (1000 + int(rand() * 3) * 1000) pl
-        else print op " " id " " t pl
-    }
-}' >ops.txt
+random_ops 400 4000 >ops.txt
 
-dump() { # NS: every shard record of the namespace, sorted
-    local k
-    for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
-        case $k in
-        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|${k#"$1"} |" ;;
-        *) rcli HGETALL "$k" | paste - - | sed "s|^|${k#"$1"} |" ;;
-        esac
-    done | sort
-}
 setup() { # NS BATCH
     write_config "$1.conf" "producer = { batch = $2; };"
     sed -i "s/^namespace = .*/namespace = \"$1\";/" "$1.conf"
@@ -44,7 +23,7 @@ setup() { # NS BATCH
 
 setup calm 100000
 "$LAPSE_BIN/lapse-producer" -c calm.conf <ops.txt || fail "producer for calm failed"
-dump calm >calm.dump
+ns_records calm >calm.dump
 [[ -s calm.dump ]] || fail "nothing was written"
 
 setup cut 5
@@ -69,5 +48,5 @@ note "connections killed under the producer: $kills; $(grep -c "warn" cut.err) w
 assert_ge "$kills" 5 "connections killed while it streamed"
 ! grep -q '^line ' cut.err || fail "the producer reported lines: $(grep -m3 '^line ' cut.err)"
 grep -q ' 0 failed' cut.err || fail "the producer's counters: $(tail -n 1 cut.err)"
-dump cut >cut.dump
+ns_records cut >cut.dump
 diff cut.dump calm.dump >d.diff || fail "cut differs from calm (ops applied out of order?): $(head -n 10 d.diff)"
