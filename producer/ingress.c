@@ -431,7 +431,7 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
         return;
     }
     /* -1: refused before queueing; -2: queued, and an automatic send failed
-     * (this op's batch or the one in flight before it: both hold only
+     * (this op's batch or one in flight before it: all of them hold only
      * messages since the last commit, which settle() flushes first). */
     if (rc == -1)
         mark_bad(ing, i, why);

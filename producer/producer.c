@@ -294,9 +294,10 @@ static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
     return rc;
 }
 
-/* Takes the oldest batch in flight off the ring and settles it: `how` reads
- * its replies (falling back to re-sending it), or re-sends it the careful
- * way without reading them (they were lost with the connections). Sets
+/* Takes the oldest batch in flight off the ring and settles it: with
+ * read_replies, reads its replies (falling back to re-sending it), else
+ * re-sends it the careful way without reading them (they were lost with
+ * the connections). Sets
  * *resent when it had to be re-sent. Returns as lapse_producer_flush. */
 static int producer_settle_oldest(lapse_producer *p, int read_replies, int *resent, char *errstr,
                                   size_t size)
