@@ -326,7 +326,8 @@ static int producer_settle_oldest(lapse_producer *p, int read_replies, int *rese
 /* Waits for the oldest batch in flight. If it was not applied it is re-sent,
  * and so, after it and in order, is every later one (their replies went
  * with the dropped connections; every op is idempotent, so applying a batch
- * again is safe, and re-sending them in order keeps each ID's ops in order).
+ * again is safe, and re-sending them in order keeps each ID's ops in order;
+ * IDs in several of them only have bare extends there: producer_overlaps).
  * Returns as lapse_producer_flush. */
 static int producer_collect_one(lapse_producer *p, char *errstr, size_t size)
 {
@@ -353,17 +354,56 @@ static int producer_collect(lapse_producer *p, char *errstr, size_t size)
     return rc;
 }
 
+/* An extend without payload: it only ever moves a deadline later. */
+static int producer_bare_extend(const struct producer_op *op)
+{
+    return op->op == 'e' && !op->has_payload;
+}
+
+/*
+ * 1 if an ID of the queue also has an op in a batch in flight, unless all of
+ * those ops are bare extends. After a failure the batches in flight are
+ * sent again, in order, on top of whatever Redis had applied: an op of an
+ * older batch may then land again after a newer op of the same ID, for a
+ * moment until that one lands again too. For bare extends that is harmless
+ * (the deadline only moves later); an older touch or cancel could bring back
+ * an earlier deadline or a cancelled ID, which a scanner could fire in that
+ * moment. Such a queue waits for the batches in flight instead.
+ */
+static int producer_overlaps(lapse_producer *p)
+{
+    for (size_t i = 0; i < p->nflight; i++) {
+        const struct producer_batch *b = &p->flight[(p->flight_first + i) % FLIGHTS];
+        for (size_t k = 0; k < b->nops; k++) {
+            const struct producer_op *f = &b->ops[k];
+            uint32_t slot = *producer_slot(p, f->hash, b->arena + f->id_off, f->id_len);
+            if (!slot)
+                continue;
+            const struct producer_op *q = &p->ops[slot - 1];
+            if (!producer_bare_extend(f) || !producer_bare_extend(q) || q->shared)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * A full batch while operations stream in: send it without waiting for the
  * replies, which are read (oldest first) once FLIGHTS batches are in flight,
  * so Redis applies earlier batches while later ones are queued and parsed.
  * Replies come back in the order the batches were sent, and a batch that
  * was not applied is re-sent the careful way with all later ones after it,
- * so per-ID order holds.
+ * so per-ID order holds in the end; producer_overlaps keeps the moment in
+ * between harmless.
  */
 static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
 {
     int rc = p->nflight == FLIGHTS ? producer_collect_one(p, errstr, size) : 0;
+    if (p->nflight > 0 && producer_overlaps(p)) {
+        int all = producer_collect(p, errstr, size);
+        if (rc == 0)
+            rc = all;
+    }
     struct send *s = producer_send_start(p);
     if (!s) { /* the careful way, after everything sent before it */
         int before = producer_collect(p, errstr, size);

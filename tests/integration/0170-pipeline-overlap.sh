@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# 0170-pipeline-overlap: a full batch goes out behind the batches in flight
+# only when that is safe if they all have to be sent again (after a lost
+# connection they are, in order, on top of what Redis already applied): no
+# ID in common, or only bare extends (no payload) of it on both sides. A
+# batch with, say, a cancel of an ID that a batch in flight touches waits
+# for that batch's answer first; otherwise the touch sent again could bring
+# the ID back for a moment, and a scanner could fire it.
+#
+# Seen from Redis: while scripts are held back (CLIENT PAUSE WRITE), a
+# pipelined batch waits, unread, in the producer's query buffer (qbuf > 0 in
+# CLIENT LIST); a batch that waits for an answer is not sent at all. With
+# producer.batch = 2, four lines make two full batches:
+#   disjoint IDs                 -> pipelined
+#   the same ID, extends only    -> pipelined
+#   touch x, then cancel x       -> waits
+#   extend x, then touch x       -> waits
+# and in every case Redis ends with exactly the effect of the four lines.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+write_config "$CONF" "producer = { batch = 2; };"
+scale init 1 >/dev/null
+base=$(($(now_ms) + 3600000))
+
+# queued: the producer's query buffer while its scripts are held back
+queued() {
+    rcli CLIENT LIST | tr -d '\r' | awk '/cmd=evalsha/ { for (i = 1; i <= NF; i++) if ($i ~ /^qbuf=/) { sub(/^qbuf=/, "", $i); q += $i } } END { print q + 0 }'
+}
+
+n=0
+case_run() { # NAME WANT(pipelined|waits) LINES... (4 of them)
+    local name=$1 want=$2 q got
+    shift 2
+    n=$((n + 1))
+    sp_producer "P$n"
+    sp_feed "P$n" /dev/null # started, connected, scripts loaded
+    rcli CLIENT PAUSE 2000 WRITE >/dev/null
+    printf '%s\n' "$@" >lines.txt
+    cat lines.txt >&"${SP_FD[P$n]}" # one write: the producer reads all four at once
+    sleep 0.5
+    q=$(queued)
+    rcli CLIENT UNPAUSE >/dev/null
+    if ((q > 0)); then got=pipelined; else got=waits; fi
+    assert_eq "$got" "$want" "$name: the second batch (query buffer $q bytes while paused)"
+    sp_feed "P$n" /dev/null # everything before the marker is applied
+}
+
+case_run "disjoint IDs" pipelined "touch a1 @$((base + 1))" "touch a2 @$((base + 2))" \
+    "touch a3 @$((base + 3))" "cancel a1x"
+case_run "extends of one ID" pipelined "extend b @$((base + 10))" "extend b2 @$((base + 1))" \
+    "extend b @$((base + 20))" "extend b3 @$((base + 1))"
+case_run "touch, then cancel" waits "touch c @$((base + 1)) pc" "touch c2 @$((base + 1))" \
+    "cancel c" "touch c3 @$((base + 1))"
+case_run "extend, then touch" waits "extend d @$((base + 50))" "touch d2 @$((base + 1))" \
+    "touch d @$((base + 5))" "touch d3 @$((base + 1))"
+
+z=$NS:z:0
+assert_eq "$(rcli ZSCORE "$z" a1) $(rcli ZSCORE "$z" a3)" "$((base + 1)) $((base + 3))" "a1, a3"
+assert_eq "$(rcli ZSCORE "$z" b)" $((base + 20)) "b after its extends"
+assert_eq "$(rcli ZSCORE "$z" c)$(rcli HEXISTS "$NS:p:0" c)" 0 "c after its cancel (score, payload)"
+assert_eq "$(rcli ZSCORE "$z" d)" $((base + 5)) "d after the touch"
