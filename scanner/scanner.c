@@ -24,6 +24,7 @@
  */
 #include "scanner.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ static void scanner_delivered(void *ctx, void *opaque, int ok, const char *reaso
         INC(acked);
         f->next = NULL;
         if (!b->acked) { /* joins the settle list */
+            b->acked_ms = lapse_clock_mono_ms();
             b->acked_tail = &b->acked;
             b->next = NULL;
             *s->settle_tail = b;
@@ -323,7 +325,7 @@ static int scanner_acquire(lapse_scanner *s)
  * rest back for long), or when `force`d (stopping). */
 static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
 {
-    return force || b->nacked == b->refs || now - b->born_ms >= ACK_WAIT_MS;
+    return force || b->nacked == b->refs || now - b->acked_ms >= ACK_WAIT_MS;
 }
 
 /* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
@@ -435,13 +437,15 @@ static long long scanner_deadline(const char *p, size_t len)
         v = v * 10 + (p[i] - '0');
     }
     return p[0] == '-' ? -v : v;
-other:; /* not an integer (never written by lapse): what strtod makes of it */
+other:; /* not an integer (never written by lapse): what strtod makes of it,
+           * within what a long long holds (-inf, nan: 0) */
     char buf[64];
     if (len >= sizeof buf)
         return 0;
     memcpy(buf, p, len);
     buf[len] = 0;
-    return (long long)strtod(buf, NULL);
+    double d = strtod(buf, NULL);
+    return d > -9e18 && d < 9e18 ? (long long)d : d >= 9e18 ? LLONG_MAX : 0;
 }
 
 /*
@@ -575,8 +579,7 @@ static int scanner_claim(lapse_scanner *s, int want)
         struct flight *fl = (struct flight *)(b + 1);
         long long *deadlines = (long long *)(fl + claimed);
         char *verdict = (char *)(deadlines + claimed);
-        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1,
-                            .born_ms = lapse_clock_mono_ms()};
+        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1};
         for (size_t i = 0; i < claimed; i++)
             fl[i] = (struct flight){.batch = b};
         scanner_claimed(r->element[HEAD], fl, deadlines);

@@ -19,7 +19,7 @@
 #include "sink.h"
 
 #define ACK_CHUNK 1024             /* IDs per ack.lua call */
-#define ACK_WAIT_MS 20             /* longest a claim's acked IDs wait for the rest of it */
+#define ACK_WAIT_MS 20             /* longest a claim's first acked ID waits for the rest of it */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define NKEYS LAPSE_SHARD_NKEYS
@@ -37,7 +37,7 @@ struct batch {
     uint64_t term;           /* the lease term it was claimed in */
     size_t refs;             /* flights not yet settled or given up */
     size_t nacked;           /* flights on the acked list */
-    int64_t born_ms;         /* monotonic time of the claim */
+    int64_t acked_ms;        /* monotonic time of its first acknowledgement */
     struct flight *acked;    /* acknowledged, waiting to be settled */
     struct flight **acked_tail;
 };

@@ -76,9 +76,11 @@ local n = #due / 2
 local ids, list = nil, due
 local packed = n > 0 and table.concat(due, ' ') or ''
 local _, spaces = string.gsub(packed, ' ', ' ')
-if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.5 ') or string.find(packed, '%.5$')) then
-    -- Expired leases (a score ending in ".5") or an ID with a space: one by
-    -- one. An expired lease's holder never settled it; fire again with the
+if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.5 ') or string.find(packed, '%.5$')
+               or string.byte(packed, 1) == 32 or string.find(packed, '  ', 1, true)) then
+    -- Expired leases (a score ending in ".5"), an ID with a space or an
+    -- empty one (neither written by lapse; they would blur the string's
+    -- fields): one by one. An expired lease's holder never settled it; fire again with the
     -- deadline that fell due. A producer's take (split) leases IDs that are
     -- not due yet: those get their deadline back instead.
     ids, list, packed = {}, {}, nil

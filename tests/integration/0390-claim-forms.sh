@@ -7,7 +7,8 @@
 #   batch 1: plain IDs only (the string form), one of them 512 bytes;
 #   batch 2: plain IDs, an expired lease (its deadline in f) and a
 #            lease not yet expired (not due: left alone);
-#   batch 3: plain IDs and "has space" (written by hand).
+#   batch 3: plain IDs and "has space" (written by hand);
+#   batch 4: plain IDs and the empty ID (written by hand).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -39,11 +40,18 @@ events_wait_ids events.json 7 5000
 t=$(($(now_ms) - 1000))
 rcli ZADD "$z" $((t + 1)) c1 $((t + 2)) "has space" $((t + 3)) c3 >/dev/null
 events_wait_ids events.json 10 5000
+
+t=$(($(now_ms) - 1000))
+rcli ZADD "$z" $((t + 1)) "" $((t + 2)) e2 >/dev/null
+t_empty=$(now_ms)
+events_wait_ids events.json 12 5000
 sleep 0.5
 events_follow_stop
 
 assert_eq "$(jq -r .id events.json | sort | paste -sd' ')" \
-    "$long a1 a2 a3 b1 b2 c1 c3 expired has space" "IDs fired (once each)"
+    " $long a1 a2 a3 b1 b2 c1 c3 e2 expired has space" "IDs fired (once each)"
+# not a lease later: the claim with the empty ID was answered, not refused
+assert_le "$(jq -r 'select(.id == "") | .fired_ms' events.json)" $((t_empty + 2000)) "the empty ID's fire"
 dl() { jq -r --arg id "$1" 'select(.id == $id) | .deadline_ms' events.json; }
 assert_eq "$(dl expired)" $(($(dl b1) - 1 - 8000)) "the expired lease's deadline (from f)"
 for id in a1 a2 a3 b1 b2 c1 c3 "has space" "$long"; do
