@@ -5,16 +5,28 @@
 -- ARGV: pairs of id, lease
 -- Returns the number removed.
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local removed = 0
-for i = 1, #ARGV, 2 do
-    local id = ARGV[i]
-    local cur = redis.call('ZSCORE', z, id)
-    if cur and tonumber(cur) == tonumber(ARGV[i + 1]) then
-        redis.call('ZREM', z, id)
-        redis.call('HDEL', p, id)
-        redis.call('HDEL', f, id)
-        redis.call('HDEL', r, id)
-        removed = removed + 1
+-- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
+-- an ID given twice is removed once.
+local removed, ids, seen = 0, {}, {}
+for i = 1, #ARGV, 2000 do
+    local last = math.min(i + 1999, #ARGV)
+    local want = {}
+    for k = i, last, 2 do want[#want + 1] = ARGV[k] end
+    local cur = redis.call('ZMSCORE', z, unpack(want))
+    for j = 1, #want do
+        local id = want[j]
+        if cur[j] and not seen[id] and tonumber(cur[j]) == tonumber(ARGV[i + 2 * j - 1]) then
+            seen[id] = true
+            ids[#ids + 1] = id
+        end
     end
+end
+for k = 1, #ids, 1000 do
+    local last = math.min(k + 999, #ids)
+    redis.call('ZREM', z, unpack(ids, k, last))
+    redis.call('HDEL', p, unpack(ids, k, last))
+    redis.call('HDEL', f, unpack(ids, k, last))
+    redis.call('HDEL', r, unpack(ids, k, last))
+    removed = removed + (last - k + 1)
 end
 return removed

@@ -22,21 +22,46 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = string.format('%d.5', now + tonumber(ARGV[2]))
 local out = { lease }
-for i = 3, #ARGV do
-    local id = ARGV[i]
-    local cur = redis.call('ZSCORE', z, id)
-    if not cur then
-        out[#out + 1] = 'a'; out[#out + 1] = 0; out[#out + 1] = false; out[#out + 1] = false
+local n = #ARGV - 2
+if n == 0 then return out end
+-- Read everything first, with one call per command (chunked: Lua's unpack
+-- has a limit), then write the taken twins with variadic ZADD/HSET: the
+-- first write of a moving ID is the expensive one of a split, and this
+-- keeps its cost near a claim's.
+local function each_read(cmd, key)
+    local got = {}
+    for k = 3, #ARGV, 1000 do
+        local part = redis.call(cmd, key, unpack(ARGV, k, math.min(k + 999, #ARGV)))
+        for j = 1, #part do got[k - 3 + j] = part[j] end
+    end
+    return got
+end
+local scores = each_read('ZMSCORE', z)
+local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
+local payloads = has_p and each_read('HMGET', p) or {}
+local repeats = has_r and each_read('HMGET', r) or {}
+local zargs, fargs, taken = {}, {}, {}
+for i = 1, n do
+    local id, cur = ARGV[i + 2], scores[i]
+    local o = #out
+    if taken[id] then
+        -- the same ID again in this call: taken just above, so now busy
+        -- with the deadline it was taken with (as a second call would see)
+        out[o + 1] = 'b'; out[o + 2] = taken[id]; out[o + 3] = payloads[i] or false; out[o + 4] = false
+    elseif not cur then
+        out[o + 1] = 'a'; out[o + 2] = 0; out[o + 3] = false; out[o + 4] = false
     elseif tonumber(cur) % 1 ~= 0 then
-        out[#out + 1] = 'b'
-        out[#out + 1] = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
-        out[#out + 1] = redis.call('HGET', p, id); out[#out + 1] = false
+        out[o + 1] = 'b'
+        out[o + 2] = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
+        out[o + 3] = payloads[i] or false; out[o + 4] = false
     else
-        redis.call('ZADD', z, lease, id)
-        redis.call('HSET', f, id, cur)
-        out[#out + 1] = 't'; out[#out + 1] = tonumber(cur)
-        out[#out + 1] = redis.call('HGET', p, id)
-        out[#out + 1] = redis.call('HGET', r, id)
+        taken[id] = tonumber(cur)
+        zargs[#zargs + 1] = lease; zargs[#zargs + 1] = id
+        fargs[#fargs + 1] = id; fargs[#fargs + 1] = cur
+        out[o + 1] = 't'; out[o + 2] = tonumber(cur)
+        out[o + 3] = payloads[i] or false; out[o + 4] = repeats[i] or false
     end
 end
+for k = 1, #zargs, 1000 do redis.call('ZADD', z, unpack(zargs, k, math.min(k + 999, #zargs))) end
+for k = 1, #fargs, 1000 do redis.call('HSET', f, unpack(fargs, k, math.min(k + 999, #fargs))) end
 return out

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# 0580-take-drop: take.lua and drop.lua, the old-shard steps of a moving ID's
+# first write during a split (producer/send.c), on every state a twin can be
+# in, an ID given twice in one call included (a batch with two ops of one
+# moving ID):
+#   take: pending A -> "t" (leased to us, its deadline kept in f), payload
+#         and repeat record returned; in flight B -> "b" with the deadline
+#         being dispatched (f) and its payload; absent C -> "a"; A again ->
+#         "b" with the deadline it was just taken with; a stale epoch ->
+#         STALE and nothing changed;
+#   drop: removes the twins still holding our lease with payload, f and
+#         repeat record; one given twice is removed once; one whose score is
+#         no longer our lease (reset meanwhile, or another lease) stays.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+write_config
+scale init 1 >/dev/null
+epoch=$(rcli GET "$NS:e:0")
+[[ -n $epoch ]] || epoch=0
+z=$NS:z:0 p=$NS:p:0 f=$NS:f:0 r=$NS:r:0
+b=$(($(now_ms) + 3600000))
+{
+    echo "ZADD $z $((b + 1)) A $((b + 2)) D $((b + 3)) E $((b + 90000)).5 B"
+    echo "HSET $f B $((b + 7))"
+    echo "HSET $p A pa B pb D pd"
+    echo "HSET $r D 1000:3"
+} | rcli >/dev/null
+
+got=$(lapse_lua take 0 $((epoch - 1)) 5000 A 2>&1 || true)
+assert_match "$got" 'STALE' "take with a stale epoch"
+assert_eq "$(rcli ZSCORE "$z" A)" $((b + 1)) "A after a refused take"
+
+mapfile -t out < <(lapse_lua take 0 "$epoch" 5000 A B C A D E)
+lease=${out[0]}
+is_lease "$lease" || fail "take's lease: '$lease'"
+assert_eq "${out[*]:1:4}" "t $((b + 1)) pa " "A: state, deadline, payload, repeat"
+assert_eq "${out[*]:5:4}" "b $((b + 7)) pb " "B (in flight): state, dispatched deadline, payload, repeat"
+assert_eq "${out[*]:9:4}" "a 0  " "C (absent)"
+assert_eq "${out[*]:13:4}" "b $((b + 1)) pa " "A again: busy with the deadline it was taken with"
+assert_eq "${out[*]:17:4}" "t $((b + 2)) pd 1000:3" "D: payload and repeat record"
+assert_eq "${out[*]:21:4}" "t $((b + 3))  " "E"
+assert_eq "$(rcli ZSCORE "$z" A) $(rcli ZSCORE "$z" D) $(rcli ZSCORE "$z" B)" "$lease $lease $((b + 90000)).5" "scores after take"
+assert_eq "$(rcli HGET "$f" A) $(rcli HGET "$f" D) $(rcli HGET "$f" B)" "$((b + 1)) $((b + 2)) $((b + 7))" "f after take"
+
+rcli ZADD "$z" $((b + 50)) E >/dev/null # reset after the take: not ours to drop any more
+assert_eq "$(lapse_lua drop 0 A "$lease" D "$lease" A "$lease" B "$lease" E "$lease")" 2 "dropped (A once, D)"
+assert_eq "$(rcli ZSCORE "$z" A)$(rcli ZSCORE "$z" D)" "" "A and D gone"
+assert_eq "$(rcli HEXISTS "$p" A)$(rcli HEXISTS "$p" D)$(rcli HEXISTS "$f" A)$(rcli HEXISTS "$f" D)$(rcli HEXISTS "$r" D)" 00000 \
+    "A's and D's payloads, f entries, repeat record"
+assert_eq "$(rcli ZSCORE "$z" B) $(rcli HGET "$p" B) $(rcli HGET "$f" B)" "$((b + 90000)).5 pb $((b + 7))" "B (another lease) untouched"
+assert_eq "$(rcli ZSCORE "$z" E)" $((b + 50)) "E (reset after the take) kept"
