@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0580-take-drop: take.lua and drop.lua, the old-shard steps of a moving ID's
+# 0580-take-drop: take.lua, seed.lua and drop.lua, the steps of a moving ID's
 # first write during a split (producer/send.c), on every state a twin can be
 # in, an ID given twice in one call included (a batch with two ops of one
 # moving ID):
@@ -50,3 +50,27 @@ assert_eq "$(rcli HEXISTS "$p" A)$(rcli HEXISTS "$p" D)$(rcli HEXISTS "$f" A)$(r
     "A's and D's payloads, f entries, repeat record"
 assert_eq "$(rcli ZSCORE "$z" B) $(rcli HGET "$p" B) $(rcli HGET "$f" B)" "$((b + 90000)).5 pb $((b + 7))" "B (another lease) untouched"
 assert_eq "$(rcli ZSCORE "$z" E)" $((b + 50)) "E (reset after the take) kept"
+
+# seed (the new shard's step between take and drop): copies a taken twin
+# unless the ID already lives in the new shard (pending there, or in its
+# moved set); the same ID twice is seeded once, with the first one's data;
+# every seeded ID joins the moved set
+rcli SET "$NS:e:1" "$epoch" >/dev/null # (shard 1 of a layout of two, as in a split)
+rcli SADD "$NS:m:1" M >/dev/null
+rcli ZADD "$NS:z:1" $((b + 60)) H >/dev/null
+lapse_lua_shard() { # SCRIPT SHARD ARGS...: like lapse_lua, for any shard
+    local script=$1 sh=$2
+    shift 2
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 "$NS:z:$sh" "$NS:p:$sh" "$NS:f:$sh" \
+        "$NS:r:$sh" "$NS:m:$sh" "$NS:l:$sh" "$NS:e:$sh" "$@"
+}
+assert_eq "$(lapse_lua_shard seed 1 "$epoch" S $((b + 1)) 1 ps 1000:2 M $((b + 2)) 0 '' '' \
+    H $((b + 3)) 1 ph '' S $((b + 9)) 0 '' '' T $((b + 4)) 0 '' '')" 2 "seeded (S once, T)"
+z1=$NS:z:1
+assert_eq "$(rcli ZSCORE "$z1" S) $(rcli HGET "$NS:p:1" S) $(rcli HGET "$NS:r:1" S)" "$((b + 1)) ps 1000:2" "S seeded with the first one's data"
+assert_eq "$(rcli ZSCORE "$z1" T) $(rcli HEXISTS "$NS:p:1" T) $(rcli HEXISTS "$NS:r:1" T)" "$((b + 4)) 0 0" "T seeded without payload or repeat"
+assert_eq "$(rcli ZSCORE "$z1" M)$(rcli ZSCORE "$z1" H) $(rcli HEXISTS "$NS:p:1" H)" "$((b + 60)) 0" "M (moved) and H (pending) not seeded over"
+assert_eq "$(rcli SMEMBERS "$NS:m:1" | sort | paste -sd' ')" "M S T" "the moved set"
+got=$(lapse_lua_shard seed 1 $((epoch - 1)) U $((b + 1)) 0 '' '' 2>&1 || true)
+assert_match "$got" 'STALE' "seed with a stale epoch"
+assert_eq "$(rcli ZSCORE "$z1" U)" "" "U after a refused seed"
