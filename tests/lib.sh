@@ -971,9 +971,9 @@ sp_marker_cancels() { # the cancel lines of every producer's last marker
 }
 
 # sp_workload T0 N SEED: writes the split workload over N IDs (s000...) to
-# the current dir, with absolute deadlines in [T0+2500, T0+6000]:
+# the current dir, with absolute deadlines in [T0+L, T0+L+3500], L = SP_LEAD_MS
 #   pre.txt   every ID before the split: touch (most with a payload), or a
-#             repeat (every 11th, deadline within T0+2500..3300)
+#             repeat (every 11th, deadline within T0+L..L+800)
 #   b1.txt    after the split, by the new producer B: a touch of every ID of
 #             the hand-over group (ID index / 11 % 3 == 0) ...
 #   a1.txt    ... then the old producer A: the hand-over group's and its own
@@ -985,8 +985,10 @@ sp_marker_cancels() { # the cancel lines of every producer's last marker
 # repeat; and for the IDs repeating since pre.txt: untouched or touch.
 #   expect.tsv  per ID: id, kind (once|none|repeat), deadline, payload ("-":
 #             none), period, written after the split (0/1)
+SP_LEAD_MS=4000 # sp_workload's earliest deadline after T0: the writes must be done by then
+
 sp_workload() {
-    awk -v t0="$1" -v n="$2" -v seed="$3" '
+    awk -v t0="$1" -v n="$2" -v seed="$3" -v lead="$SP_LEAD_MS" '
     function r(lo, hi) { return lo + int(rand() * (hi - lo + 1)) }
     function ms(d) { return sprintf("%.0f", d) }
     function op(file, o, id, d, per, pl,   line) {
@@ -1001,7 +1003,7 @@ sp_workload() {
         if (file != "pre.txt") written[id] = 1
     }
     BEGIN {
-        srand(seed); LO = t0 + 2500; HI = t0 + 6000
+        srand(seed); LO = t0 + lead; HI = t0 + lead + 3500
         for (i = 0; i < n; i++) {
             id = sprintf("s%03d", i); c = i % 11; w = int(i / 11) % 3
             pay[id] = "-"; alive[id] = 0; written[id] = 0
