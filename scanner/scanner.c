@@ -526,12 +526,14 @@ static int scanner_claim(lapse_scanner *s, int want)
     snprintf(old, sizeof old, "%d", backlog);
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
-    const char *args[6] = {s->token, batch, lease_ms, fresh, old, epoch};
+    if (!s->last_lease[0])
+        strcpy(s->last_lease, "0");
+    const char *args[7] = {s->token, batch, lease_ms, fresh, old, epoch, s->last_lease};
     /* The lock this claim renews lives 90 % of the lease from (at the
      * latest) now: past that, another scanner may own the shard, so what is
      * left of the batch is not sent (a pause, e.g. SIGSTOP, mid-batch). */
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 6);
+    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 7);
     enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
@@ -565,6 +567,8 @@ static int scanner_claim(lapse_scanner *s, int want)
     }
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
+    if (lease->type == REDIS_REPLY_STRING && lease->len < sizeof s->last_lease)
+        memcpy(s->last_lease, lease->str, lease->len + 1);
     size_t claimed = (size_t)count;
     long long due_left = r->element[3]->integer;
     /* the batch keeps the reply: the flights' IDs live in it */

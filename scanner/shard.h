@@ -61,6 +61,7 @@ struct lapse_scanner {
     char token[96];              /* ours in the lock: host:pid:random */
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
+    char last_lease[32];         /* the lease of our previous claim (claim.lua's ARGV[7]) */
     lapse_sink *sink;
     struct batch *settle;        /* batches with acknowledged IDs to settle */
     struct batch **settle_tail;

@@ -3,7 +3,8 @@
 -- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua)
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
--- take, ARGV[6] the scanner's layout epoch
+-- take, ARGV[6] the scanner's layout epoch, ARGV[7] the lease of this
+-- scanner's previous claim ("0" if none)
 -- Returns { now_ms, lease, next_ms, due_left, extras, claimed },
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
@@ -40,7 +41,12 @@ local lease_ms = tonumber(ARGV[3])
 redis.call('PEXPIRE', lock, math.floor(lease_ms * 0.9))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = string.format('%d.5', now + lease_ms)
+-- Every claim gets a lease of its own, later than the previous claim's even
+-- within one millisecond: ack.lua settles by lease, and an ID reset to a due
+-- time and claimed again under the same lease would be settled by the first
+-- claim's ack before the second event was acknowledged.
+local lease_at = math.max(now + lease_ms, math.floor(tonumber(ARGV[7]) or 0) + 1)
+local lease = string.format('%d.5', lease_at)
 local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local due = {}
 if batch > 0 then
