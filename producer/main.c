@@ -79,11 +79,19 @@ static void submit(struct run *run, const struct lapse_cmd *cmd, unsigned long l
     }
 }
 
+/* Submits the oldest parsed line waiting in the pipeline. */
+static void submit_oldest(struct run *run)
+{
+    submit(run, &run->pending[run->first].cmd, run->pending[run->first].lineno);
+    run->first = (run->first + 1) % PIPELINE;
+    run->npending--;
+}
+
 /* Submits the parsed lines waiting in the pipeline, oldest first. */
 static void drain(struct run *run)
 {
-    for (; run->npending > 0; run->npending--, run->first = (run->first + 1) % PIPELINE)
-        submit(run, &run->pending[run->first].cmd, run->pending[run->first].lineno);
+    while (run->npending > 0)
+        submit_oldest(run);
 }
 
 /* Parsed lines wait PIPELINE - 1 lines after their prefetch hint before they
@@ -103,11 +111,8 @@ static void handle_line(struct run *run, const char *line, size_t len, unsigned 
         return;
     case LAPSE_LINE_OK:
         lapse_producer_prefetch(run->p, cmd.id, cmd.id_len);
-        if (run->npending == PIPELINE) {
-            submit(run, &run->pending[run->first].cmd, run->pending[run->first].lineno);
-            run->first = (run->first + 1) % PIPELINE;
-            run->npending--;
-        }
+        if (run->npending == PIPELINE)
+            submit_oldest(run);
         size_t k = (run->first + run->npending++) % PIPELINE;
         run->pending[k].cmd = cmd;
         run->pending[k].lineno = lineno;

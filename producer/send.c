@@ -607,9 +607,9 @@ struct send *producer_send_start(lapse_producer *p)
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         if (send_append(s, n, &s->sent[n]) != SEND_OK || lapse_redis_send(p->nodes[n]) < 0) {
-            /* drop what is half sent (and the replies of earlier sends in
-             * flight: the caller must not start one with others in flight
-             * unless it reads them first, see producer.c) */
+            /* drop what is half sent; the replies of earlier sends in
+             * flight go with it, so reading them fails and producer.c
+             * re-sends those batches, in order (producer_collect_one) */
             for (size_t k = 0; k < p->cfg->nnodes; k++)
                 lapse_redis_disconnect(p->nodes[k]);
             send_free(s);

@@ -143,6 +143,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->cfg = cfg;
     s->shard = shard;
     s->settle_tail = &s->settle;
+    strcpy(s->last_lease, "0"); /* no claim yet */
     for (int k = 0; k < NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
     scanner_token(s);
@@ -526,8 +527,6 @@ static int scanner_claim(lapse_scanner *s, int want)
     snprintf(old, sizeof old, "%d", backlog);
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
-    if (!s->last_lease[0])
-        strcpy(s->last_lease, "0");
     const char *args[7] = {s->token, batch, lease_ms, fresh, old, epoch, s->last_lease};
     /* The lock this claim renews lives 90 % of the lease from (at the
      * latest) now: past that, another scanner may own the shard, so what is

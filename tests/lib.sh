@@ -908,6 +908,12 @@ sp_start() {
     events_follow events.json
 }
 
+shard_epoch() { # SHARD: the layout epoch the shard is fenced at (0 when never set)
+    local e
+    e=$(rcli GET "$NS:e:$1")
+    echo "${e:-0}"
+}
+
 # lapse_lua SCRIPT SHARD ARGS...: runs common/lua/SCRIPT.lua on SHARD's keys,
 # as lapse calls it (for tests that take a step of the protocol by hand).
 lapse_lua() {

@@ -11,8 +11,7 @@
 redis_start main
 write_config
 scale init 1 >/dev/null
-epoch=$(rcli GET "$NS:e:0")
-[[ -n $epoch ]] || epoch=0
+epoch=$(shard_epoch 0)
 b=$(($(now_ms) + 3600000)) # far ahead: nothing is due
 call() { lapse_lua apply 0 "$epoch" "$@"; } # K [MS ID]... [HEAD ID ...]...: on shard 0
 apply() { call 0 "$@"; } # HEAD ID ...: no plain pairs

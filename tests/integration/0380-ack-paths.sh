@@ -88,14 +88,14 @@ check D "$lease_b" "range path, two groups"
 # which the scanner passes), even within one millisecond: else an ID reset
 # to a due time and claimed again under the same lease would be settled by
 # the first claim's ack before its second event was acknowledged.
-epoch=$(rcli GET "$NS:e:0")
+epoch=$(shard_epoch 0)
 far=$(($(now_ms) + 10000000)) # a previous lease far ahead: the next one must follow it
 rcli ZADD "$z" $(($(now_ms) - 1000)) X >/dev/null
-l1=$(lapse_lua claim 0 tok 10 5000 1000 10 "${epoch:-0}" "$far.5" | sed -n 2p)
+l1=$(lapse_lua claim 0 tok 10 5000 1000 10 "$epoch" "$far.5" | sed -n 2p)
 assert_eq "$l1" "$((far + 1)).5" "the lease after a previous one of $far.5"
 assert_eq "$(rcli ZSCORE "$z" X)" "$l1" "X claimed"
 rcli ZADD "$z" $(($(now_ms) - 500)) X >/dev/null # reset to a due time
-l2=$(lapse_lua claim 0 tok 10 5000 1000 10 "${epoch:-0}" "$l1" | sed -n 2p)
+l2=$(lapse_lua claim 0 tok 10 5000 1000 10 "$epoch" "$l1" | sed -n 2p)
 assert_eq "$l2" "$((far + 2)).5" "the next claim's lease"
 assert_eq "$(ack tok "$l1" 1 X)" 0 "the first claim's ack settles nothing (X is the second's now)"
 assert_eq "$(ack tok "$l2" 1 X)" 1 "the second claim's ack settles X"

@@ -16,8 +16,7 @@
 redis_start main
 write_config
 scale init 1 >/dev/null
-epoch=$(rcli GET "$NS:e:0")
-[[ -n $epoch ]] || epoch=0
+epoch=$(shard_epoch 0)
 z=$NS:z:0 p=$NS:p:0 f=$NS:f:0 r=$NS:r:0
 b=$(($(now_ms) + 3600000))
 {
@@ -58,19 +57,13 @@ assert_eq "$(rcli ZSCORE "$z" E)" $((b + 50)) "E (reset after the take) kept"
 rcli SET "$NS:e:1" "$epoch" >/dev/null # (shard 1 of a layout of two, as in a split)
 rcli SADD "$NS:m:1" M >/dev/null
 rcli ZADD "$NS:z:1" $((b + 60)) H >/dev/null
-lapse_lua_shard() { # SCRIPT SHARD ARGS...: like lapse_lua, for any shard
-    local script=$1 sh=$2
-    shift 2
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 "$NS:z:$sh" "$NS:p:$sh" "$NS:f:$sh" \
-        "$NS:r:$sh" "$NS:m:$sh" "$NS:l:$sh" "$NS:e:$sh" "$@"
-}
-assert_eq "$(lapse_lua_shard seed 1 "$epoch" S $((b + 1)) 1 ps 1000:2 M $((b + 2)) 0 '' '' \
+assert_eq "$(lapse_lua seed 1 "$epoch" S $((b + 1)) 1 ps 1000:2 M $((b + 2)) 0 '' '' \
     H $((b + 3)) 1 ph '' S $((b + 9)) 0 '' '' T $((b + 4)) 0 '' '')" 2 "seeded (S once, T)"
 z1=$NS:z:1
 assert_eq "$(rcli ZSCORE "$z1" S) $(rcli HGET "$NS:p:1" S) $(rcli HGET "$NS:r:1" S)" "$((b + 1)) ps 1000:2" "S seeded with the first one's data"
 assert_eq "$(rcli ZSCORE "$z1" T) $(rcli HEXISTS "$NS:p:1" T) $(rcli HEXISTS "$NS:r:1" T)" "$((b + 4)) 0 0" "T seeded without payload or repeat"
 assert_eq "$(rcli ZSCORE "$z1" M)$(rcli ZSCORE "$z1" H) $(rcli HEXISTS "$NS:p:1" H)" "$((b + 60)) 0" "M (moved) and H (pending) not seeded over"
 assert_eq "$(rcli SMEMBERS "$NS:m:1" | sort | paste -sd' ')" "M S T" "the moved set"
-got=$(lapse_lua_shard seed 1 $((epoch - 1)) U $((b + 1)) 0 '' '' 2>&1 || true)
+got=$(lapse_lua seed 1 $((epoch - 1)) U $((b + 1)) 0 '' '' 2>&1 || true)
 assert_match "$got" 'STALE' "seed with a stale epoch"
 assert_eq "$(rcli ZSCORE "$z1" U)" "" "U after a refused seed"
