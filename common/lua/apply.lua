@@ -45,6 +45,21 @@ local changed = 0
 local has_r = redis.call('EXISTS', r) == 1
 local has_f = redis.call('EXISTS', f) == 1
 
+-- Which of ids are in flight (have an f entry), as a set that may hold
+-- other IDs of f too. A small f is a listpack, which HMGET scans once per
+-- field: then f's keys, read once, are cheaper (during a split take.lua
+-- leases hundreds of twins per batch, and HMGET cost 2 us per ID).
+local function in_flight(ids)
+    local busy = {}
+    if redis.call('HLEN', f) <= #ids then
+        for _, id in ipairs(redis.call('HKEYS', f)) do busy[id] = true end
+    else
+        local dl = redis.call('HMGET', f, unpack(ids))
+        for k = 1, #ids do if dl[k] then busy[ids[k]] = true end end
+    end
+    return busy
+end
+
 -- Decode the operations into parallel arrays (nil where a flag is absent).
 local OP, ID, AT, ATS, PER, PL, MV, INH = {}, {}, {}, {}, {}, {}, {}, {}
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
@@ -56,8 +71,8 @@ if i > 3 then
     if direct and has_f then
         local ids = {}
         for k = 4, i - 1, 2 do ids[#ids + 1] = ARGV[k] end
-        local dl = redis.call('HMGET', f, unpack(ids))
-        for k = 1, #ids do if dl[k] then direct = false end end
+        local busy = in_flight(ids)
+        for k = 1, #ids do if busy[ids[k]] then direct = false end end
     end
     if direct then
         changed = redis.call('ZADD', z, 'GT', 'CH', unpack(ARGV, 3, i - 1))
@@ -111,10 +126,7 @@ if not has_r and has_f then
     for k = 1, n do
         if plain_extend(k) then cand[#cand + 1] = ID[k] end
     end
-    if #cand > 0 then
-        local dl = redis.call('HMGET', f, unpack(cand))
-        for k = 1, #cand do if dl[k] then busy[cand[k]] = true end end
-    end
+    if #cand > 0 then busy = in_flight(cand) end
 end
 local gargs = {}
 local function flush_gt()
@@ -123,25 +135,27 @@ local function flush_gt()
     gargs = {}
 end
 
--- The fast path: runs of other plain touches and extends are staged and
--- written with one variadic ZADD / HSET / HDEL each (one redis.call per run
--- instead of two or three per op). Anything else (cancel, repeat, IDs moving
--- in a split) first writes what is staged, so per-ID order is kept. The
--- repeat hash is only touched when it exists.
-local zargs, pargs, rdel, staged = {}, {}, {}, {}
+-- The fast path: runs of other touches and extends, moving IDs' included,
+-- are staged and written with one variadic ZADD / HSET / HDEL / SADD each
+-- (one redis.call per run instead of three or four per op: the first write
+-- of each moving ID is what a split costs). Anything else (cancel, repeat,
+-- an op inheriting a busy twin's payload) first writes what is staged, so
+-- per-ID order is kept. The repeat hash is only touched when it exists.
+local zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
 local function flush()
-    if #zargs == 0 then return end -- nothing staged (pargs, rdel follow zargs)
+    if #zargs == 0 then return end -- nothing staged (the others follow zargs)
     redis.call('ZADD', z, unpack(zargs))
     if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
     if #rdel > 0 then redis.call('HDEL', r, unpack(rdel)) end
-    zargs, pargs, rdel, staged = {}, {}, {}, {}
+    if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
+    zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
 end
 
 -- The scores of the staged extends, read with one ZMSCORE; an ID written by
 -- the slow path or ZADD GT is dropped from it (read again when needed).
 local pre, ids = {}, {}
 for k = 1, n do
-    if OP[k] == 'e' and not MV[k] and (has_r or PL[k] or busy[ID[k]]) then ids[#ids + 1] = ID[k] end
+    if OP[k] == 'e' and (has_r or PL[k] or MV[k] or busy[ID[k]]) then ids[#ids + 1] = ID[k] end
 end
 if #ids > 0 then
     local scores = redis.call('ZMSCORE', z, unpack(ids))
@@ -170,12 +184,14 @@ for k = 1, n do
         gargs[#gargs + 1] = id
         pre[id] = nil
         set = false -- counted by ZADD CH
-    elseif (op == 't' or op == 'e') and not moving then
+    elseif (op == 't' or op == 'e') and not INH[k] then
         flush_gt()
         local at = AT[k] or tonumber(ATS[k])
         if op == 'e' then
             local cur = pending(id)
             set = not cur or at > cur
+            -- a moving ID's busy twin: the deadline being dispatched counts
+            if moving and moving ~= '' and at <= tonumber(moving) then set = false end
         end
         if set then
             zargs[#zargs + 1] = ATS[k]
@@ -186,6 +202,7 @@ for k = 1, n do
                 pargs[#pargs + 1] = PL[k]
             end
             if has_r then rdel[#rdel + 1] = id end -- one-shot again
+            if moving then margs[#margs + 1] = id end -- its old twin is stale
         end
     else
         flush_gt()
