@@ -39,6 +39,8 @@ struct producer_op {
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
     int moving;                /* during a split: shard != old_shard */
+    int local;                 /* moving, and both shards on one node: apply.lua
+                                  finds the twin itself ("M ?"), no take/seed/drop */
     char twin;                 /* take.lua's verdict: 0 not asked, 'a', 't', 'b'; 'f' taken
                                   but the seed call failed (left to the lease) */
     int64_t twin_deadline;     /* 't'/'b': the twin's deadline */
@@ -114,8 +116,9 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 int producer_send(lapse_producer *p, char *errstr, size_t size);
 
 /* Sends every queued op without waiting for the replies, when nothing
- * needs a careful send (a fresh layout; during a split, no moving ID but
- * those the moved-ID cache knows settled). Returns what
+ * needs a careful send (a fresh layout; during a split, no moving ID whose
+ * old shard is on another node, unless the moved-ID cache knows it settled).
+ * Returns what
  * producer_send_finish takes, or NULL when the caller should use
  * producer_send. Calls of several such sends may be in flight at once; their
  * replies are read in the order they were sent. */

@@ -24,13 +24,18 @@
  *     drops the twin: the copy in j fires, the twin never does;
  *   - a twin reaches j only through seed, after take put it out of i's
  *     scanner's reach, so it cannot fire from both.
+ * When i and j are on the same node (the default placement: a split without
+ * --to), none of this is needed: the op goes to j's apply.lua with "M ?" and
+ * i's keys too, and apply.lua moves or inspects the twin itself in the same
+ * atomic call (no lease, no crash window), so such batches are pipelined like
+ * any other (producer_send_start).
  * Stale producers: every script compares our layout epoch with the shard's
  * (NS:e:I, fenced by lapse-scale before it publishes a new layout) and
  * answers "STALE": we reload the layout and route again, so nobody writes a
  * moving ID into its old shard once a split began.
  *
- * Moved-ID cache: take, the slow path of apply (per ID, with m_j) and drop
- * are needed only until an ID has settled in j; a watchdog resets the same
+ * Moved-ID cache: take, the moving ops of apply (with m_j) and drop are
+ * needed only until an ID has settled in j; a watchdog resets the same
  * IDs over and over, so the producer remembers, for the split's layout
  * epoch, the IDs it saw settle, and later writes them in j as plain ops (no
  * take, no drop, apply's variadic fast path; a batch with no other moving
@@ -67,13 +72,14 @@
 #include "queue.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
-#define ARGV_MAX (LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
+#define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
 
 struct send_call {
     enum lapse_script script;
     uint32_t shard;        /* whose keys the call takes */
+    int with_old;          /* apply: also the old shard's keys (a local move) */
     const size_t *ops;     /* the op indices it carries (into order or picked) */
     size_t count;
 };
@@ -194,11 +200,16 @@ static void send_route(lapse_producer *p)
         op->shard = lapse_shard_of(op->hash, l->shards);
         op->moving = l->splitting && (op->hash & l->prev_shards) && !send_moved(p, op);
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
+        op->local = op->moving && l->node_of[op->old_shard] == l->node_of[op->shard];
         op->twin = 0;
     }
 }
 
-/* Groups the ops (only the moving ones if `moving`) by shard (old shard if
+/* A moving op whose twin is handled by take, seed and drop: its old shard
+ * is on another node (a local one is moved by apply.lua itself). */
+static int send_taking(const struct producer_op *op) { return op->moving && !op->local; }
+
+/* Groups the ops (only send_taking ones if `moving`) by shard (old shard if
  * `old`) into s->order / s->start. Returns how many were grouped. */
 static size_t send_group(struct send *s, int old, int moving)
 {
@@ -207,7 +218,7 @@ static size_t send_group(struct send *s, int old, int moving)
     memset(s->start, 0, (shards + 1) * sizeof *s->start);
     size_t n = 0;
     for (size_t i = 0; i < p->nops; i++)
-        if (!moving || p->ops[i].moving) {
+        if (!moving || send_taking(&p->ops[i])) {
             s->start[(old ? p->ops[i].old_shard : p->ops[i].shard) + 1]++;
             n++;
         }
@@ -217,7 +228,7 @@ static size_t send_group(struct send *s, int old, int moving)
     if (!fill)
         return (size_t)-1;
     for (size_t i = 0; i < p->nops; i++)
-        if (!moving || p->ops[i].moving) {
+        if (!moving || send_taking(&p->ops[i])) {
             uint32_t k = old ? p->ops[i].old_shard : p->ops[i].shard;
             s->order[s->start[k] + fill[k]++] = i;
         }
@@ -240,7 +251,9 @@ static void send_plan(struct send *s, enum lapse_script script,
         if (want)
             s->npicked += n;
         for (size_t done = 0; done < n; done += APPLY_CHUNK) {
-            struct send_call c = {script, k, ops + done, n - done < APPLY_CHUNK ? n - done : APPLY_CHUNK};
+            struct send_call c = {script, k, 0, ops + done, n - done < APPLY_CHUNK ? n - done : APPLY_CHUNK};
+            for (size_t i = 0; script == LAPSE_SCRIPT_APPLY && i < c.count && !c.with_old; i++)
+                c.with_old = p->ops[c.ops[i]].local;
             s->calls[s->ncalls++] = c;
         }
     }
@@ -272,16 +285,26 @@ static void send_unseeded(struct send *s, const struct send_call *c)
         s->p->ops[c->ops[i]].twin = 'f';
 }
 
-/* An apply call succeeded: remember its moving IDs that settled in their new
- * shard (see the top): no twin ('a'), a twin copied by a seed that
- * succeeded ('t'), or a busy twin and an op that always changes the ID, so
- * it is in m_j ('b' and not an extend). Their seeds came earlier in the same
- * node's pipeline, so a failed one already said 'f'. */
-static void send_settled(struct send *s, const struct send_call *c)
+/* An apply call succeeded (reply r): remember its moving IDs that settled
+ * in their new shard (see the top): no twin ('a'), a twin copied by a seed
+ * that succeeded ('t'), or a busy twin and an op that always changes the ID,
+ * so it is in m_j ('b' and not an extend). Their seeds came earlier in the
+ * same node's pipeline, so a failed one already said 'f'. For local ops
+ * apply.lua judged the same and answered a flag per op, in their order. */
+static void send_settled(struct send *s, const struct send_call *c, const redisReply *r)
 {
+    const char *flags = "";
+    size_t nflags = 0, f = 0;
+    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        flags = r->element[1]->str, nflags = r->element[1]->len;
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &s->p->ops[c->ops[i]];
-        if (op->moving && (op->twin == 'a' || op->twin == 't' || (op->twin == 'b' && op->op != 'e')))
+        if (op->local) {
+            if (f < nflags && flags[f++] == '1')
+                send_moved_add(s->p, op);
+        } else if (op->moving &&
+                   (op->twin == 'a' || op->twin == 't' || (op->twin == 'b' && op->op != 'e')))
             send_moved_add(s->p, op);
     }
 }
@@ -313,7 +336,9 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         l[n] = (size_t)snprintf(nums[1], 32, "%lld", (long long)op->period_ms), v[n++] = nums[1];
     if (op->has_payload)
         v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
-    if (op->moving)
+    if (op->local)
+        v[n] = "?", l[n++] = 1;
+    else if (op->moving)
         l[n] = busy ? (size_t)snprintf(nums[2], 32, "%lld", (long long)op->twin_deadline) : 0,
         v[n++] = nums[2];
     if (inherit) /* kept as "1" + payload */
@@ -366,6 +391,9 @@ static int send_build(struct send *s, const struct send_call *c)
     int n = 0;
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         v[n] = p->keys->keys[c->shard][k], l[n++] = strlen(p->keys->keys[c->shard][k]);
+    uint32_t old = c->shard - p->layout.prev_shards; /* with_old: a new shard's */
+    for (int k = 0; c->with_old && k < LAPSE_SHARD_NKEYS; k++)
+        v[n] = p->keys->keys[old][k], l[n++] = strlen(p->keys->keys[old][k]);
     if (c->script != LAPSE_SCRIPT_DROP)
         v[n] = s->epoch, l[n++] = strlen(s->epoch);
     if (c->script == LAPSE_SCRIPT_APPLY)
@@ -448,8 +476,9 @@ static int send_append(struct send *s, size_t n, size_t *sent)
         if (p->layout.node_of[s->calls[c].shard] != n)
             continue;
         int argc = send_build(s, &s->calls[c]);
-        if (lapse_redis_append_eval(p->nodes[n], s->calls[c].script, LAPSE_SHARD_NKEYS, argc,
-                                    s->argv, s->argvlen) < 0)
+        int nkeys = (s->calls[c].with_old ? 2 : 1) * LAPSE_SHARD_NKEYS;
+        if (lapse_redis_append_eval(p->nodes[n], s->calls[c].script, nkeys, argc, s->argv,
+                                    s->argvlen) < 0)
             return SEND_RETRY;
         (*sent)++;
     }
@@ -482,7 +511,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
         else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
             send_unseeded(s, call);
         else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
-            send_settled(s, call);
+            send_settled(s, call, reply);
         freeReplyObject(reply);
     }
     return rc;
@@ -591,11 +620,12 @@ struct send *producer_send_start(lapse_producer *p)
     if (!s)
         return NULL;
     send_route(p);
-    /* During a split only batches without a moving ID take this way: IDs
-     * that stay, and moved ones the cache knows settled, are plain ops of
-     * one shard; a moving one needs take, seed and drop (producer_send). */
+    /* During a split only batches without a moving ID from another node take
+     * this way: IDs that stay, and moved ones the cache knows settled, are
+     * plain ops of one shard, and apply.lua moves a local one's twin itself;
+     * one from another node needs take, seed and drop (producer_send). */
     for (size_t i = 0; p->layout.splitting && i < p->nops; i++)
-        if (p->ops[i].moving) {
+        if (send_taking(&p->ops[i])) {
             send_free(s);
             return NULL;
         }
@@ -695,7 +725,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
                 }
             for (size_t i = 0; i < p->nops; i++)
                 s->order[i] = i;
-            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, s->order, p->nops};
+            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, 0, s->order, p->nops};
             send_report(s, &all, errstr);
             break;
         }

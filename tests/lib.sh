@@ -868,7 +868,7 @@ sp_where() {
                 if s then r[#r + 1] = string.match(k, ':(%d+)$') .. ' ' .. s end
             end
             return r" 0 "$NS" "$1"
-    done
+    done | sed '/^$/d' # (a node without it answers an empty line)
 }
 
 # sp_where_all ID...: "ID SHARD SCORE" for every (ID, shard zset of NS) that
@@ -897,15 +897,36 @@ sp_status() { # JQ_FILTER: applied to `lapse-scale status --json`
 
 # sp_start: the common start of a split test: redis "main", one broker,
 # the config (SCANNER_CFG etc. as set before), `init 2`, scanners of shards 0
-# and 1, and events followed into events.json.
+# and 1, and events followed into events.json. With SP_TWO_NODES=1 a second
+# redis "two" is listed too and sp_split puts the new shards there: an ID's
+# old and new shard are then on different servers and producers move twins
+# with take, seed and drop; on one node apply.lua moves them itself
+# (producer/send.c). A test can run both ways (e.g. 0551 runs 0550).
 sp_start() {
     redis_start main
     kafka_start --brokers 1
-    write_config
-    scale init 2 >/dev/null
+    if [[ ${SP_TWO_NODES:-0} == 1 ]]; then
+        redis_start two
+        SP_PORTS=("$(redis_port main)")
+        sp_write_config
+        scale init 2 >/dev/null
+        SP_PORTS+=("$(redis_port two)")
+        sp_write_config
+    else
+        write_config
+        scale init 2 >/dev/null
+    fi
     scanner_start 0
     scanner_start 1
     events_follow events.json
+}
+
+sp_split() { # [ARGS...]: lapse-scale split, --to redis "two" with SP_TWO_NODES=1
+    if [[ ${SP_TWO_NODES:-0} == 1 ]]; then
+        scale split --to "127.0.0.1:$(redis_port two)" "$@"
+    else
+        scale split "$@"
+    fi
 }
 
 shard_epoch() { # SHARD: the layout epoch the shard is fenced at (0 when never set)

@@ -3,7 +3,8 @@
 -- KEYS: the shard's keys (layout.h): [1] z zset ID -> deadline ms (integer)
 --   or lease (in flight), [2] p payloads, [3] f deadlines of in-flight IDs,
 --   [4] r "period_ms:fired" of repeating IDs, [5] m IDs written here during a
---   split, [6] lock, [7] e the shard's layout epoch
+--   split, [6] lock, [7] e the shard's layout epoch; during a split whose old
+--   shard is on this node, optionally [8..14] the old shard's keys (for "M ?")
 -- ARGV[1] the producer's layout epoch, ARGV[2] a count K of plain pairs,
 -- then K pairs "deadline ms", ID: extends to an absolute time, without
 -- payload, of IDs no other operation of the call touches (passed straight
@@ -18,12 +19,14 @@
 --     P  the payload to store
 --     M  the ID moves here in a split (its home is this new shard): "" or,
 --        when its twin in the old shard is in flight with deadline D, "D"
---        (an extend must then beat D too)
+--        (an extend must then beat D too), or "?" (with KEYS[8..14]): find
+--        the twin here (see below)
 --     I  with M "D": the busy twin's payload, kept by an op that brings none
 --        (as it would be in one shard)
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
--- Returns the number of operations that changed something, or the error
+-- Returns the number of operations that changed something (with KEYS[8..14]:
+-- { that number, a flag per "M ?" op, see the end }), or the error
 -- "STALE <epoch>" (nothing applied) when the producer's layout is older than
 -- the shard's: it must reload the layout and route again.
 --
@@ -107,6 +110,74 @@ while i <= #ARGV do
         else
             AT[n] = now + tonumber(num)
             ATS[n] = string.format('%d', AT[n])
+        end
+    end
+end
+
+-- A split whose old and new shard share this node (KEYS[8..14]: the old
+-- shard's keys): ops flagged "M ?" find their ID's twin in the old shard
+-- here, in the same atomic call, instead of producer/send.c's take, seed
+-- and drop (three round trips, a lease and f entries per twin). A pending
+-- twin moves here with its payload and repeat record (unless the ID lives
+-- here already: then it is stale) and joins m; one in flight (claimed, or
+-- taken by a producer of another node's split) stays, and the op must beat
+-- the deadline being dispatched ("M D", payload inherited) as it would
+-- after take; none: nothing to do. What each such op settled is answered
+-- (see the end).
+local settled = {}
+if KEYS[8] then
+    local zi, pi, fi, ri = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+    local q, twin, tpl = {}, {}, {}
+    for k = 1, n do
+        if MV[k] == '?' and not twin[ID[k]] then q[#q + 1] = ID[k]; twin[ID[k]] = 'a' end
+    end
+    if #q > 0 then
+        local si = redis.call('ZMSCORE', zi, unpack(q))
+        local mv, ms = {}, {}
+        for x = 1, #q do
+            local id, s = q[x], si[x]
+            if s and tonumber(s) % 1 == 0 then
+                mv[#mv + 1], ms[#ms + 1] = id, s
+                twin[id] = 'm'
+            elseif s then
+                twin[id] = tonumber(redis.call('HGET', fi, id)) or math.floor(tonumber(s))
+                tpl[id] = redis.call('HGET', pi, id)
+            end
+        end
+        if #mv > 0 then
+            local here = redis.call('ZMSCORE', z, unpack(mv))
+            local moved = redis.call('SMISMEMBER', m, unpack(mv))
+            local pl = redis.call('EXISTS', pi) == 1 and redis.call('HMGET', pi, unpack(mv)) or {}
+            local rp = redis.call('EXISTS', ri) == 1 and redis.call('HMGET', ri, unpack(mv)) or {}
+            local zargs, pargs, rargs, margs = {}, {}, {}, {}
+            for x = 1, #mv do
+                if not here[x] and moved[x] == 0 then
+                    zargs[#zargs + 1] = ms[x]; zargs[#zargs + 1] = mv[x]
+                    if pl[x] then pargs[#pargs + 1] = mv[x]; pargs[#pargs + 1] = pl[x] end
+                    if rp[x] then rargs[#rargs + 1] = mv[x]; rargs[#rargs + 1] = rp[x] end
+                    margs[#margs + 1] = mv[x]
+                end
+            end
+            if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
+            if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
+            if #rargs > 0 then redis.call('HSET', r, unpack(rargs)); has_r = true end
+            if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
+            redis.call('ZREM', zi, unpack(mv))
+            redis.call('HDEL', pi, unpack(mv))
+            redis.call('HDEL', ri, unpack(mv))
+        end
+        for k = 1, n do
+            if MV[k] == '?' then
+                local tw = twin[ID[k]]
+                if tw == 'a' or tw == 'm' then
+                    MV[k] = ''
+                    settled[#settled + 1] = '1'
+                else -- busy: an extend may change nothing, and then the ID is not in m
+                    MV[k] = string.format('%d', tw)
+                    if not PL[k] and tpl[ID[k]] then INH[k] = tpl[ID[k]] end
+                    settled[#settled + 1] = OP[k] == 'e' and '0' or '1'
+                end
+            end
         end
     end
 end
@@ -241,4 +312,7 @@ for k = 1, n do
 end
 flush_gt()
 flush()
+-- with the old shard's keys: also which "M ?" ops settled their ID here
+-- ('1': no twin in the old shard can fire again; send.c's moved-ID cache)
+if KEYS[8] then return { changed, table.concat(settled) } end
 return changed

@@ -32,7 +32,7 @@ note "A=$iA B=$iB C=$iC D=$iD E=$iE R=$iR T=$iT N=$iN"
 
 printf '%s\n' "touch $iA +800 pa" "touch $iB +800 pb" "touch $iC +800 pc" "touch $iD +800 pd" \
     "touch $iE +800 pe" "repeat $iR +800 600 pr" "repeat $iT +800 600 pt" "touch $iN +800 pn" | produce
-scale split >split.out || fail "split: exit status $?"
+sp_split >split.out || fail "split: exit status $?"
 scanner_start 2
 scanner_start 3
 kafka_ctl "rtt 1 2000"

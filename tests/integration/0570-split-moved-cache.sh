@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # 0570-split-moved-cache: the producer's moved-ID cache (producer/send.c).
 # Once a moving ID settled in its new shard, a producer writes it there
-# directly: take.lua (and drop.lua) run on its first write of the split, not
-# on every write (counted with Redis MONITOR). Moving IDs:
+# directly: its twin is looked for on its first write of the split, not on
+# every write (counted with Redis MONITOR on the old shards' node). On one
+# node apply.lua does it (an op with "M ?" and the old shard's keys); with
+# SP_TWO_NODES=1 (0571: new shards on a second node) take.lua and drop.lua
+# do. Moving IDs:
 #   X: pending in its old shard before the split (its twin is taken, copied,
 #      dropped), then reset 40 times (extends, touches) and a final touch
 #   Y: new during the split (no twin), 40 touches and a final touch
@@ -31,6 +34,7 @@ iZ=$(awk '$2 % 4 < 2 { print $1; exit }' hashes.txt)
 h() { awk -v id="$1" '$1 == id { print $2 }' hashes.txt; }
 note "X=$iX Y=$iY R=$iR Z=$iZ"
 take_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/take.lua" | cut -d' ' -f1)
+apply_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/apply.lua" | cut -d' ' -f1)
 drop_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/drop.lua" | cut -d' ' -f1)
 
 t0=$(now_ms)
@@ -47,7 +51,7 @@ assert_eq "$(sp_where "$iX")" "$(($(h "$iX") % 2)) $dX0" "X before the split"
 
 SPAWN_OUT=$T/monitor.log spawn monitor redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR
 wait_until 3000 '[[ -s $T/monitor.log ]]' || fail "redis-cli MONITOR did not start"
-scale split >split.out || fail "split: exit status $?"
+sp_split >split.out || fail "split: exit status $?"
 scanner_start 2
 scanner_start 3
 epoch=$(sp_status .epoch)
@@ -99,15 +103,25 @@ sp_feed A a2.txt
 proc_stop monitor 5
 kafka_ctl "rtt 1 0"
 
-# take ran once per producer that wrote X (A's first write, O's), once for
-# Y and R; drop once for X (the twin A copied), never for R (busy)
+# the twin was looked for once per producer that wrote X (A's first write,
+# O's), once for Y and R; two nodes: drop once for X (the twin A copied),
+# never for R (busy); one node: no take or drop at all
 count() { grep -F "\"$1\"" monitor.log | grep -F "\"$2\"" | wc -l; }
-note "MONITOR: take X $(count "$take_sha" "$iX"), Y $(count "$take_sha" "$iY"), R $(count "$take_sha" "$iR"); drop X $(count "$drop_sha" "$iX"); lines with X $(grep -cF "\"$iX\"" monitor.log)"
-assert_eq "$(count "$take_sha" "$iX")" 2 "take.lua calls with X (A's first write, O's)"
-assert_eq "$(count "$take_sha" "$iY")" 1 "take.lua calls with Y"
-assert_eq "$(count "$take_sha" "$iR")" 1 "take.lua calls with R"
-assert_eq "$(count "$drop_sha" "$iR")" 0 "drop.lua calls with R"
-assert_eq "$(count "$drop_sha" "$iX")" 1 "drop.lua calls with X"
+local_moves() { grep -F "\"$apply_sha\"" monitor.log | grep -F '"?"' | grep -cF "\"$1\""; }
+note "MONITOR: take X $(count "$take_sha" "$iX"), Y $(count "$take_sha" "$iY"), R $(count "$take_sha" "$iR"); drop X $(count "$drop_sha" "$iX"); apply with \"?\": X $(local_moves "$iX"), Y $(local_moves "$iY"), R $(local_moves "$iR"); lines with X $(grep -cF "\"$iX\"" monitor.log)"
+if [[ ${SP_TWO_NODES:-0} == 1 ]]; then
+    assert_eq "$(count "$take_sha" "$iX")" 2 "take.lua calls with X (A's first write, O's)"
+    assert_eq "$(count "$take_sha" "$iY")" 1 "take.lua calls with Y"
+    assert_eq "$(count "$take_sha" "$iR")" 1 "take.lua calls with R"
+    assert_eq "$(count "$drop_sha" "$iR")" 0 "drop.lua calls with R"
+    assert_eq "$(count "$drop_sha" "$iX")" 1 "drop.lua calls with X"
+else
+    assert_eq "$(local_moves "$iX")" 2 "apply.lua calls moving X (A's first write, O's)"
+    assert_eq "$(local_moves "$iY")" 1 "apply.lua calls moving Y"
+    assert_eq "$(local_moves "$iR")" 1 "apply.lua calls moving R"
+    assert_eq "$(grep -cF "\"$take_sha\"" monitor.log) $(count "$drop_sha" "$iX")" "0 0" \
+        "take.lua calls, drop.lua calls with X (none on one node)"
+fi
 assert_ge "$(grep -cF "\"$iX\"" monitor.log)" 20 "Redis commands naming X (the writes reached Redis)"
 for id in $iX $iY; do
     assert_eq "$(sp_where "$id" | cut -d' ' -f1)" $(($(h "$id") % 4)) "$id's shards after the writes"
