@@ -113,7 +113,9 @@ if [[ ${SP_TWO_NODES:-0} == 1 ]]; then
     assert_eq "$(count "$take_sha" "$iX")" 2 "take.lua calls with X (A's first write, O's)"
     assert_eq "$(count "$take_sha" "$iY")" 1 "take.lua calls with Y"
     assert_eq "$(count "$take_sha" "$iR")" 1 "take.lua calls with R"
-    assert_eq "$(count "$drop_sha" "$iR")" 0 "drop.lua calls with R"
+    # (R's one may be its old scanner's, dropping the re-armed twin once the
+    # fire in flight is acknowledged: on a slow machine before MONITOR stops)
+    assert_le "$(count "$drop_sha" "$iR")" 1 "drop.lua calls with R (none from a producer)"
     assert_eq "$(count "$drop_sha" "$iX")" 1 "drop.lua calls with X"
 else
     assert_eq "$(local_moves "$iX")" 2 "apply.lua calls moving X (A's first write, O's)"
