@@ -31,6 +31,7 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     if (!p)
         goto oom;
     p->cfg = cfg;
+    p->seq = p->last_seq = 1;
     p->on_error = on_error;
     p->ctx = ctx;
     size_t slots = 2;
@@ -98,6 +99,7 @@ void lapse_producer_free(lapse_producer *p)
     free(p->nodes);
     lapse_layout_free(&p->layout);
     lapse_slack_free(p->slack);
+    free(p->absorbed);
     for (size_t k = 0; k < FLIGHTS; k++) {
         producer_send_abandon(p->sending[k]);
         free(p->flight[k].ops);
@@ -220,10 +222,30 @@ static int producer_fill(lapse_producer *p, struct producer_op *op, const struct
     return 0;
 }
 
+/* An extend absorbed by a write of batch `seq`: while that batch is not
+ * settled (queued or in flight), remember the extend's tag, so that it is
+ * reported if that write fails (send.c: send_report). 0 or -1 (no memory). */
+static int producer_absorbed(lapse_producer *p, uint64_t hash, uint64_t tag, uint32_t seq)
+{
+    uint32_t oldest = p->nflight ? p->flight[p->flight_first].seq : p->seq;
+    if ((uint32_t)(seq - oldest) > (uint32_t)(p->seq - oldest))
+        return 0; /* settled: applied (a failed batch forgets all slack) */
+    if (p->nabsorbed == p->cap_absorbed) {
+        size_t cap = p->cap_absorbed ? 2 * p->cap_absorbed : 64;
+        struct producer_absorbed *a = realloc(p->absorbed, cap * sizeof *a);
+        if (!a)
+            return -1;
+        p->absorbed = a;
+        p->cap_absorbed = cap;
+    }
+    p->absorbed[p->nabsorbed++] = (struct producer_absorbed){hash, tag, seq, 0};
+    return 0;
+}
+
 /* Bounded slack: decides whether an extend needs a write, and what time it
- * writes. Returns 1 when the extend is absorbed. */
+ * writes. Returns 1 when the extend is absorbed, -1 when out of memory. */
 static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
-                          int64_t *when)
+                          uint64_t tag, int64_t *when)
 {
     if (cmd->op != LAPSE_OP_EXTEND) {
         /* touch/repeat/cancel make the memory wrong; touch could be kept,
@@ -235,8 +257,9 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     /* the clock only when needed: this runs for every signal of a stream */
     int64_t now = cmd->when_kind == LAPSE_WHEN_REL ? lapse_clock_ms() : 0;
     int64_t at = cmd->when_kind == LAPSE_WHEN_REL ? now + cmd->when_ms : cmd->when_ms;
-    if (lapse_slack_covered(p->slack, hash, cmd->id, cmd->id_len, at))
-        return 1;
+    uint32_t seq;
+    if (lapse_slack_covered(p->slack, hash, cmd->id, cmd->id_len, at, &seq))
+        return producer_absorbed(p, hash, tag, seq) < 0 ? -1 : 1;
     if (cmd->when_kind != LAPSE_WHEN_REL)
         now = lapse_clock_ms();
     int64_t slack = p->cfg->producer_slack_ms;
@@ -244,7 +267,7 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
         slack = LAPSE_WHEN_MAX - *when;
     *when += slack;
     /* Out of memory only costs the absorbing of this ID's next extends. */
-    (void)lapse_slack_set(p->slack, hash, cmd->id, cmd->id_len, at + slack, now);
+    (void)lapse_slack_set(p->slack, hash, cmd->id, cmd->id_len, at + slack, now, p->seq);
     return 0;
 }
 
@@ -252,24 +275,32 @@ static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64
  * queue. */
 static void producer_swap(lapse_producer *p, struct producer_batch *b)
 {
-    struct producer_batch q = {p->ops, p->nops, p->cap_ops, p->arena, p->arena_len, p->arena_cap};
+    struct producer_batch q = {p->ops,       p->nops,      p->cap_ops, p->arena,
+                               p->arena_len, p->arena_cap, p->seq};
     p->ops = b->ops;
     p->nops = b->nops;
     p->cap_ops = b->cap_ops;
     p->arena = b->arena;
     p->arena_len = b->arena_len;
     p->arena_cap = b->arena_cap;
+    p->seq = b->seq;
     *b = q;
 }
 
 /* A batch settled with rc (< 0: not applied, each op reported): bounded
- * slack's memory of what was written may then be wrong: forget it all. */
+ * slack's memory of what was written may then be wrong: forget it all. The
+ * extends its writes absorbed were reported with any that failed. */
 static void producer_settled(lapse_producer *p, int rc)
 {
     if (rc < 0 && p->slack) {
         lapse_slack_free(p->slack);
         p->slack = lapse_slack_new();
     }
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nabsorbed; i++)
+        if (p->absorbed[i].seq != p->seq)
+            p->absorbed[kept++] = p->absorbed[i];
+    p->nabsorbed = kept;
 }
 
 /* The queued ops count as written and leave the coalescing index: new
@@ -291,6 +322,7 @@ static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
     producer_unindex(p);
     p->nops = 0;
     p->arena_len = 0;
+    p->seq = ++p->last_seq;
     return rc;
 }
 
@@ -414,6 +446,7 @@ static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
     size_t k = (p->flight_first + p->nflight++) % FLIGHTS;
     p->sending[k] = s;
     producer_swap(p, &p->flight[k]); /* the queue gets that slot's empty buffers */
+    p->seq = ++p->last_seq;
     return rc;
 }
 
@@ -431,7 +464,10 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
     uint64_t hash = lapse_hash(cmd->id, cmd->id_len);
     int64_t when = cmd->when_ms;
     p->stats.submitted++;
-    if (p->slack && producer_slack(p, cmd, hash, &when)) {
+    int absorbed = p->slack ? producer_slack(p, cmd, hash, tag, &when) : 0;
+    if (absorbed < 0)
+        goto oom;
+    if (absorbed) {
         p->stats.absorbed++;
         return 0;
     }

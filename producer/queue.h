@@ -75,6 +75,15 @@ struct producer_batch {
     size_t nops, cap_ops;
     char *arena;
     size_t arena_len, arena_cap;
+    uint32_t seq;              /* which batch it is (slack marks) */
+};
+
+/* An extend bounded slack absorbed while the write covering it (batch seq)
+ * was not settled: if that write fails, the extend is reported with it. */
+struct producer_absorbed {
+    uint64_t hash, tag;
+    uint32_t seq;
+    uint32_t reported;
 };
 
 struct send;
@@ -93,6 +102,7 @@ struct lapse_producer {
     size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
+    uint32_t seq, last_seq;         /* the queue's batch number; the last one given */
     /* Full batches sent, their replies not read yet: a ring, oldest at
      * flight_first, nflight of them; sending[k] holds flight[k]'s calls
      * (send.c). Slots not in use keep their (empty) buffers for reuse. */
@@ -100,6 +110,8 @@ struct lapse_producer {
     struct send *sending[FLIGHTS];
     size_t flight_first, nflight;
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
+    struct producer_absorbed *absorbed; /* while their covering write is unsettled */
+    size_t nabsorbed, cap_absorbed;
     struct lapse_producer_stats stats;
     lapse_producer_error_cb *on_error;
     void *ctx;

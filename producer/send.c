@@ -261,8 +261,10 @@ static void send_plan(struct send *s, enum lapse_script script,
 
 static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
 
-/* Reports the call's ops as not applied. Their IDs are also forgotten by
- * bounded slack: a later extend must be written, not absorbed. */
+/* Reports the call's ops as not applied, and with each the extends that
+ * bounded slack absorbed because of it (producer.c: producer_absorbed; by
+ * ID hash). Their IDs are also forgotten by bounded slack: a later extend
+ * must be written, not absorbed. */
 static void send_report(struct send *s, const struct send_call *c, const char *reason)
 {
     lapse_producer *p = s->p;
@@ -273,6 +275,15 @@ static void send_report(struct send *s, const struct send_call *c, const char *r
             lapse_slack_forget(p->slack, op->hash, p->arena + op->id_off, op->id_len);
         if (p->on_error)
             p->on_error(p->ctx, op->tag, reason);
+        for (size_t k = 0; k < p->nabsorbed; k++) {
+            struct producer_absorbed *a = &p->absorbed[k];
+            if (a->seq != p->seq || a->hash != op->hash || a->reported)
+                continue;
+            a->reported = 1;
+            p->stats.failed++;
+            if (p->on_error)
+                p->on_error(p->ctx, a->tag, reason);
+        }
     }
 }
 

@@ -39,7 +39,7 @@
 #include <sys/mman.h>
 
 /* ID bytes kept in the slot itself; longer IDs are stored out of line. */
-#define SLACK_INLINE 44
+#define SLACK_INLINE 40
 /* What a real hash of 0 is stored as (0 marks an empty slot). */
 #define SLACK_HASH0 0x9e3779b97f4a7c15ULL
 /* The most slots in use before the table is swept or grown: 13/16. High for
@@ -58,6 +58,7 @@ struct slack_slot {
     uint64_t hash;    /* the ID's XXH64 (SLACK_HASH0 for 0); 0: empty */
     int64_t deadline; /* what was written, absolute ms */
     uint32_t len;     /* the ID's length, 1..512 */
+    uint32_t mark;    /* the caller's, given with the deadline */
     /* The ID when len <= SLACK_INLINE; else the first bytes hold a char *
      * to a malloc'd copy (copied with memcpy: the field is not aligned). */
     char id[SLACK_INLINE];
@@ -147,10 +148,15 @@ static struct slack_slot *slack_find(const lapse_slack *s, uint64_t key, const c
     }
 }
 
-int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t at)
+int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t at,
+                        uint32_t *mark)
 {
     const struct slack_slot *sl = slack_find(s, slack_key(hash), id, len);
-    return sl->hash && sl->deadline >= at;
+    if (!sl->hash || sl->deadline < at)
+        return 0;
+    if (mark)
+        *mark = sl->mark;
+    return 1;
 }
 
 /* Moves the live entries (deadline >= now) into a new array, twice as large
@@ -189,12 +195,13 @@ static int slack_rebuild(lapse_slack *s, int64_t now)
 }
 
 int lapse_slack_set(lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t deadline,
-                    int64_t now)
+                    int64_t now, uint32_t mark)
 {
     uint64_t key = slack_key(hash);
     struct slack_slot *sl = slack_find(s, key, id, len);
     if (sl->hash) {
         sl->deadline = deadline;
+        sl->mark = mark;
         return 0;
     }
     /* A new ID: its copy first, so a failure to grow needs no undoing. */
@@ -214,6 +221,7 @@ int lapse_slack_set(lapse_slack *s, uint64_t hash, const char *id, size_t len, i
     sl->hash = key;
     sl->deadline = deadline;
     sl->len = (uint32_t)len;
+    sl->mark = mark;
     if (copy)
         memcpy(sl->id, &copy, sizeof copy);
     else

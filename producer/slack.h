@@ -26,14 +26,17 @@ lapse_slack *lapse_slack_new(void); /* NULL on allocation failure */
 void lapse_slack_free(lapse_slack *s); /* accepts NULL */
 
 /* 1 if the deadline remembered for the ID is >= `at`, else 0. `hash` is
- * lapse_hash(id, len). */
-int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t at);
+ * lapse_hash(id, len). When 1 and `mark` is not NULL, *mark is the mark the
+ * deadline was remembered with. */
+int lapse_slack_covered(const lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t at,
+                        uint32_t *mark);
 
-/* Remembers `deadline` for the ID (replacing what was there). Sweeps entries
+/* Remembers `deadline` for the ID (replacing what was there), with the
+ * caller's `mark` (the producer: which batch writes it). Sweeps entries
  * older than `now` when it must grow. Returns 0, or -1 on allocation failure
  * (the table is unchanged). */
 int lapse_slack_set(lapse_slack *s, uint64_t hash, const char *id, size_t len, int64_t deadline,
-                    int64_t now);
+                    int64_t now, uint32_t mark);
 
 /* A hint: the ID with this hash is about to be looked up. Starts loading
  * the memory the lookup reads first, so a caller that knows the next few
