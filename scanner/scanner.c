@@ -706,8 +706,10 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             continue;
         if (room == 0 || wait > max_wait)
             wait = max_wait;
+        /* Nothing more due for `wait` ms: what this pass claimed goes to
+         * Kafka now rather than after linger.ms (which batches a backlog). */
         if (wait > 0)
-            lapse_sink_poll(s->sink, wait);
+            lapse_sink_push(s->sink, wait);
     }
     /* Stop claiming; give in-flight events a bounded time to be answered,
      * settle the acknowledged ones and hand the shard over. The rest keep

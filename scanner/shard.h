@@ -19,7 +19,9 @@
 #include "sink.h"
 
 #define ACK_CHUNK 1024             /* IDs per ack.lua call */
-#define ACK_WAIT_MS 20             /* longest a claim's first acked ID waits for the rest of it */
+#define ACK_WAIT_MS 100            /* longest a claim's first acked ID waits for the rest of it:
+                                    * more than linger.ms (sink.c), whose batches
+                                    * answer a claim over several round trips */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define NKEYS LAPSE_SHARD_NKEYS

@@ -45,6 +45,15 @@ int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, const char *
 /* Serves delivery reports, waiting up to timeout_ms for the first one. */
 void lapse_sink_poll(lapse_sink *s, int timeout_ms);
 
+/*
+ * For a caller with nothing more to send for a while: sends every queued
+ * event now instead of after linger.ms, and serves delivery reports until
+ * all are answered or timeout_ms passed (with nothing queued: waits
+ * timeout_ms for a report, as lapse_sink_poll). So linger.ms batches only
+ * while events keep coming, and a lone event does not wait for it.
+ */
+void lapse_sink_push(lapse_sink *s, int timeout_ms);
+
 /* Waits up to timeout_ms for every queued event to be answered. Returns the
  * number still unanswered. */
 int lapse_sink_flush(lapse_sink *s, int timeout_ms);

@@ -66,6 +66,33 @@ assert_eq "$(ack tok "$lease_a" 39 $ids)" 36 "settled (range path: 37 on the lea
 assert_eq "$(calls zrangebyscore) $(calls zmscore)" "1 0" "range path: ZRANGEBYSCORE, ZMSCORE calls"
 check A "$lease_a" "range path"
 
+# 1b. the claim acknowledged whole: every ID still holding the lease is in
+# the ack, so the range goes in one ZREMRANGEBYSCORE (no ZREM), the repeating
+# ID re-armed out of it first; the payload and f entries go too
+lease_w="$((b + 150)).5"
+setup W "$lease_w"
+rcli CONFIG RESETSTAT >/dev/null
+assert_eq "$(ack tok "$lease_w" 40 $(seq -f 'W%g' 0 39))" 37 "settled (whole claim: 37 on the lease, 40 acked)"
+assert_eq "$(calls zremrangebyscore) $(calls zrem)" "1 0" "whole claim: ZREMRANGEBYSCORE, ZREM calls"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_w" "$lease_w")" 0 "IDs left on lease W"
+assert_eq "$(rcli ZSCORE "$z" W0)$(rcli HEXISTS "$p" W0)$(rcli HEXISTS "$f" W0)" 00 "whole claim: leased ID (score, payload, f)"
+assert_eq "$(rcli ZSCORE "$z" W1) $(rcli HEXISTS "$f" W1)" "$((b + 5000)) 0" "whole claim: reset ID (score, f)"
+assert_eq "$(rcli HEXISTS "$f" W2)" 0 "whole claim: cancelled ID's f"
+assert_eq "$(rcli ZSCORE "$z" W3) $(rcli HGET "$f" W3)" "$((b + 9000)).5 $((b + 3))" "whole claim: ID claimed anew (score, f)"
+assert_eq "$(rcli ZSCORE "$z" W4) $(rcli HGET "$r" W4) $(rcli HEXISTS "$f" W4)" "$((b + 4 + 1000)) 1000:3 0" "whole claim: repeating ID (score, record, f)"
+for i in 5 17 39; do
+    assert_eq "$(rcli ZSCORE "$z" "W$i")$(rcli HEXISTS "$f" "W$i")" 0 "whole claim: acknowledged W$i"
+done
+# a foreign ID on the same score, not in the ack: the range is not removed
+lease_v="$((b + 160)).5"
+setup V "$lease_v"
+rcli ZADD "$z" "$lease_v" foreign >/dev/null
+rcli CONFIG RESETSTAT >/dev/null
+assert_eq "$(ack tok "$lease_v" 40 $(seq -f 'V%g' 0 39))" 37 "settled (whole claim and a foreign ID on its lease)"
+assert_eq "$(calls zremrangebyscore)" 0 "foreign ID on the lease: no ZREMRANGEBYSCORE"
+assert_eq "$(rcli ZSCORE "$z" foreign)" "$lease_v" "the foreign ID on the lease is kept"
+rcli ZREM "$z" foreign >/dev/null
+
 # 2. a small part of a claim: P0..P9 -> per-ID path (10 acked, 37 holding the lease)
 lease_b="$((b + 200)).5"
 setup B "$lease_b"
