@@ -329,10 +329,19 @@ static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
     return force || b->nacked == b->refs || now - b->acked_ms >= ACK_WAIT_MS;
 }
 
+/* A claim all of whose events were acknowledged, none settled yet: ack.lua
+ * takes it by its lease and size alone, without its IDs, unless it answered
+ * that one of them was reset or cancelled meanwhile (listed). */
+static int scanner_whole(const struct batch *b)
+{
+    return !b->listed && b->nacked == b->claimed && b->refs == b->claimed;
+}
+
 /* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
- * (one lease argument per group). On a Redis failure they stay queued
- * for the next pass (their leases keep them from firing meanwhile; if the
- * outage outlasts the lease they fire again: at-least-once). */
+ * (one lease argument per group; a whole claim needs no more). On a Redis
+ * failure they stay queued for the next pass (their leases keep them from
+ * firing meanwhile; if the outage outlasts the lease they fire again:
+ * at-least-once). */
 static void scanner_ack(lapse_scanner *s, int force)
 {
     enum { MAXARGS = NKEYS + 1 + 3 * ACK_CHUNK };
@@ -351,10 +360,15 @@ static void scanner_ack(lapse_scanner *s, int force)
         for (struct batch *b = s->settle; b && ids < ACK_CHUNK; b = b->next) {
             if (!scanner_ack_ready(b, now, force))
                 continue;
+            int whole = scanner_whole(b);
+            if (whole && groups > 0 && ids + (int)b->nacked > ACK_CHUNK)
+                break; /* (a whole claim is not cut) */
             sent[groups] = b;
             argv[n] = b->lease->str, argvlen[n++] = b->lease->len;
             int at = n++, k = 0;
             struct flight *f = b->acked;
+            if (whole)
+                k = -(int)b->nacked, ids += (int)b->nacked, f = NULL;
             for (; f && ids < ACK_CHUNK; f = f->next, k++, ids++)
                 argv[n] = f->id, argvlen[n++] = f->id_len;
             argvlen[at] = (size_t)snprintf(counts[groups], sizeof counts[groups], "%d", k);
@@ -364,22 +378,36 @@ static void scanner_ack(lapse_scanner *s, int force)
         if (groups == 0)
             return;
         redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
-        if (!r || r->type != REDIS_REPLY_INTEGER) {
+        int ok = r && (r->type == REDIS_REPLY_INTEGER ||
+                       (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                        r->element[0]->type == REDIS_REPLY_INTEGER));
+        if (!ok) {
             scanner_redis_error(s, "ack", r);
             if (r)
                 freeReplyObject(r);
             return;
         }
-        long long settled = r->integer;
-        freeReplyObject(r);
+        long long settled = r->type == REDIS_REPLY_INTEGER ? r->integer : r->element[0]->integer;
         if (settled < 0) {
+            freeReplyObject(r);
             scanner_fenced(s);
             return;
         }
         ADD(settled, (uint64_t)settled);
+        /* whole claims answered back (one of them moved on): not settled,
+         * sent again with their IDs */
+        for (size_t e = 1; r->type == REDIS_REPLY_ARRAY && e < r->elements; e++) {
+            long long g = r->element[e]->integer;
+            if (g >= 1 && g <= groups) {
+                sent[g - 1]->listed = 1;
+                sent[g - 1] = NULL;
+            }
+        }
+        freeReplyObject(r);
         /* what was sent: `groups` batches, the last one up to `rest` */
         for (int g = 0; g < groups; g++)
-            scanner_settled(s, sent[g], g == groups - 1 ? rest : NULL);
+            if (sent[g])
+                scanner_settled(s, sent[g], g == groups - 1 ? rest : NULL);
     }
 }
 
@@ -582,7 +610,8 @@ static int scanner_claim(lapse_scanner *s, int want)
         struct flight *fl = (struct flight *)(b + 1);
         long long *deadlines = (long long *)(fl + claimed);
         char *verdict = (char *)(deadlines + claimed);
-        *b = (struct batch){.reply = r, .lease = lease, .term = s->term, .refs = claimed + 1};
+        *b = (struct batch){
+            .reply = r, .lease = lease, .term = s->term, .refs = claimed + 1, .claimed = claimed};
         for (size_t i = 0; i < claimed; i++)
             fl[i] = (struct flight){.batch = b};
         scanner_claimed(r->element[HEAD], fl, deadlines);

@@ -2,9 +2,12 @@
 --
 -- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua)
 -- ARGV[1] token, then groups: lease (the exact score one claim gave its
--- IDs), count n, then n IDs of that claim
+-- IDs), count n, then n IDs of that claim; or lease, -n: all n IDs of that
+-- claim, not listed (see "Whole claims" below)
 -- Returns the number of IDs settled, or -1 when the lock is not ours (fenced:
--- nothing changed; the new holder redelivers those IDs).
+-- nothing changed; the new holder redelivers those IDs); when a whole-claim
+-- group could not be settled unlisted: { settled, its group number (1-based),
+-- ... }, and the caller sends those again with their IDs.
 --
 -- Compare-and-settle: an ID is touched only if its score is still the lease
 -- of its claim. A reset (integer score) or a newer claim (another lease)
@@ -29,6 +32,16 @@
 -- argument); the range is walked once. Exact, not a guess from counts: the
 -- range is what ZRANGEBYSCORE just read in this same script, and every one of
 -- its IDs was matched to the group (a repeating one was re-armed out of it).
+--
+-- Whole claims: a claim whose every event Kafka acknowledged comes as its
+-- lease and its size alone, and costs no argument or Lua string per ID on
+-- the way in. Every ID holding that lease is then one of that claim's: each
+-- claim's lease is its own (claim.lua: later than the scanner's previous
+-- one; a standby's first is later than its predecessor's last, which had
+-- expired; a producer's take during a split ends in .75, never .5). So if
+-- the lease's range holds all n, that range is the claim, settled as above;
+-- if it holds fewer (one was reset or cancelled meanwhile, and its entry in
+-- f must go too), the group is answered back to be sent with its IDs.
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
@@ -71,11 +84,26 @@ local function moved_on(id, cur)
     end -- else claimed anew (its lease ran out): f is the new claim's
 end
 
-local i = 2
+local i, group, listed = 2, 0, {}
 while i <= #ARGV do
     local lease, n = ARGV[i], tonumber(ARGV[i + 1])
-    local last = i + 1 + n
-    if redis.call('ZCOUNT', z, lease, lease) <= 2 * n then
+    local last = i + 1 + math.max(n, 0)
+    group = group + 1
+    if n < 0 then
+        local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
+        if #still ~= -n then
+            listed[#listed + 1] = group
+        elseif has_r then
+            for j = 1, #still do settle(still[j], lease) end
+        else
+            redis.call('ZREMRANGEBYSCORE', z, lease, lease)
+            for j = 1, #still do
+                fdel[#fdel + 1] = still[j]
+                if has_p then gone[#gone + 1] = still[j] end
+            end
+            settled = settled + #still
+        end
+    elseif redis.call('ZCOUNT', z, lease, lease) <= 2 * n then
         local held = {}
         local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
         for j = 1, #still do held[still[j]] = true end
@@ -129,4 +157,8 @@ if has_p then
     for k = 1, #gone, 1000 do redis.call('HDEL', p, unpack(gone, k, math.min(k + 999, #gone))) end
 end
 for k = 1, #fdel, 1000 do redis.call('HDEL', f, unpack(fdel, k, math.min(k + 999, #fdel))) end
+if #listed > 0 then
+    table.insert(listed, 1, settled)
+    return listed
+end
 return settled

@@ -23,7 +23,8 @@
 --              one (not written by lapse) or an expired lease was among them
 --
 -- Due means score <= now on this Redis server's clock: never early. A claimed
--- ID stays in the zset with score now + lease + 0.5, so if its scanner dies
+-- ID stays in the zset with score now + lease + 0.5 (a producer's take during
+-- a split: + 0.75, take.lua), so if its scanner dies
 -- before acknowledging, the ID falls due again when the lease runs out and is
 -- claimed anew with the same deadline and seq (at-least-once); its deadline
 -- is kept in KEYS[3] meanwhile. Every call renews the lock.
@@ -82,9 +83,9 @@ local n = #due / 2
 local ids, list = nil, due
 local packed = n > 0 and table.concat(due, ' ') or ''
 local _, spaces = string.gsub(packed, ' ', ' ')
-if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.5 ') or string.find(packed, '%.5$')
+if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.find(packed, '%.7?5$')
                or string.byte(packed, 1) == 32 or string.find(packed, '  ', 1, true)) then
-    -- Expired leases (a score ending in ".5"), an ID with a space or an
+    -- Expired leases (a score ending in ".5" or ".75"), an ID with a space or an
     -- empty one (neither written by lapse; they would blur the string's
     -- fields): one by one. An expired lease's holder never settled it; fire again with the
     -- deadline that fell due. A producer's take (split) leases IDs that are
@@ -93,7 +94,7 @@ if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.5 ') or string.find(
     for i = 1, #due, 2 do
         local id, score = due[i], due[i + 1]
         local back = false
-        if string.byte(score, -2) == 46 and string.byte(score, -1) == 53 then
+        if string.find(score, '.', 1, true) then -- (deadlines are integers)
             local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(score))
             score = string.format('%d', deadline)
             if deadline > now then

@@ -11,16 +11,18 @@
 --   being dispatched; its payload is returned (an op without one keeps it),
 --   its repeat record is not (any write in the new shard ends the repeat).
 --
--- A taken twin is leased exactly like a claimed ID (score lease + 0.5, its
--- deadline in f), so if the producer dies before copying it, the lease runs
--- out and the old shard's scanner fires it (or drops it if the copy was
--- made): nothing is lost, nothing fires twice.
+-- A taken twin is leased like a claimed ID (its deadline in f), so if the
+-- producer dies before copying it, the lease runs out and the old shard's
+-- scanner fires it (or drops it if the copy was made): nothing is lost,
+-- nothing fires twice. Its score is lease + 0.75, not + 0.5 as a claim's:
+-- a claim's lease score then holds that claim's IDs only (ack.lua settles a
+-- whole claim by its lease's range).
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = string.format('%d.5', now + tonumber(ARGV[2]))
+local lease = string.format('%d.75', now + tonumber(ARGV[2]))
 local out = { lease }
 local n = #ARGV - 2
 if n == 0 then return out end

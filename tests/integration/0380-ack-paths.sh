@@ -10,7 +10,8 @@
 #   claimed anew (another lease, after its own ran out) -> kept, f kept;
 #   repeating            -> re-armed at the next point of its period, fire count + 1;
 #   leased but not in the acknowledgement -> untouched.
-# And a wrong token changes nothing (fencing).
+# And a wrong token changes nothing (fencing). Then whole claims (section 4):
+# a claim sent as its lease and size alone.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -110,6 +111,46 @@ assert_eq "$(ack tok "$lease_a" 10 $(seq -f 'C%g' 0 9) "$lease_b" 39 $(for i in 
     $((7 + 36)) "settled (two groups)"
 check C "$lease_a" "per-ID path, two groups"
 check D "$lease_b" "range path, two groups"
+
+# 4. whole claims: the scanner sends a claim all of whose events Kafka
+# acknowledged as its lease and -size alone (no IDs). If the lease's range
+# holds all of them, it is the claim: settled in one ZREMRANGEBYSCORE with
+# payloads and f entries (re-armed one by one when the shard has repeating
+# IDs). If one was reset or cancelled meanwhile, the group is answered back
+# (its number after the count settled) and nothing of it changes: the
+# scanner sends it again with its IDs. A producer's take during a split
+# leases with .75, never on a claim's score.
+whole() { # PFX LEASE N: N IDs PFX0.. holding LEASE, with f entries
+    local i
+    for ((i = 0; i < $3; i++)); do
+        echo "ZADD $z $2 $1$i"
+        echo "HSET $f $1$i $((b + i))"
+    done | rcli >/dev/null
+}
+rcli DEL "$z" "$f" "$p" "$r" >/dev/null
+lease_k="$((b + 300)).5" lease_m="$((b + 310)).5"
+whole K "$lease_k" 40
+whole M "$lease_m" 20
+rcli HSET "$p" K0 pay >/dev/null
+rcli ZADD "$z" "$((b + 300)).75" taken >/dev/null # a twin taken in the same ms
+rcli ZADD "$z" $((b + 5000)) M3 >/dev/null       # M3 reset while in flight
+assert_eq "$(ack wrong "$lease_k" -40)" -1 "whole claim with a wrong token"
+rcli CONFIG RESETSTAT >/dev/null
+assert_eq "$(ack tok "$lease_k" -40 "$lease_m" -20 | paste -sd' ')" "40 2" \
+    "whole claims K (settled) and M (M3 reset: answered back as group 2)"
+assert_eq "$(calls zremrangebyscore) $(calls zrem)" "1 0" "whole claims: ZREMRANGEBYSCORE, ZREM calls"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_k" "$lease_k") $(rcli HEXISTS "$p" K0) $(rcli HEXISTS "$f" K0) $(rcli HEXISTS "$f" K39)" \
+    "0 0 0 0" "claim K: IDs on its lease, K0's payload, f entries"
+assert_eq "$(rcli ZSCORE "$z" taken)" "$((b + 300)).75" "the taken twin beside claim K"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_m" "$lease_m") $(rcli HLEN "$f")" "19 20" "claim M untouched (19 on its lease, 20 f entries)"
+assert_eq "$(ack tok "$lease_m" 20 $(seq -f 'M%g' 0 19))" 19 "claim M sent again with its IDs"
+assert_eq "$(rcli ZSCORE "$z" M3) $(rcli HLEN "$f")" "$((b + 5000)) 0" "M3 kept with its reset; every f entry gone"
+# with repeating IDs in the shard: one by one, the repeating one re-armed
+whole R "$lease_k" 5
+rcli HSET "$r" R2 "1000:0" >/dev/null
+assert_eq "$(ack tok "$lease_k" -5)" 5 "whole claim in a shard with repeating IDs"
+assert_eq "$(rcli ZCARD "$z") $(rcli ZSCORE "$z" R2) $(rcli HGET "$r" R2) $(rcli HLEN "$f")" \
+    "3 $((b + 2 + 1000)) 1000:1 0" "only R2 left (re-armed) beside M3 and the taken twin; f empty"
 
 # Every claim's lease is later than the previous claim's (claim.lua's ARGV[7],
 # which the scanner passes), even within one millisecond: else an ID reset
