@@ -182,6 +182,7 @@ void lapse_scanner_free(lapse_scanner *s)
     if (s->node != s->home)
         lapse_redis_free(s->node);
     lapse_redis_free(s->home);
+    lapse_redis_free(s->ahead);
     lapse_layout_free(&s->layout);
     free(s);
 }
@@ -274,10 +275,22 @@ redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char 
     return lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
 }
 
+/* Reads and drops the reply of a claim sent ahead, if one is out: its IDs
+ * (if it got any) keep their leases and are claimed again when those run
+ * out, or at once by the next holder of the shard (acquire.lua). */
+static void scanner_ahead_drop(lapse_scanner *s)
+{
+    redisReply *r;
+    if (s->ahead_pending && lapse_redis_get_reply(s->ahead, &r) == 0)
+        freeReplyObject(r);
+    s->ahead_pending = 0;
+}
+
 /* Lost the lock: forget what is queued for settling (the new holder
  * redelivers those IDs) and go back to standby. */
 static void scanner_fenced(lapse_scanner *s)
 {
+    scanner_ahead_drop(s);
     log_warn("shard %u: lost the lease (paused or cut off for longer than %d ms); "
              "another scanner serves the shard now; back to standby",
              s->shard, s->cfg->scanner_lease_ms);
@@ -538,8 +551,66 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
     return budget < want ? budget : want;
 }
 
+/* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
+ * numbers written into buf. Returns argc. */
+enum { CLAIM_ARGC = NKEYS + 7 };
+static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
+                              size_t *argvlen)
+{
+    snprintf(buf[0], 24, "%d", want);
+    snprintf(buf[1], 24, "%d", s->cfg->scanner_lease_ms);
+    snprintf(buf[2], 24, "%d", s->cfg->scanner_fresh_ms);
+    snprintf(buf[3], 24, "%d", scanner_backlog_budget(s, want));
+    snprintf(buf[4], 24, "%lld", (long long)s->layout.epoch);
+    const char *args[7] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4], s->last_lease};
+    for (int k = 0; k < NKEYS; k++)
+        argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    for (int i = 0; i < 7; i++)
+        argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = strlen(args[i]);
+    return CLAIM_ARGC;
+}
+
 /*
- * Claims (renewing the lock) and dispatches up to `want` due IDs. Returns
+ * A full claim (a backlog is draining): sends the next one now, on the
+ * second connection, so Redis runs it while this one's events are encoded
+ * and handed to Kafka; scanner_claim reads it next. A single scanner's loop
+ * is otherwise serial (Redis idle while it sends, it idle while Redis
+ * claims). Not during a split (twins.c calls the shard's node mid-claim)
+ * nor with scanner.catchup_rate (whose budget this claim's backlog IDs have
+ * not been charged to yet). Room for it is what max_inflight leaves after
+ * this claim's `claimed`.
+ */
+static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
+{
+    size_t max = (size_t)s->cfg->scanner_max_inflight, busy = s->inflight + claimed;
+    size_t room = busy < max ? max - busy : 0;
+    if (room > (size_t)s->cfg->scanner_batch)
+        room = (size_t)s->cfg->scanner_batch;
+    if (room == 0 || s->no_ahead || s->layout.splitting || s->cfg->scanner_catchup_rate)
+        return;
+    if (!s->ahead) {
+        uint16_t n = s->layout.node_of[s->shard];
+        s->ahead = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
+                                   s->cfg->redis_command_timeout_ms);
+        if (!s->ahead)
+            return;
+    }
+    char buf[5][24];
+    const char *argv[CLAIM_ARGC];
+    size_t argvlen[CLAIM_ARGC];
+    int argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen);
+    int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
+    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, NKEYS, argc, argv, argvlen) < 0 ||
+        lapse_redis_send(s->ahead) < 0)
+        return; /* (the next claim goes the usual way) */
+    s->ahead_pending = 1;
+    s->ahead_want = (int)room;
+    s->ahead_lock_until = lock_until;
+}
+
+/*
+ * Claims (renewing the lock) and dispatches up to `want` due IDs, or takes
+ * the reply of the claim sent ahead (then `want` is that claim's). Returns
  * how long the loop may wait before claiming again: 0 when the batch was
  * full (more are due), else the time to the next deadline, at most
  * scanner.poll_ms; -1 when fenced.
@@ -547,20 +618,30 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
 static int scanner_claim(lapse_scanner *s, int want)
 {
     int poll_ms = s->cfg->scanner_poll_ms;
-    int backlog = scanner_backlog_budget(s, want);
-    char batch[16], lease_ms[16], fresh[16], old[16];
-    snprintf(batch, sizeof batch, "%d", want);
-    snprintf(lease_ms, sizeof lease_ms, "%d", s->cfg->scanner_lease_ms);
-    snprintf(fresh, sizeof fresh, "%d", s->cfg->scanner_fresh_ms);
-    snprintf(old, sizeof old, "%d", backlog);
-    char epoch[24];
-    snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
-    const char *args[7] = {s->token, batch, lease_ms, fresh, old, epoch, s->last_lease};
-    /* The lock this claim renews lives 90 % of the lease from (at the
-     * latest) now: past that, another scanner may own the shard, so what is
-     * left of the batch is not sent (a pause, e.g. SIGSTOP, mid-batch). */
-    int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_CLAIM, args, NULL, 7);
+    int64_t lock_until;
+    redisReply *r;
+    if (s->ahead_pending) {
+        s->ahead_pending = 0;
+        want = s->ahead_want;
+        lock_until = s->ahead_lock_until;
+        if (lapse_redis_get_reply(s->ahead, &r) < 0)
+            return 0; /* (its IDs, if any, are claimed again when their leases run out) */
+        if (lapse_redis_noscript(s->ahead, r)) {
+            freeReplyObject(r); /* Redis lost its scripts: the usual way loads them */
+            return 0;
+        }
+    } else {
+        char buf[5][24];
+        const char *argv[CLAIM_ARGC];
+        size_t argvlen[CLAIM_ARGC];
+        int argc = scanner_claim_argv(s, want, buf, argv, argvlen);
+        /* The lock this claim renews lives 90 % of the lease from (at the
+         * latest) now: past that, another scanner may own the shard, so
+         * what is left of the batch is not sent (a pause, e.g. SIGSTOP,
+         * mid-batch). */
+        lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
+        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, NKEYS, argc, argv, argvlen);
+    }
     enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
@@ -598,6 +679,8 @@ static int scanner_claim(lapse_scanner *s, int want)
         memcpy(s->last_lease, lease->str, lease->len + 1);
     size_t claimed = (size_t)count;
     long long due_left = r->element[3]->integer;
+    if (claimed == (size_t)want && want > 0 && s->active)
+        scanner_claim_ahead(s, claimed);
     /* the batch keeps the reply: the flights' IDs live in it */
     struct batch *b =
         claimed ? malloc(sizeof *b + claimed * (sizeof(struct flight) + sizeof(long long) + 1))
@@ -740,6 +823,11 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         if (wait > 0)
             lapse_sink_push(s->sink, wait);
     }
+    if (s->active && s->ahead_pending) { /* its IDs are ours: send them too */
+        s->no_ahead = 1;
+        scanner_claim(s, 0);
+    }
+    scanner_ahead_drop(s);
     /* Stop claiming; give in-flight events a bounded time to be answered,
      * settle the acknowledged ones and hand the shard over. The rest keep
      * their leases; the next holder takes them back at once. */

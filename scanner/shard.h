@@ -66,6 +66,14 @@ struct lapse_scanner {
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
     char last_lease[32];         /* the lease of our previous claim (claim.lua's ARGV[7]) */
+    /* Claim ahead: while a backlog drains, the next claim goes out on a
+     * second connection before this one's events are sent, so Redis runs
+     * it meanwhile (scanner.c: scanner_claim_ahead). */
+    lapse_redis *ahead;          /* opened on first use */
+    int ahead_pending;           /* a claim sent there, its reply not read */
+    int ahead_want;              /* its batch size */
+    int64_t ahead_lock_until;    /* as scanner_claim's lock_until */
+    int no_ahead;                /* stopping: no more claims ahead */
     lapse_sink *sink;
     struct batch *settle;        /* batches with acknowledged IDs to settle */
     struct batch **settle_tail;
