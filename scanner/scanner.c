@@ -146,6 +146,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     strcpy(s->last_lease, "0"); /* no claim yet */
     for (int k = 0; k < NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
+    lapse_key_shard(s->lease_key, KEY_MAX, cfg->ns, LAPSE_KEY_LEASE, shard);
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
@@ -553,7 +554,7 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
 
 /* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
  * numbers written into buf. Returns argc. */
-enum { CLAIM_ARGC = NKEYS + 7 };
+enum { CLAIM_NKEYS = NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 7 };
 static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
                               size_t *argvlen)
 {
@@ -565,8 +566,9 @@ static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const
     const char *args[7] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4], s->last_lease};
     for (int k = 0; k < NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    argv[NKEYS] = s->lease_key, argvlen[NKEYS] = strlen(s->lease_key);
     for (int i = 0; i < 7; i++)
-        argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = strlen(args[i]);
+        argv[CLAIM_NKEYS + i] = args[i], argvlen[CLAIM_NKEYS + i] = strlen(args[i]);
     return CLAIM_ARGC;
 }
 
@@ -600,7 +602,7 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
     size_t argvlen[CLAIM_ARGC];
     int argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen);
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, NKEYS, argc, argv, argvlen) < 0 ||
+    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen) < 0 ||
         lapse_redis_send(s->ahead) < 0)
         return; /* (the next claim goes the usual way) */
     s->ahead_pending = 1;
@@ -640,7 +642,7 @@ static int scanner_claim(lapse_scanner *s, int want)
          * what is left of the batch is not sent (a pause, e.g. SIGSTOP,
          * mid-batch). */
         lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, NKEYS, argc, argv, argvlen);
+        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
     }
     enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
@@ -823,8 +825,8 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         if (wait > 0)
             lapse_sink_push(s->sink, wait);
     }
-    if (s->active && s->ahead_pending) { /* its IDs are ours: send them too */
-        s->no_ahead = 1;
+    if (s->active && s->ahead_pending && s->sink && rc == LAPSE_SCANNER_OK) {
+        s->no_ahead = 1; /* its IDs are ours: send them too */
         scanner_claim(s, 0);
     }
     scanner_ahead_drop(s);

@@ -62,6 +62,7 @@ struct lapse_scanner {
     lapse_redis **peers;         /* other nodes by config index, opened on demand */
     struct lapse_layout layout;
     char keys[NKEYS][KEY_MAX];   /* the shard's keys (layout.h) */
+    char lease_key[KEY_MAX];     /* claim.lua's KEYS[8]: the shard's last lease */
     char token[96];              /* ours in the lock: host:pid:random */
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */

@@ -36,9 +36,10 @@
 -- Whole claims: a claim whose every event Kafka acknowledged comes as its
 -- lease and its size alone, and costs no argument or Lua string per ID on
 -- the way in. Every ID holding that lease is then one of that claim's: each
--- claim's lease is its own (claim.lua: later than the scanner's previous
--- one; a standby's first is later than its predecessor's last, which had
--- expired; a producer's take during a split ends in .75, never .5). So if
+-- claim's lease is its own (claim.lua: later than the shard's previous one,
+-- which it keeps in Redis, so a claim whose reply was lost counts too; a new
+-- holder of the shard first gives every leased ID its deadline back,
+-- acquire.lua; a producer's take during a split ends in .75, never .5). So if
 -- the lease's range holds all n, that range is the claim, settled as above;
 -- if it holds fewer (one was reset or cancelled meanwhile, and its entry in
 -- f must go too), the group is answered back to be sent with its IDs.

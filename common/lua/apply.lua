@@ -31,7 +31,8 @@
 -- the shard's: it must reload the layout and route again.
 --
 -- Invariants: producers only ever write integer deadlines, so a
--- half-integer score (a lease) means "claimed", and it always has the
+-- fractional score (a lease: .5 claimed by a scanner, .75 taken by a
+-- producer in a split) means "in flight", and it always has the
 -- dispatched deadline in f (claim.lua, take.lua); the scanner's acknowledgement removes (or re-arms) an ID only
 -- if its score is still that exact lease, so any write here while the ID is
 -- in flight (a reset) wins. A moving ID that changed here is added to m:
@@ -164,6 +165,7 @@ if KEYS[8] then
             if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
             redis.call('ZREM', zi, unpack(mv))
             redis.call('HDEL', pi, unpack(mv))
+            redis.call('HDEL', fi, unpack(mv)) -- (none expected: as drop.lua does)
             redis.call('HDEL', ri, unpack(mv))
         end
         for k = 1, n do

@@ -167,3 +167,21 @@ l2=$(lapse_lua claim 0 tok 10 5000 1000 10 "$epoch" "$l1" | sed -n 2p)
 assert_eq "$l2" "$((far + 2)).5" "the next claim's lease"
 assert_eq "$(ack tok "$l1" 1 X)" 0 "the first claim's ack settles nothing (X is the second's now)"
 assert_eq "$(ack tok "$l2" 1 X)" 1 "the second claim's ack settles X"
+
+# The shard keeps its last lease too (claim.lua's KEYS[8]): a claim whose
+# reply the scanner never read still ran, and the next one, passing the
+# same previous lease, must not get that claim's lease (a whole-claim ack
+# would otherwise take the lost claim's IDs, never sent, with its own).
+# Two claims passing the same previous lease in one MULTI (one millisecond):
+claim8() { # PREV: claim.lua with the shard's keys and its lease key
+    echo "EVALSHA $sha 8 $z $NS:p:0 $f $r $NS:m:0 $NS:l:0 $NS:e:0 $NS:c:0 tok 1 5000 1000 10 $epoch $1"
+}
+sha=$(rcli SCRIPT LOAD "$(cat "$LAPSE_ROOT/common/lua/claim.lua")")
+rcli ZADD "$z" $(($(now_ms) - 1000)) Y1 $(($(now_ms) - 999)) Y2 >/dev/null
+out=$({ echo MULTI; claim8 0; claim8 0; echo EXEC; } | rcli)
+mapfile -t leases < <(grep -E '^[0-9]+\.5$' <<<"$out")
+((${#leases[@]} == 2)) || fail "two claims in one MULTI: leases '${leases[*]}' from: $out"
+[[ ${leases[0]} != "${leases[1]}" ]] || fail "two claims with the same previous lease got one lease: ${leases[0]}"
+assert_eq "$(rcli ZSCORE "$z" Y1) $(rcli ZSCORE "$z" Y2)" "${leases[0]} ${leases[1]}" "Y1, Y2 each on its claim's lease"
+assert_eq "$(ack tok "${leases[1]}" -1)" 1 "the second claim acknowledged whole settles its own ID only"
+assert_eq "$(rcli ZSCORE "$z" Y1)" "${leases[0]}" "Y1 (the first claim's) kept"
