@@ -5,7 +5,10 @@
 # 3,000 overdue IDs, batch 100: claims come from two client connections of
 # the scanner (Redis MONITOR), and every ID is delivered exactly once, never
 # early, and leaves Redis. With scanner.catchup_rate set, the budget is
-# charged claim by claim: one connection only.
+# charged claim by claim: one connection only. Then SIGTERM in the middle of
+# a drain of 20,000: the scanner exits 0 after sending (not dropping) the
+# claim it had out ahead, so the next scanner finds no leased ID of its
+# predecessor to take back, and drains the rest: every ID once, never early.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -44,3 +47,30 @@ for mode in ahead paced; do
         assert_eq "$conns" 1 "paced (catchup_rate): connections the claims came from"
     fi
 done
+
+# SIGTERM mid-drain: the claim out ahead is sent and settled, not left leased
+rcli FLUSHALL >/dev/null
+SCANNER_CFG="poll_ms = 10; batch = 100;" write_config
+scale init 1 >/dev/null
+now=$(now_ms)
+for i in $(seq 1 20000); do echo "ZADD $NS:z:0 $((now - 1000 - i % 500)) stop-$i"; done | rcli >/dev/null
+events_follow events-stop.json
+scanner_start 0
+A=$SCANNER
+wait_until 15000 '(($(wc -l <events-stop.json) >= 3000))' || fail "the drain did not start"
+proc_stop "$A" 15
+assert_eq "$PROC_RC" 0 "the scanner's exit status after SIGTERM mid-drain"
+left=$(rcli ZCARD "$NS:z:0")
+((left > 0)) || note "the drain ended before the SIGTERM took effect (fast machine)"
+leased=$(ns_leases)
+assert_eq "$leased" 0 "IDs left leased by the stopped scanner (its claim ahead was sent)"
+scanner_start 0
+B=$SCANNER
+wait_until 5000 '[[ -s $T/'"$B"'.log ]] && grep -q ": active" "$T/'"$B"'.log"' || fail "B did not become active"
+assert_file_match "$T/$B.log" ": active \\(token .*\\); 0 in-flight IDs of a previous holder due again" "B's log"
+wait_until 20000 '[[ $(rcli ZCARD "$NS:z:0") == 0 ]]' || fail "$(rcli ZCARD "$NS:z:0") IDs left after 20 s"
+events_wait_ids events-stop.json 20000 15000
+scanner_stop
+events_follow_stop
+assert_once events-stop.json
+assert_never_early events-stop.json
