@@ -143,7 +143,6 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->cfg = cfg;
     s->shard = shard;
     s->settle_tail = &s->settle;
-    strcpy(s->last_lease, "0"); /* no claim yet */
     for (int k = 0; k < NKEYS; k++)
         lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
     lapse_key_shard(s->lease_key, KEY_MAX, cfg->ns, LAPSE_KEY_LEASE, shard);
@@ -554,7 +553,7 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
 
 /* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
  * numbers written into buf. Returns argc. */
-enum { CLAIM_NKEYS = NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 7 };
+enum { CLAIM_NKEYS = NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 6 };
 static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
                               size_t *argvlen)
 {
@@ -563,11 +562,11 @@ static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const
     snprintf(buf[2], 24, "%d", s->cfg->scanner_fresh_ms);
     snprintf(buf[3], 24, "%d", scanner_backlog_budget(s, want));
     snprintf(buf[4], 24, "%lld", (long long)s->layout.epoch);
-    const char *args[7] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4], s->last_lease};
+    const char *args[6] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4]};
     for (int k = 0; k < NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
     argv[NKEYS] = s->lease_key, argvlen[NKEYS] = strlen(s->lease_key);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 6; i++)
         argv[CLAIM_NKEYS + i] = args[i], argvlen[CLAIM_NKEYS + i] = strlen(args[i]);
     return CLAIM_ARGC;
 }
@@ -677,8 +676,6 @@ static int scanner_claim(lapse_scanner *s, int want)
     }
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
-    if (lease->type == REDIS_REPLY_STRING && lease->len < sizeof s->last_lease)
-        memcpy(s->last_lease, lease->str, lease->len + 1);
     size_t claimed = (size_t)count;
     long long due_left = r->element[3]->integer;
     if (claimed == (size_t)want && want > 0 && s->active)

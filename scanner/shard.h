@@ -66,7 +66,6 @@ struct lapse_scanner {
     char token[96];              /* ours in the lock: host:pid:random */
     int active;                  /* we hold the lock */
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
-    char last_lease[32];         /* the lease of our previous claim (claim.lua's ARGV[7]) */
     /* Claim ahead: while a backlog drains, the next claim goes out on a
      * second connection before this one's events are sent, so Redis runs
      * it meanwhile (scanner.c: scanner_claim_ahead). */

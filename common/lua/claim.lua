@@ -1,11 +1,10 @@
 -- claim: take up to ARGV[1] due IDs of one shard for dispatch.
 --
 -- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua);
---   [8] (optional) its last lease (string, see below)
+--   [8] its last lease (string, see below)
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
--- take, ARGV[6] the scanner's layout epoch, ARGV[7] the lease of this
--- scanner's previous claim ("0" if none)
+-- take, ARGV[6] the scanner's layout epoch
 -- Returns { now_ms, lease, next_ms, due_left, extras, claimed },
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
@@ -48,17 +47,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- within one millisecond: ack.lua settles by lease (a whole claim by its
 -- lease's range alone), and an ID reset to a due time and claimed again
 -- under the same lease would be settled by the first claim's ack before the
--- second event was acknowledged. The previous lease is the scanner's
--- (ARGV[7]) and, with KEYS[8], the shard's own record of it: a claim whose
--- reply the scanner never read (a timeout, a dropped connection) still ran,
--- and its IDs must not share the next claim's lease. The record lives until
--- a lease_ms after its lease ran out; every later lease is later anyway.
-local last = math.floor(tonumber(ARGV[7]) or 0)
-if KEYS[8] then last = math.max(last, tonumber(redis.call('GET', KEYS[8]) or 0)) end
-local lease_at = math.max(now + lease_ms, last + 1)
-if KEYS[8] then
-    redis.call('SET', KEYS[8], string.format('%d', lease_at), 'PX', lease_at - now + lease_ms)
-end
+-- second event was acknowledged. The previous lease is the shard's own
+-- record (KEYS[8]), not the scanner's memory: a claim whose reply the
+-- scanner never read (a timeout, a dropped connection) still ran, and its
+-- IDs must not share the next claim's lease. The record lives until a
+-- lease_ms after its lease ran out; every later lease is later anyway.
+local lease_at = math.max(now + lease_ms, (tonumber(redis.call('GET', KEYS[8])) or 0) + 1)
+redis.call('SET', KEYS[8], string.format('%d', lease_at), 'PX', lease_at - now + lease_ms)
 local lease = string.format('%d.5', lease_at)
 local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local due = {}

@@ -152,33 +152,34 @@ assert_eq "$(ack tok "$lease_k" -5)" 5 "whole claim in a shard with repeating ID
 assert_eq "$(rcli ZCARD "$z") $(rcli ZSCORE "$z" R2) $(rcli HGET "$r" R2) $(rcli HLEN "$f")" \
     "3 $((b + 2 + 1000)) 1000:1 0" "only R2 left (re-armed) beside M3 and the taken twin; f empty"
 
-# Every claim's lease is later than the previous claim's (claim.lua's ARGV[7],
-# which the scanner passes), even within one millisecond: else an ID reset
-# to a due time and claimed again under the same lease would be settled by
-# the first claim's ack before its second event was acknowledged.
+# Every claim's lease is later than the previous claim's (the shard keeps
+# its last lease, claim.lua's KEYS[8]), even within one millisecond: else an
+# ID reset to a due time and claimed again under the same lease would be
+# settled by the first claim's ack before its second event was acknowledged.
+# A claim whose reply the scanner never read still ran, and the next one
+# must not get its lease either (a whole-claim ack would otherwise take the
+# lost claim's IDs, never sent, with its own).
 epoch=$(shard_epoch 0)
+sha=$(rcli SCRIPT LOAD "$(cat "$LAPSE_ROOT/common/lua/claim.lua")")
+claim8() { # BATCH: claim.lua with the shard's keys and its lease record
+    echo "EVALSHA $sha 8 $z $NS:p:0 $f $r $NS:m:0 $NS:l:0 $NS:e:0 $NS:c:0 tok $1 5000 1000 10 $epoch"
+}
 far=$(($(now_ms) + 10000000)) # a previous lease far ahead: the next one must follow it
+rcli SET "$NS:c:0" "$far" >/dev/null
 rcli ZADD "$z" $(($(now_ms) - 1000)) X >/dev/null
-l1=$(lapse_lua claim 0 tok 10 5000 1000 10 "$epoch" "$far.5" | sed -n 2p)
+l1=$(claim8 10 | rcli | sed -n 2p)
 assert_eq "$l1" "$((far + 1)).5" "the lease after a previous one of $far.5"
 assert_eq "$(rcli ZSCORE "$z" X)" "$l1" "X claimed"
 rcli ZADD "$z" $(($(now_ms) - 500)) X >/dev/null # reset to a due time
-l2=$(lapse_lua claim 0 tok 10 5000 1000 10 "$epoch" "$l1" | sed -n 2p)
+l2=$(claim8 10 | rcli | sed -n 2p)
 assert_eq "$l2" "$((far + 2)).5" "the next claim's lease"
 assert_eq "$(ack tok "$l1" 1 X)" 0 "the first claim's ack settles nothing (X is the second's now)"
 assert_eq "$(ack tok "$l2" 1 X)" 1 "the second claim's ack settles X"
 
-# The shard keeps its last lease too (claim.lua's KEYS[8]): a claim whose
-# reply the scanner never read still ran, and the next one, passing the
-# same previous lease, must not get that claim's lease (a whole-claim ack
-# would otherwise take the lost claim's IDs, never sent, with its own).
-# Two claims passing the same previous lease in one MULTI (one millisecond):
-claim8() { # PREV: claim.lua with the shard's keys and its lease key
-    echo "EVALSHA $sha 8 $z $NS:p:0 $f $r $NS:m:0 $NS:l:0 $NS:e:0 $NS:c:0 tok 1 5000 1000 10 $epoch $1"
-}
-sha=$(rcli SCRIPT LOAD "$(cat "$LAPSE_ROOT/common/lua/claim.lua")")
+# Two claims in one MULTI (one millisecond), as after a lost reply:
+rcli DEL "$NS:c:0" >/dev/null
 rcli ZADD "$z" $(($(now_ms) - 1000)) Y1 $(($(now_ms) - 999)) Y2 >/dev/null
-out=$({ echo MULTI; claim8 0; claim8 0; echo EXEC; } | rcli)
+out=$({ echo MULTI; claim8 1; claim8 1; echo EXEC; } | rcli)
 mapfile -t leases < <(grep -E '^[0-9]+\.5$' <<<"$out")
 ((${#leases[@]} == 2)) || fail "two claims in one MULTI: leases '${leases[*]}' from: $out"
 [[ ${leases[0]} != "${leases[1]}" ]] || fail "two claims with the same previous lease got one lease: ${leases[0]}"
