@@ -342,12 +342,14 @@ static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
     return force || b->nacked == b->refs || now - b->acked_ms >= ACK_WAIT_MS;
 }
 
-/* A claim all of whose events were acknowledged, none settled yet: ack.lua
- * takes it by its lease and size alone, without its IDs, unless it answered
- * that one of them was reset or cancelled meanwhile (listed). */
+/* A claim all of whose events were acknowledged, none settled yet (acked
+ * flights keep their refs until settled, so nacked reaches claimed only
+ * then): ack.lua takes it by its lease and size alone, without its IDs,
+ * unless it answered that one of them was reset or cancelled meanwhile
+ * (listed). */
 static int scanner_whole(const struct batch *b)
 {
-    return !b->listed && b->nacked == b->claimed && b->refs == b->claimed;
+    return !b->listed && b->nacked == b->claimed;
 }
 
 /* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
