@@ -38,6 +38,7 @@ endif
 
 COMMON_SRC   := $(wildcard common/*.c)
 LUA_SRC      := $(wildcard common/lua/*.lua)
+LUA_LIB      := $(wildcard common/lua/lib/*.lua)
 PRODUCER_LIB := $(filter-out producer/main.c,$(wildcard producer/*.c))
 SCANNER_LIB  := $(filter-out scanner/main.c,$(wildcard scanner/*.c))
 TOOLS_SRC    := $(wildcard tools/*.c)
@@ -63,7 +64,7 @@ $(BUILD)/%.o: %.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # Lua scripts are kept as .lua files for review and embedded as C strings.
-$(BUILD)/common/lua_scripts.c: $(LUA_SRC) scripts/embed-lua
+$(BUILD)/common/lua_scripts.c: $(LUA_SRC) $(LUA_LIB) scripts/embed-lua scripts/lua-source
 	@mkdir -p $(dir $@)
 	$(Q)sh scripts/embed-lua $(LUA_SRC) > $@
 $(BUILD)/common/lua_scripts.o: $(BUILD)/common/lua_scripts.c

@@ -404,6 +404,41 @@ id_shard() { # ID: the shard zset holding it, or nothing
     [[ -z $w ]] || echo "${w%% *}"
 }
 
+# inflight_of ID [SHARD]: the deadline being dispatched for ID, from its
+# lease's record in f (common/lua/lib/inflight.lua), or nothing when the ID
+# is not in flight (or its record is gone); SHARD: the ID's shard by default
+inflight_of() {
+    local s=${2:-$(id_shard "$1")}
+    [[ -n $s ]] || return 0
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+        local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+        if not s or not string.find(s, '.', 1, true) then return false end
+        local d = inflight_deadline(KEYS[2], s, ARGV[1])
+        return d and string.format('%d', d) or false" 2 "$NS:z:$s" "$NS:f:$s" "$1"
+}
+
+# inflight_ids SHARD: the IDs of SHARD in flight (leased: a fractional
+# score), one per line
+inflight_ids() {
+    rcli EVAL "local out, all = {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+        for i = 1, #all, 2 do
+            if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i] end
+        end
+        return out" 1 "$NS:z:$1"
+}
+
+# inflight_set SHARD LEASE ID DEADLINE [ID DEADLINE ...]: leases those IDs
+# (score LEASE) and adds them to LEASE's record in f, in one call, as
+# claim.lua or take.lua would (a record without its IDs is garbage to the
+# next claim)
+inflight_set() {
+    local s=$1 lease=$2
+    shift 2
+    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+        for i = 2, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i]) end
+        inflight_add(KEYS[2], ARGV[1], { unpack(ARGV, 2) })" 2 "$NS:z:$s" "$NS:f:$s" "$lease" "$@" >/dev/null
+}
+
 id_payload() { # ID: its stored payload (empty when none or not pending)
     local s
     s=$(id_shard "$1")
@@ -935,12 +970,18 @@ shard_epoch() { # SHARD: the layout epoch the shard is fenced at (0 when never s
     echo "${e:-0}"
 }
 
+# lua_source SCRIPT: common/lua/SCRIPT.lua as lapse sends it to Redis
+# (scripts/lua-source pastes in the shared helpers of common/lua/lib).
+lua_source() {
+    sh "$LAPSE_ROOT/scripts/lua-source" "$LAPSE_ROOT/common/lua/$1.lua"
+}
+
 # lapse_lua SCRIPT SHARD ARGS...: runs common/lua/SCRIPT.lua on SHARD's keys,
 # as lapse calls it (for tests that take a step of the protocol by hand).
 lapse_lua() {
     local script=$1 s=$2
     shift 2
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/$script.lua")" 7 \
+    rcli EVAL "$(lua_source "$script")" 7 \
         "$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s" "$@"
 }
 

@@ -14,7 +14,8 @@
 -- means the ID lives on as it is; a cancelled ID is already gone. A settled
 -- one-shot ID is removed with its payload; a repeating one is re-armed at
 -- the next point of its period after now (missed points are skipped, not
--- fired in a burst) and its fire count goes up.
+-- fired in a burst) and its fire count goes up. A lease's record in f
+-- (lib/inflight.lua) goes when no ID holds the lease any more.
 --
 -- Grouped by lease, so each ID costs one argument. Which IDs of a group
 -- still hold its lease is asked in one of two ways: when the group is most of
@@ -25,8 +26,8 @@
 -- rare ID whose string differs). ZCOUNT (O(log n)) picks the way, so a claim
 -- acknowledged piece by piece never scans its whole range each time.
 --
--- When the range's IDs are all in the group (a claim acknowledged whole, the
--- usual case), they leave with one ZREMRANGEBYSCORE of the lease instead of
+-- When the range's IDs are all in the group (a claim acknowledged piece by
+-- piece, but its last piece), they leave with one ZREMRANGEBYSCORE of the lease instead of
 -- a ZREM of each: a claim's IDs sit together at the far end of the skiplist,
 -- and each ZREM walked there again (and went to the AOF as one more
 -- argument); the range is walked once. Exact, not a guess from counts: the
@@ -34,15 +35,18 @@
 -- its IDs was matched to the group (a repeating one was re-armed out of it).
 --
 -- Whole claims: a claim whose every event Kafka acknowledged comes as its
--- lease and its size alone, and costs no argument or Lua string per ID on
--- the way in. Every ID holding that lease is then one of that claim's: each
+-- lease and its size alone, and costs no argument or Lua string per ID (none
+-- at all when the shard has no payloads or repeating IDs: ZCOUNT, then
+-- ZREMRANGEBYSCORE and the record's HDEL). Every ID holding that lease is then one of that claim's: each
 -- claim's lease is its own (claim.lua: later than the shard's previous one,
 -- which it keeps in Redis, so a claim whose reply was lost counts too; a new
 -- holder of the shard first gives every leased ID its deadline back,
 -- acquire.lua; a producer's take during a split ends in .75, never .5). So if
 -- the lease's range holds all n, that range is the claim, settled as above;
--- if it holds fewer (one was reset or cancelled meanwhile, and its entry in
--- f must go too), the group is answered back to be sent with its IDs.
+-- if it holds fewer (one was reset or cancelled meanwhile), the group is
+-- answered back to be sent with its IDs (it is not known which of them are
+-- still to settle: the rest may be unacknowledged parts of other groups).
+-- #include inflight
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local t = redis.call('TIME')
@@ -50,14 +54,15 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local settled = 0
 local has_r = redis.call('EXISTS', r) == 1
 local has_p = redis.call('EXISTS', p) == 1
-local zrem, fdel = {}, {}
+local zrem = {}
 local gone = {} -- removed by a lease's range: their payloads go too
+local done, check = {}, {} -- leases whose records go; that may go (if none holds it)
 
 -- A repeating ID is re-armed instead of removed (rare: one by one).
 local function rearm(id, rep, cur)
     local period, fired = string.match(rep, '^(%d+):(%d+)$')
     period, fired = tonumber(period), tonumber(fired) + 1
-    local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
+    local deadline = inflight_deadline(f, cur, id) or math.floor(tonumber(cur))
     local next = deadline + period
     if next <= now then
         next = deadline + period * (math.floor((now - deadline) / period) + 1)
@@ -74,15 +79,7 @@ local function settle(id, lease)
     else
         zrem[#zrem + 1] = id
     end
-    fdel[#fdel + 1] = id
     settled = settled + 1
-end
-
--- id no longer holds it (score cur, or gone)
-local function moved_on(id, cur)
-    if not cur or tonumber(cur) % 1 == 0 then
-        fdel[#fdel + 1] = id -- settled by a reset or cancel: f is stale
-    end -- else claimed anew (its lease ran out): f is the new claim's
 end
 
 local i, group, listed = 2, 0, {}
@@ -91,36 +88,36 @@ while i <= #ARGV do
     local last = i + 1 + math.max(n, 0)
     group = group + 1
     if n < 0 then
-        local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
-        if #still ~= -n then
+        if redis.call('ZCOUNT', z, lease, lease) ~= -n then
             listed[#listed + 1] = group
         elseif has_r then
+            local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
             for j = 1, #still do settle(still[j], lease) end
+            done[#done + 1] = lease
         else
-            redis.call('ZREMRANGEBYSCORE', z, lease, lease)
-            for j = 1, #still do
-                fdel[#fdel + 1] = still[j]
-                if has_p then gone[#gone + 1] = still[j] end
+            if has_p then
+                local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
+                for j = 1, #still do gone[#gone + 1] = still[j] end
             end
-            settled = settled + #still
+            redis.call('ZREMRANGEBYSCORE', z, lease, lease)
+            settled = settled - n
+            done[#done + 1] = lease
         end
     elseif redis.call('ZCOUNT', z, lease, lease) <= 2 * n then
+        check[#check + 1] = lease
         local held = {}
         local still = redis.call('ZRANGEBYSCORE', z, lease, lease)
         for j = 1, #still do held[still[j]] = true end
         local from, hits = #zrem, 0
         for k = i + 2, last do
             local id = ARGV[k]
-            if not held[id] then
-                moved_on(id, redis.call('ZSCORE', z, id))
-            else
+            if held[id] then
                 held[id] = nil -- (an ID twice in the group counts once)
                 hits = hits + 1
                 if has_r then
                     settle(id, lease)
                 else -- the fast path, inline
                     zrem[#zrem + 1] = id
-                    fdel[#fdel + 1] = id
                     settled = settled + 1
                 end
             end
@@ -134,6 +131,7 @@ while i <= #ARGV do
             end
         end
     else
+        check[#check + 1] = lease
         local lease_n = tonumber(lease)
         for k = i + 2, last, 1000 do -- (in chunks: Lua's unpack has a limit)
             local part = redis.call('ZMSCORE', z, unpack(ARGV, k, math.min(k + 999, last)))
@@ -141,8 +139,6 @@ while i <= #ARGV do
                 local id, cur = ARGV[k + j - 1], part[j]
                 if cur == lease or (cur and tonumber(cur) == lease_n) then
                     settle(id, cur)
-                else
-                    moved_on(id, cur)
                 end
             end
         end
@@ -157,7 +153,8 @@ end
 if has_p then
     for k = 1, #gone, 1000 do redis.call('HDEL', p, unpack(gone, k, math.min(k + 999, #gone))) end
 end
-for k = 1, #fdel, 1000 do redis.call('HDEL', f, unpack(fdel, k, math.min(k + 999, #fdel))) end
+for k = 1, #done, 1000 do redis.call('HDEL', f, unpack(done, k, math.min(k + 999, #done))) end
+inflight_forget(z, f, check)
 if #listed > 0 then
     table.insert(listed, 1, settled)
     return listed

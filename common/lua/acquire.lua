@@ -11,19 +11,25 @@
 -- knows every other scanner of the shard is fenced, so IDs still leased by
 -- the previous holder get their deadline back at once (due now) instead of
 -- waiting for their leases to run out: takeover redelivers immediately.
+-- #include inflight
 local z, f, lock = KEYS[1], KEYS[3], KEYS[6]
 if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', math.floor(tonumber(ARGV[2]) * 0.9)) then
     return { 0, redis.call('GET', lock) or '' }
 end
+-- every lease's record (lib/inflight.lua): its IDs that still hold it
 local recovered = 0
-local inflight = redis.call('HGETALL', f)
-for i = 1, #inflight, 2 do
-    local id, deadline = inflight[i], inflight[i + 1]
-    local cur = redis.call('ZSCORE', z, id)
-    if cur and tonumber(cur) % 1 ~= 0 then
-        redis.call('ZADD', z, deadline, id)
-        recovered = recovered + 1
+local records = redis.call('HGETALL', f)
+for i = 1, #records, 2 do
+    local lease, list = records[i], inflight_pairs(records[i + 1])
+    local lease_n = tonumber(lease)
+    for j = 1, #list, 2 do
+        local id = list[j]
+        local cur = redis.call('ZSCORE', z, id)
+        if cur == lease or (cur and tonumber(cur) == lease_n) then
+            redis.call('ZADD', z, list[j + 1], id)
+            recovered = recovered + 1
+        end
     end
-    redis.call('HDEL', f, id)
 end
+redis.call('DEL', f)
 return { 1, recovered }

@@ -1,7 +1,8 @@
 -- apply: a producer's batch of operations on one shard, in one call.
 --
 -- KEYS: the shard's keys (layout.h): [1] z zset ID -> deadline ms (integer)
---   or lease (in flight), [2] p payloads, [3] f deadlines of in-flight IDs,
+--   or lease (in flight), [2] p payloads, [3] f deadlines of in-flight IDs
+--   (one record per lease, lib/inflight.lua),
 --   [4] r "period_ms:fired" of repeating IDs, [5] m IDs written here during a
 --   split, [6] lock, [7] e the shard's layout epoch; during a split whose old
 --   shard is on this node, optionally [8..14] the old shard's keys (for "M ?")
@@ -32,13 +33,14 @@
 --
 -- Invariants: producers only ever write integer deadlines, so a
 -- fractional score (a lease: .5 claimed by a scanner, .75 taken by a
--- producer in a split) means "in flight", and it always has the
--- dispatched deadline in f (claim.lua, take.lua); the scanner's acknowledgement removes (or re-arms) an ID only
+-- producer in a split) means "in flight", and the lease's record in f has
+-- the dispatched deadline (claim.lua, take.lua); the scanner's acknowledgement removes (or re-arms) an ID only
 -- if its score is still that exact lease, so any write here while the ID is
 -- in flight (a reset) wins. A moving ID that changed here is added to m:
 -- from then on its twin in the old shard is stale and is never fired (see
 -- common/split.c). Scores are passed to Redis as exact decimal strings:
 -- Lua's own number formatting keeps only 14 digits.
+-- #include inflight
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
@@ -49,37 +51,54 @@ local changed = 0
 local has_r = redis.call('EXISTS', r) == 1
 local has_f = redis.call('EXISTS', f) == 1
 
--- Which of ids are in flight (have an f entry), as a set that may hold
--- other IDs of f too. A small f is a listpack, which HMGET scans once per
--- field: then f's keys, read once, are cheaper (during a split take.lua
--- leases hundreds of twins per batch, and HMGET cost 2 us per ID).
-local function in_flight(ids)
-    local busy = {}
-    if redis.call('HLEN', f) <= #ids then
-        for _, id in ipairs(redis.call('HKEYS', f)) do busy[id] = true end
-    else
-        local dl = redis.call('HMGET', f, unpack(ids))
-        for k = 1, #ids do if dl[k] then busy[ids[k]] = true end end
+-- Extends as ZADD GT of args[from..to] ("deadline", ID pairs); returns how
+-- many changed something. ZADD GT is exact for an ID not in flight (added
+-- when absent, raised when later, else left) and for one in flight whose
+-- new deadline is past its lease (the lease is later than the deadline
+-- being dispatched). It leaves an ID in flight whose new deadline falls
+-- between the two (a device heard from just after its timeout fired), and
+-- only then, when fewer changed than were given and something is in
+-- flight, are scores read: such an ID still holds its lease (a fraction),
+-- and gets the latest of its new deadlines later than the dispatched one.
+-- Watchdog streams, whose extends all move deadlines on, need no read.
+local function extend_gt(args, from, to)
+    local ch = redis.call('ZADD', z, 'GT', 'CH', unpack(args, from, to))
+    if ch == (to - from + 1) / 2 or not has_f then return ch end
+    local ids = {}
+    for k = from + 1, to, 2 do ids[#ids + 1] = args[k] end
+    local cur, best, raised = redis.call('ZMSCORE', z, unpack(ids)), {}, {}
+    for k = 1, #ids do
+        local id, c = ids[k], cur[k]
+        if c and string.find(c, '.', 1, true) then -- in flight: left by ZADD GT
+            local at = tonumber(args[from + 2 * k - 2])
+            local d = best[id] or inflight_deadline(f, c, id) or math.floor(tonumber(c))
+            if at > d then
+                best[id], raised[id] = at, args[from + 2 * k - 2]
+                ch = ch + 1
+            else
+                best[id] = d
+            end
+        end
     end
-    return busy
+    local zargs = {}
+    for id, at in pairs(raised) do
+        zargs[#zargs + 1] = at
+        zargs[#zargs + 1] = id
+    end
+    if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
+    return ch
 end
 
 -- Decode the operations into parallel arrays (nil where a flag is absent).
 local OP, ID, AT, ATS, PER, PL, MV, INH = {}, {}, {}, {}, {}, {}, {}, {}
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
 
--- The plain pairs: ZADD GT as they are, unless the shard has repeating IDs
--- or one of them is in flight (see below); then they join the others.
+-- The plain pairs: ZADD GT as they are (extend_gt), unless the shard has
+-- repeating IDs (an extend makes one one-shot again); then they join the
+-- others.
 if i > 3 then
-    local direct = not has_r
-    if direct and has_f then
-        local ids = {}
-        for k = 4, i - 1, 2 do ids[#ids + 1] = ARGV[k] end
-        local busy = in_flight(ids)
-        for k = 1, #ids do if busy[ids[k]] then direct = false end end
-    end
-    if direct then
-        changed = redis.call('ZADD', z, 'GT', 'CH', unpack(ARGV, 3, i - 1))
+    if not has_r then
+        changed = extend_gt(ARGV, 3, i - 1)
     else
         for k = 3, i - 1, 2 do
             n = n + 1
@@ -141,7 +160,7 @@ if KEYS[8] then
                 mv[#mv + 1], ms[#ms + 1] = id, s
                 twin[id] = 'm'
             elseif s then
-                twin[id] = tonumber(redis.call('HGET', fi, id)) or math.floor(tonumber(s))
+                twin[id] = inflight_deadline(fi, s, id) or math.floor(tonumber(s))
                 tpl[id] = redis.call('HGET', pi, id)
             end
         end
@@ -165,7 +184,6 @@ if KEYS[8] then
             if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
             redis.call('ZREM', zi, unpack(mv))
             redis.call('HDEL', pi, unpack(mv))
-            redis.call('HDEL', fi, unpack(mv)) -- (none expected: as drop.lua does)
             redis.call('HDEL', ri, unpack(mv))
         end
         for k = 1, n do
@@ -184,27 +202,17 @@ if KEYS[8] then
     end
 end
 
--- The fastest path, for watchdog streams: an extend without payload of an
--- ID that is not in flight, in a shard without repeating IDs, is exactly
--- ZADD GT (added when absent, raised when later, else left), so runs of them
--- need no score read and no comparison here: formatting and parsing the
--- scores of ZMSCORE replies cost Redis more than the writes. An ID without
--- an f entry is not in flight (see the invariants); f is usually small.
+-- The fastest path, for watchdog streams: an extend without payload in a
+-- shard without repeating IDs is ZADD GT (extend_gt), so runs of them need
+-- no score read and no comparison here: formatting and parsing the scores
+-- of ZMSCORE replies cost Redis more than the writes.
 local function plain_extend(k)
     return OP[k] == 'e' and not MV[k] and not PL[k]
-end
-local busy = {}
-if not has_r and has_f then
-    local cand = {}
-    for k = 1, n do
-        if plain_extend(k) then cand[#cand + 1] = ID[k] end
-    end
-    if #cand > 0 then busy = in_flight(cand) end
 end
 local gargs = {}
 local function flush_gt()
     if #gargs == 0 then return end
-    changed = changed + redis.call('ZADD', z, 'GT', 'CH', unpack(gargs))
+    changed = changed + extend_gt(gargs, 1, #gargs)
     gargs = {}
 end
 
@@ -228,7 +236,7 @@ end
 -- the slow path or ZADD GT is dropped from it (read again when needed).
 local pre, ids = {}, {}
 for k = 1, n do
-    if OP[k] == 'e' and (has_r or PL[k] or MV[k] or busy[ID[k]]) then ids[#ids + 1] = ID[k] end
+    if OP[k] == 'e' and (has_r or PL[k] or MV[k]) then ids[#ids + 1] = ID[k] end
 end
 if #ids > 0 then
     local scores = redis.call('ZMSCORE', z, unpack(ids))
@@ -243,15 +251,15 @@ local function pending(id)
     cur = pre[id]
     if cur == nil then cur = redis.call('ZSCORE', z, id) end
     if not cur then return nil end
-    cur = tonumber(cur)
-    if cur % 1 ~= 0 then cur = tonumber(redis.call('HGET', f, id)) or cur end
-    return cur
+    local n = tonumber(cur)
+    if n % 1 ~= 0 then n = inflight_deadline(f, cur, id) or n end
+    return n
 end
 
 for k = 1, n do
     local op, id, moving = OP[k], ID[k], MV[k]
     local set = true
-    if not has_r and plain_extend(k) and not busy[id] then
+    if not has_r and plain_extend(k) then
         flush() -- what is staged goes first: per-ID order
         gargs[#gargs + 1] = ATS[k]
         gargs[#gargs + 1] = id
@@ -284,7 +292,6 @@ for k = 1, n do
         if op == 'c' then
             redis.call('ZREM', z, id)
             redis.call('HDEL', p, id)
-            redis.call('HDEL', f, id)
             redis.call('HDEL', r, id)
         else
             local at = AT[k] or tonumber(ATS[k])

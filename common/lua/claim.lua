@@ -27,12 +27,14 @@
 -- ID stays in the zset with score now + lease + 0.5 (a producer's take during
 -- a split: + 0.75, take.lua), so if its scanner dies
 -- before acknowledging, the ID falls due again when the lease runs out and is
--- claimed anew with the same deadline and seq (at-least-once); its deadline
--- is kept in KEYS[3] meanwhile. Every call renews the lock.
+-- claimed anew with the same deadline and seq (at-least-once); the claim's
+-- deadlines are kept meanwhile as one record in KEYS[3] (lib/inflight.lua).
+-- Every call renews the lock.
 --
 -- Catch-up: IDs due within the last fresh ms are taken first and without
 -- limit; older ones (a backlog after an outage) at most ARGV[5] per call, so
 -- the caller can rate-limit the backlog without delaying fresh deadlines.
+-- #include inflight
 local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
 local epoch = tonumber(redis.call('GET', e) or 0)
@@ -82,10 +84,10 @@ end
 
 -- The usual claim: every score a due deadline, every ID free of spaces (as
 -- every ID lapse writes is). Then no Lua runs per ID but building the lease
--- arguments: ZRANGEBYSCORE's own reply is HSET f's arguments (id, deadline
--- pairs, the scores as Redis formatted them: integers) and, joined by
--- spaces in one string, the reply's IDs: one bulk string instead of two
--- per ID, cheaper for Redis to send and for the scanner to read.
+-- arguments: ZRANGEBYSCORE's own reply (id, deadline pairs, the scores as
+-- Redis formatted them: integers), joined by spaces in one string, is both
+-- the claim's record in f and the reply's IDs: one bulk string instead of
+-- two per ID, cheaper for Redis to send and for the scanner to read.
 local n = #due / 2
 local ids, list = nil, due
 local packed = n > 0 and table.concat(due, ' ') or ''
@@ -102,11 +104,10 @@ if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.fin
         local id, score = due[i], due[i + 1]
         local back = false
         if string.find(score, '.', 1, true) then -- (deadlines are integers)
-            local deadline = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(score))
+            local deadline = inflight_deadline(f, score, id) or math.floor(tonumber(score))
             score = string.format('%d', deadline)
             if deadline > now then
                 redis.call('ZADD', z, score, id)
-                redis.call('HDEL', f, id)
                 back = true
             end
         end
@@ -126,7 +127,7 @@ if n > 0 then
         zargs[i + 1] = list[i]
     end
     each('ZADD', z, zargs)
-    each('HSET', f, list)
+    inflight_add(f, lease, list, packed)
     -- payloads and repeat records: read only when the hash exists at all
     local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
     if (has_p or has_r) and not ids then
@@ -160,6 +161,19 @@ if n > 0 then
     end
 end
 out[6] = packed or list
+
+-- Records of expired leases that no ID holds any more: claimed again just
+-- now, or reset or cancelled while in flight (then the lease's ack found
+-- some of its IDs gone and kept the record for the rest). A record's lease
+-- is its field: only expired ones are looked at, in a hash of one field per
+-- claim in flight.
+if redis.call('EXISTS', f) == 1 then
+    local expired = {}
+    for _, l in ipairs(redis.call('HKEYS', f)) do
+        if tonumber(l) <= now then expired[#expired + 1] = l end
+    end
+    inflight_forget(z, f, expired)
+end
 
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
 if first[2] then

@@ -4,10 +4,12 @@
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV: pairs of id, lease
 -- Returns the number removed.
+-- #include inflight
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
--- an ID given twice is removed once.
-local removed, ids, seen = 0, {}, {}
+-- an ID given twice is removed once. The records (f) of the leases whose
+-- last holder it removed go too.
+local removed, ids, seen, leases, lset = 0, {}, {}, {}, {}
 for i = 1, #ARGV, 2000 do
     local last = math.min(i + 1999, #ARGV)
     local want = {}
@@ -18,6 +20,10 @@ for i = 1, #ARGV, 2000 do
         if cur[j] and not seen[id] and tonumber(cur[j]) == tonumber(ARGV[i + 2 * j - 1]) then
             seen[id] = true
             ids[#ids + 1] = id
+            if not lset[cur[j]] then
+                lset[cur[j]] = true
+                leases[#leases + 1] = cur[j]
+            end
         end
     end
 end
@@ -25,8 +31,8 @@ for k = 1, #ids, 1000 do
     local last = math.min(k + 999, #ids)
     redis.call('ZREM', z, unpack(ids, k, last))
     redis.call('HDEL', p, unpack(ids, k, last))
-    redis.call('HDEL', f, unpack(ids, k, last))
     redis.call('HDEL', r, unpack(ids, k, last))
     removed = removed + (last - k + 1)
 end
+inflight_forget(z, f, leases)
 return removed

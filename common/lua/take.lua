@@ -11,12 +11,14 @@
 --   being dispatched; its payload is returned (an op without one keeps it),
 --   its repeat record is not (any write in the new shard ends the repeat).
 --
--- A taken twin is leased like a claimed ID (its deadline in f), so if the
+-- A taken twin is leased like a claimed ID (the call's taken twins and their
+-- deadlines are one record in f, lib/inflight.lua), so if the
 -- producer dies before copying it, the lease runs out and the old shard's
 -- scanner fires it (or drops it if the copy was made): nothing is lost,
 -- nothing fires twice. Its score is lease + 0.75, not + 0.5 as a claim's:
 -- a claim's lease score then holds that claim's IDs only (ack.lua settles a
 -- whole claim by its lease's range).
+-- #include inflight
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
@@ -27,7 +29,7 @@ local out = { lease }
 local n = #ARGV - 2
 if n == 0 then return out end
 -- Read everything first, with one call per command (chunked: Lua's unpack
--- has a limit), then write the taken twins with variadic ZADD/HSET: the
+-- has a limit), then write the taken twins with one variadic ZADD and their record: the
 -- first write of a moving ID is the expensive one of a split, and this
 -- keeps its cost near a claim's.
 local function each_read(cmd, key)
@@ -54,7 +56,7 @@ for i = 1, n do
         out[o + 1] = 'a'; out[o + 2] = 0; out[o + 3] = false; out[o + 4] = false
     elseif tonumber(cur) % 1 ~= 0 then
         out[o + 1] = 'b'
-        out[o + 2] = tonumber(redis.call('HGET', f, id)) or math.floor(tonumber(cur))
+        out[o + 2] = inflight_deadline(f, cur, id) or math.floor(tonumber(cur))
         out[o + 3] = payloads[i] or false; out[o + 4] = false
     else
         taken[id] = tonumber(cur)
@@ -65,5 +67,5 @@ for i = 1, n do
     end
 end
 for k = 1, #zargs, 1000 do redis.call('ZADD', z, unpack(zargs, k, math.min(k + 999, #zargs))) end
-for k = 1, #fargs, 1000 do redis.call('HSET', f, unpack(fargs, k, math.min(k + 999, #fargs))) end
+if #fargs > 0 then inflight_add(f, lease, fargs) end
 return out

@@ -29,9 +29,9 @@ kafka_ctl "rtt 1 2000"
 printf 'touch A +100 pa\ntouch B +100 pb\ntouch C +100 pc\n' | produce
 wait_until 5000 'is_lease "$(id_score A)" && is_lease "$(id_score B)" && is_lease "$(id_score C)"' ||
     fail "A, B, C not all claimed within 5 s (scores: $(id_score A) $(id_score B) $(id_score C))"
-dA=$(rcli HGET "$NS:f:0" A)
-dB=$(rcli HGET "$NS:f:0" B)
-dC=$(rcli HGET "$NS:f:0" C)
+dA=$(inflight_of A)
+dB=$(inflight_of B)
+dC=$(inflight_of C)
 _int "$dA" "in-flight deadline of A"
 _int "$dB" "in-flight deadline of B"
 _int "$dC" "in-flight deadline of C"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# 0140-apply-extend-paths: apply.lua writes plain extends of IDs that are not
-# in flight with ZADD GT, without reading scores (those the producer sends as
-# plain pairs without even decoding them); IDs in flight (a lease
-# score, the dispatched deadline in f) and shards with repeating IDs take
-# the comparing path. Each case is checked against what extend means: the
+# 0140-apply-extend-paths: apply.lua writes plain extends with ZADD GT,
+# without reading scores (those the producer sends as plain pairs without
+# even decoding them); only when fewer changed than were given and something
+# is in flight does it read scores, for IDs in flight (a lease score, the
+# dispatched deadline in the lease's record in f) whose new deadline beats
+# the dispatched one but not the lease. Shards with repeating IDs take the
+# comparing path. Each case is checked against what extend means: the
 # pending deadline moves only later, and for an ID in flight the deadline
 # that counts is the dispatched one, not the lease.
 . "$(dirname "$0")/../lib.sh"
@@ -32,13 +34,24 @@ rcli ZADD "$NS:z:0" $((b + 1000)) A >/dev/null
 # become B's deadline, or the acknowledgement of the old fire removes B.
 # An extend to b + 50 changes nothing. A, not in flight, still goes by GT.
 rcli ZADD "$NS:z:0" "$((b + 90000)).5" B >/dev/null
-rcli HSET "$NS:f:0" B $((b + 100)) >/dev/null
+inflight_set 0 "$((b + 90000)).5" B $((b + 100))
 assert_eq "$(apply "e@$((b + 50))" B "e@$((b + 3000))" A)" 1 "changed (B kept, A raised)"
 assert_eq "$(score B) $(score A)" "$((b + 90000)).5 $((b + 3000))" "an earlier extend leaves the lease"
 assert_eq "$(call 2 $((b + 60)) B $((b + 3100)) A)" 1 "changed (pairs: B kept, A raised)"
 assert_eq "$(score B) $(score A)" "$((b + 90000)).5 $((b + 3100))" "a plain pair leaves the lease"
 assert_eq "$(call 1 $((b + 200)) B)" 1 "changed (B past its dispatched deadline)"
 assert_eq "$(score B)" "$((b + 200))" "the in-flight ID's new deadline"
+# Twice in one run (plain extends among other ops): the later of the two
+# that beat the dispatched deadline, counted as two extends in a row would be.
+rcli ZADD "$NS:z:0" "$((b + 90000)).5" B >/dev/null
+assert_eq "$(apply "e@$((b + 150))" B "e@$((b + 120))" B "t@$((b + 10))" H)" 2 "changed (B raised once, H touched)"
+assert_eq "$(score B)" "$((b + 150))" "the later of two extends of an ID in flight"
+# Past the lease: ZADD GT alone; and an ID in flight without a record (its
+# lease's whole value stands in for the deadline: only a later one beats it).
+rcli ZADD "$NS:z:0" "$((b + 90000)).5" B "$((b + 80000)).5" J >/dev/null
+assert_eq "$(call 2 $((b + 95000)) B $((b + 70000)) J)" 1 "changed (B past its lease; J without a record kept)"
+assert_eq "$(score B) $(score J)" "$((b + 95000)) $((b + 80000)).5" "past the lease; no record"
+rcli ZREM "$NS:z:0" J >/dev/null
 
 # 3. Per-ID order inside one call across the paths: touch (staged), extend
 # (GT), extend with payload (comparing), extend (GT), cancel, extend (GT).

@@ -60,7 +60,7 @@ wait_until 10000 '[[ -s events-a.json ]] && (($(ns_leases) > 0))' ||
     fail "no point found where A had delivered some IDs and had others in flight"
 kill -STOP "$apid"
 stop_ms=$(local_ms)
-mapfile -t inflight < <(rcli HKEYS "$NS:f:0")
+mapfile -t inflight < <(inflight_ids 0)
 note "A stopped with ${#inflight[@]} IDs in flight, $(events_unique events-a.json) delivered"
 ((${#inflight[@]} > 0)) || fail "A had nothing in flight when stopped"
 kafka_ctl "rtt 1 0"

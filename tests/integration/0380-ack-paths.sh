@@ -4,12 +4,14 @@
 # score (a group that is most of the IDs holding it) or ZMSCORE per ID (a
 # small part of a large claim). For both, every outcome of an ID between its
 # claim and its acknowledgement is checked:
-#   still leased         -> removed, with its payload and its f entry;
-#   reset (integer)      -> kept with its new deadline; f entry dropped;
-#   cancelled (gone)     -> f entry dropped;
-#   claimed anew (another lease, after its own ran out) -> kept, f kept;
-#   repeating            -> re-armed at the next point of its period, fire count + 1;
-#   leased but not in the acknowledgement -> untouched.
+#   still leased         -> removed, with its payload;
+#   reset (integer)      -> kept with its new deadline;
+#   cancelled (gone)     -> nothing to do;
+#   claimed anew (another lease, after its own ran out) -> kept;
+#   repeating            -> re-armed at the next point of its period (from
+#                           the deadline in the lease's record), fire count + 1;
+#   leased but not in the acknowledgement -> untouched, with the lease's
+#                           record (f), which goes with the last ID holding it.
 # And a wrong token changes nothing (fencing). Then whole claims (section 4):
 # a claim sent as its lease and size alone.
 . "$(dirname "$0")/../lib.sh"
@@ -25,14 +27,14 @@ calls() { # CMD: how often Redis ran CMD since the last CONFIG RESETSTAT
     rcli INFO commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
 }
 
-# case P LEASE: a claim of 40 IDs P0..P39 holding LEASE (f: their deadlines),
-# then the outcomes above for some of them
+# case P LEASE: a claim of 40 IDs P0..P39 holding LEASE (its record in f:
+# their deadlines), then the outcomes above for some of them
 setup() {
     local pfx=$1 lease=$2 i
     for ((i = 0; i < 40; i++)); do
         echo "ZADD $z $lease $pfx$i"
-        echo "HSET $f $pfx$i $((b + i))"
     done | rcli >/dev/null
+    inflight_set 0 "$lease" $(for ((i = 0; i < 40; i++)); do echo "$pfx$i $((b + i))"; done)
     rcli HSET "$p" "${pfx}0" pay >/dev/null              # leased, with a payload
     rcli ZADD "$z" $((b + 5000)) "${pfx}1" >/dev/null     # reset
     rcli ZREM "$z" "${pfx}2" >/dev/null                   # cancelled
@@ -42,17 +44,15 @@ setup() {
 
 check() { # PFX LEASE WHAT: after an ack of (at least) P0..P9, not P10
     local pfx=$1 lease=$2 what=$3
-    assert_eq "$(rcli ZSCORE "$z" "${pfx}0")$(rcli HEXISTS "$p" "${pfx}0")$(rcli HEXISTS "$f" "${pfx}0")" 00 "$what: leased ID (score, payload, f)"
-    assert_eq "$(rcli ZSCORE "$z" "${pfx}1") $(rcli HEXISTS "$f" "${pfx}1")" "$((b + 5000)) 0" "$what: reset ID (score, f)"
-    assert_eq "$(rcli HEXISTS "$f" "${pfx}2")" 0 "$what: cancelled ID's f"
-    assert_eq "$(rcli ZSCORE "$z" "${pfx}3") $(rcli HGET "$f" "${pfx}3")" "$((b + 9000)).5 $((b + 3))" "$what: ID claimed anew (score, f)"
-    local next
-    next=$(rcli ZSCORE "$z" "${pfx}4")
-    assert_eq "$next $(rcli HGET "$r" "${pfx}4") $(rcli HEXISTS "$f" "${pfx}4")" "$((b + 4 + 1000)) 1000:3 0" "$what: repeating ID (score, record, f)"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}0")$(rcli HEXISTS "$p" "${pfx}0")" 0 "$what: leased ID (score, payload)"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}1")" "$((b + 5000))" "$what: reset ID"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}3")" "$((b + 9000)).5" "$what: ID claimed anew"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}4") $(rcli HGET "$r" "${pfx}4")" "$((b + 4 + 1000)) 1000:3" "$what: repeating ID (score, record)"
     for i in 5 6 7 8 9; do
         assert_eq "$(rcli ZSCORE "$z" "$pfx$i")" "" "$what: acknowledged $pfx$i"
     done
-    assert_eq "$(rcli ZSCORE "$z" "${pfx}10") $(rcli HGET "$f" "${pfx}10")" "$lease $((b + 10))" "$what: leased ID not acknowledged"
+    assert_eq "$(rcli ZSCORE "$z" "${pfx}10") $(inflight_of "${pfx}10" 0)" "$lease $((b + 10))" \
+        "$what: leased ID not acknowledged (score, deadline in the lease's record)"
 }
 
 # 1. the claim acknowledged whole but for P10 (the "not in the ack" case):
@@ -69,21 +69,21 @@ check A "$lease_a" "range path"
 
 # 1b. the claim acknowledged whole: every ID still holding the lease is in
 # the ack, so the range goes in one ZREMRANGEBYSCORE (no ZREM), the repeating
-# ID re-armed out of it first; the payload and f entries go too
+# ID re-armed out of it first; the payloads and the lease's record go too
 lease_w="$((b + 150)).5"
 setup W "$lease_w"
 rcli CONFIG RESETSTAT >/dev/null
 assert_eq "$(ack tok "$lease_w" 40 $(seq -f 'W%g' 0 39))" 37 "settled (whole claim: 37 on the lease, 40 acked)"
 assert_eq "$(calls zremrangebyscore) $(calls zrem)" "1 0" "whole claim: ZREMRANGEBYSCORE, ZREM calls"
 assert_eq "$(rcli ZCOUNT "$z" "$lease_w" "$lease_w")" 0 "IDs left on lease W"
-assert_eq "$(rcli ZSCORE "$z" W0)$(rcli HEXISTS "$p" W0)$(rcli HEXISTS "$f" W0)" 00 "whole claim: leased ID (score, payload, f)"
-assert_eq "$(rcli ZSCORE "$z" W1) $(rcli HEXISTS "$f" W1)" "$((b + 5000)) 0" "whole claim: reset ID (score, f)"
-assert_eq "$(rcli HEXISTS "$f" W2)" 0 "whole claim: cancelled ID's f"
-assert_eq "$(rcli ZSCORE "$z" W3) $(rcli HGET "$f" W3)" "$((b + 9000)).5 $((b + 3))" "whole claim: ID claimed anew (score, f)"
-assert_eq "$(rcli ZSCORE "$z" W4) $(rcli HGET "$r" W4) $(rcli HEXISTS "$f" W4)" "$((b + 4 + 1000)) 1000:3 0" "whole claim: repeating ID (score, record, f)"
+assert_eq "$(rcli ZSCORE "$z" W0)$(rcli HEXISTS "$p" W0)" 0 "whole claim: leased ID (score, payload)"
+assert_eq "$(rcli ZSCORE "$z" W1)" "$((b + 5000))" "whole claim: reset ID"
+assert_eq "$(rcli ZSCORE "$z" W3)" "$((b + 9000)).5" "whole claim: ID claimed anew"
+assert_eq "$(rcli ZSCORE "$z" W4) $(rcli HGET "$r" W4)" "$((b + 4 + 1000)) 1000:3" "whole claim: repeating ID (score, record)"
 for i in 5 17 39; do
-    assert_eq "$(rcli ZSCORE "$z" "W$i")$(rcli HEXISTS "$f" "W$i")" 0 "whole claim: acknowledged W$i"
+    assert_eq "$(rcli ZSCORE "$z" "W$i")" "" "whole claim: acknowledged W$i"
 done
+assert_eq "$(rcli HEXISTS "$f" "$lease_w")" 0 "whole claim: the lease's record" 
 # a foreign ID on the same score, not in the ack: the range is not removed
 lease_v="$((b + 160)).5"
 setup V "$lease_v"
@@ -101,7 +101,10 @@ rcli CONFIG RESETSTAT >/dev/null
 assert_eq "$(ack tok "$lease_b" 10 $(seq -f 'B%g' 0 9))" 7 "settled (ZMSCORE path: 37 on the lease, 10 acked)"
 assert_eq "$(calls zrangebyscore) $(calls zmscore)" "0 1" "per-ID path: ZRANGEBYSCORE, ZMSCORE calls"
 check B "$lease_b" "per-ID path"
-assert_eq "$(rcli ZCOUNT "$z" "$lease_b" "$lease_b")" 30 "IDs left on lease B (B10..B39)"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_b" "$lease_b") $(rcli HEXISTS "$f" "$lease_b")" "30 1" \
+    "IDs left on lease B (B10..B39), its record"
+assert_eq "$(ack tok "$lease_b" 30 $(seq -f 'B%g' 10 39))" 30 "settled (the rest of claim B)"
+assert_eq "$(rcli HEXISTS "$f" "$lease_b")" 0 "claim B's record, once no ID holds its lease"
 
 # 3. both groups in one call, each taking its own path
 rcli DEL "$z" "$f" "$p" "$r" >/dev/null
@@ -115,17 +118,17 @@ check D "$lease_b" "range path, two groups"
 # 4. whole claims: the scanner sends a claim all of whose events Kafka
 # acknowledged as its lease and -size alone (no IDs). If the lease's range
 # holds all of them, it is the claim: settled in one ZREMRANGEBYSCORE with
-# payloads and f entries (re-armed one by one when the shard has repeating
+# payloads and its record (re-armed one by one when the shard has repeating
 # IDs). If one was reset or cancelled meanwhile, the group is answered back
 # (its number after the count settled) and nothing of it changes: the
 # scanner sends it again with its IDs. A producer's take during a split
 # leases with .75, never on a claim's score.
-whole() { # PFX LEASE N: N IDs PFX0.. holding LEASE, with f entries
+whole() { # PFX LEASE N: N IDs PFX0.. holding LEASE, with its record
     local i
     for ((i = 0; i < $3; i++)); do
         echo "ZADD $z $2 $1$i"
-        echo "HSET $f $1$i $((b + i))"
     done | rcli >/dev/null
+    inflight_set 0 "$2" $(for ((i = 0; i < $3; i++)); do echo "$1$i $((b + i))"; done)
 }
 rcli DEL "$z" "$f" "$p" "$r" >/dev/null
 lease_k="$((b + 300)).5" lease_m="$((b + 310)).5"
@@ -139,12 +142,17 @@ rcli CONFIG RESETSTAT >/dev/null
 assert_eq "$(ack tok "$lease_k" -40 "$lease_m" -20 | paste -sd' ')" "40 2" \
     "whole claims K (settled) and M (M3 reset: answered back as group 2)"
 assert_eq "$(calls zremrangebyscore) $(calls zrem)" "1 0" "whole claims: ZREMRANGEBYSCORE, ZREM calls"
-assert_eq "$(rcli ZCOUNT "$z" "$lease_k" "$lease_k") $(rcli HEXISTS "$p" K0) $(rcli HEXISTS "$f" K0) $(rcli HEXISTS "$f" K39)" \
-    "0 0 0 0" "claim K: IDs on its lease, K0's payload, f entries"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_k" "$lease_k") $(rcli HEXISTS "$p" K0) $(rcli HEXISTS "$f" "$lease_k")" \
+    "0 0 0" "claim K: IDs on its lease, K0's payload, its record"
 assert_eq "$(rcli ZSCORE "$z" taken)" "$((b + 300)).75" "the taken twin beside claim K"
-assert_eq "$(rcli ZCOUNT "$z" "$lease_m" "$lease_m") $(rcli HLEN "$f")" "19 20" "claim M untouched (19 on its lease, 20 f entries)"
+assert_eq "$(rcli ZCOUNT "$z" "$lease_m" "$lease_m") $(inflight_of M7 0)" "19 $((b + 7))" "claim M untouched (19 on its lease, its record)"
 assert_eq "$(ack tok "$lease_m" 20 $(seq -f 'M%g' 0 19))" 19 "claim M sent again with its IDs"
-assert_eq "$(rcli ZSCORE "$z" M3) $(rcli HLEN "$f")" "$((b + 5000)) 0" "M3 kept with its reset; every f entry gone"
+assert_eq "$(rcli ZSCORE "$z" M3) $(rcli HLEN "$f")" "$((b + 5000)) 0" "M3 kept with its reset; no record left"
+rcli CONFIG RESETSTAT >/dev/null
+whole S "$lease_k" 30
+assert_eq "$(ack tok "$lease_k" -30)" 30 "a whole claim in a shard without payloads or repeating IDs"
+assert_eq "$(calls zrangebyscore) $(calls zcount) $(calls zremrangebyscore) $(rcli HLEN "$f")" "0 1 1 0" \
+    "without payloads or repeating IDs: no ID read (ZRANGEBYSCORE, ZCOUNT, ZREMRANGEBYSCORE calls; records)"
 # with repeating IDs in the shard: one by one, the repeating one re-armed
 whole R "$lease_k" 5
 rcli HSET "$r" R2 "1000:0" >/dev/null
@@ -160,7 +168,7 @@ assert_eq "$(rcli ZCARD "$z") $(rcli ZSCORE "$z" R2) $(rcli HGET "$r" R2) $(rcli
 # must not get its lease either (a whole-claim ack would otherwise take the
 # lost claim's IDs, never sent, with its own).
 epoch=$(shard_epoch 0)
-sha=$(rcli SCRIPT LOAD "$(cat "$LAPSE_ROOT/common/lua/claim.lua")")
+sha=$(rcli SCRIPT LOAD "$(lua_source claim)")
 claim8() { # BATCH: claim.lua with the shard's keys and its lease record
     echo "EVALSHA $sha 8 $z $NS:p:0 $f $r $NS:m:0 $NS:l:0 $NS:e:0 $NS:c:0 tok $1 5000 1000 10 $epoch"
 }

@@ -5,10 +5,12 @@
 # zset may be written by hand). Whatever the form, every ID fires once with
 # the deadline that fell due:
 #   batch 1: plain IDs only (the string form), one of them 512 bytes;
-#   batch 2: plain IDs, an expired lease (its deadline in f) and a
-#            lease not yet expired (not due: left alone);
+#   batch 2: plain IDs, an expired lease (its deadline in its record in
+#            f, which goes once the ID is claimed again) and a lease not
+#            yet expired (not due: left alone);
 #   batch 3: plain IDs and "has space" (written by hand);
 #   batch 4: plain IDs and the empty ID (written by hand).
+# (Batches 3 and 4 are recorded in f in its second form, cmsgpack.)
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -28,13 +30,9 @@ events_follow events.json
 events_wait_ids events.json 4 5000
 
 t=$(($(now_ms) - 1000))
-{
-    for i in 1 2; do echo "ZADD $z $((t + i)) b$i"; done
-    echo "ZADD $z $((t - 3000)).5 expired"
-    echo "HSET $f expired $((t - 8000))"
-    echo "ZADD $z $((t + 3600000)).5 leased"
-    echo "HSET $f leased $((t - 9000))"
-} | rcli >/dev/null
+inflight_set 0 "$((t - 3000)).5" expired $((t - 8000))
+inflight_set 0 "$((t + 3600000)).5" leased $((t - 9000))
+rcli ZADD "$z" $((t + 1)) b1 $((t + 2)) b2 >/dev/null
 events_wait_ids events.json 7 5000
 
 t=$(($(now_ms) - 1000))
@@ -53,7 +51,7 @@ assert_eq "$(jq -r .id events.json | sort | paste -sd' ')" \
 # not a lease later: the claim with the empty ID was answered, not refused
 assert_le "$(jq -r 'select(.id == "") | .fired_ms' events.json)" $((t_empty + 2000)) "the empty ID's fire"
 dl() { jq -r --arg id "$1" 'select(.id == $id) | .deadline_ms' events.json; }
-assert_eq "$(dl expired)" $(($(dl b1) - 1 - 8000)) "the expired lease's deadline (from f)"
+assert_eq "$(dl expired)" $(($(dl b1) - 1 - 8000)) "the expired lease's deadline (from its record)"
 for id in a1 a2 a3 b1 b2 c1 c3 "has space" "$long"; do
     assert_ge "$(dl "$id")" 1 "$id's deadline"
 done
@@ -61,5 +59,6 @@ assert_eq "$(dl "has space")" $(($(dl c1) + 1)) "the deadline of \"has space\""
 assert_eq "$(dl a3)" $(($(dl a1) + 2)) "a3's deadline"
 assert_eq "$(dl "$long")" $(($(dl a1) + 3)) "the long ID's deadline"
 assert_eq "$(rcli ZSCORE "$z" leased)" "$(($(dl b1) - 1 + 3600000)).5" "the lease not yet expired"
-assert_eq "$(rcli ZCARD "$z") $(rcli HLEN "$f")" "1 1" "left in the shard (the leased ID)"
+assert_eq "$(rcli ZCARD "$z") $(rcli HLEN "$f") $(inflight_of leased 0)" "1 1 $(($(dl b1) - 1 - 9000))" \
+    "left in the shard (the leased ID and its lease's record)"
 assert_never_early events.json

@@ -13,7 +13,7 @@
 
 redis_start main
 kafka_start --brokers 1
-claim_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/claim.lua" | cut -d' ' -f1)
+claim_sha=$(lua_source claim | sha1sum | cut -d' ' -f1)
 
 for mode in ahead paced; do
     rcli FLUSHALL >/dev/null

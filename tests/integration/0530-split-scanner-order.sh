@@ -52,7 +52,7 @@ scanner_start 1
 
 # kill -9 shard 0's scanner with events in flight, restart it at once
 wait_until 4000 '(($(rcli HLEN "$NS:f:0") > 0))' || fail "shard 0's scanner had nothing in flight within 4 s"
-inflight=$(rcli HLEN "$NS:f:0")
+inflight=$(inflight_ids 0 | wc -l)
 proc_kill9 "$old0"
 tkill=$(local_ms)
 note "killed shard 0's scanner with $inflight IDs in flight, $((tkill - t0)) ms after t0"

@@ -42,9 +42,16 @@ all="$iA $iB $iC $iD $iE $iR $iT $iN"
 inflight() { (($(sp_where_all $all | awk '$3 ~ /\.5$/' | wc -l) == 8)); }
 wait_until 5000 inflight || fail "not all claimed within 5 s: $(sp_where_all $all | paste -sd' ')"
 declare -A dl
-while read -r id d; do dl[$id]=$d; done < <(rcli EVAL "for i = 1, #ARGV do
-        ARGV[i] = ARGV[i] .. ' ' .. (redis.call('HGET', KEYS[1], ARGV[i]) or redis.call('HGET', KEYS[2], ARGV[i]) or '')
-    end return ARGV" 2 "$NS:f:0" "$NS:f:1" $all)
+while read -r id d; do dl[$id]=$d; done < <(rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+    for i = 1, #ARGV do
+        local d = ''
+        for s = 0, 1 do
+            local lease = redis.call('ZSCORE', KEYS[2 * s + 1], ARGV[i])
+            if lease then d = inflight_deadline(KEYS[2 * s + 2], lease, ARGV[i]) or '' end
+            if d ~= '' then d = string.format('%d', d); break end
+        end
+        ARGV[i] = ARGV[i] .. ' ' .. d
+    end return ARGV" 4 "$NS:z:0" "$NS:f:0" "$NS:z:1" "$NS:f:1" $all)
 
 t1=$(now_ms)
 printf '%s\n' "touch $iA +3000 pa2" "extend $iB +3000" "touch $iD +3000" "cancel $iC" \

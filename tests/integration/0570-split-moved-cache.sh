@@ -33,9 +33,9 @@ iZ=$(awk '$2 % 4 < 2 { print $1; exit }' hashes.txt)
 [[ -n $iR && -n $iZ ]] || fail "not enough moving IDs among i00..i39"
 h() { awk -v id="$1" '$1 == id { print $2 }' hashes.txt; }
 note "X=$iX Y=$iY R=$iR Z=$iZ"
-take_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/take.lua" | cut -d' ' -f1)
-apply_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/apply.lua" | cut -d' ' -f1)
-drop_sha=$(sha1sum <"$LAPSE_ROOT/common/lua/drop.lua" | cut -d' ' -f1)
+take_sha=$(lua_source take | sha1sum | cut -d' ' -f1)
+apply_sha=$(lua_source apply | sha1sum | cut -d' ' -f1)
+drop_sha=$(lua_source drop | sha1sum | cut -d' ' -f1)
 
 t0=$(now_ms)
 dX0=$((t0 + 8000)) # X's deadline before the split: still ahead when the writes end

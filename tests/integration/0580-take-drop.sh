@@ -3,14 +3,17 @@
 # first write during a split (producer/send.c), on every state a twin can be
 # in, an ID given twice in one call included (a batch with two ops of one
 # moving ID):
-#   take: pending A -> "t" (leased to us, its deadline kept in f), payload
-#         and repeat record returned; in flight B -> "b" with the deadline
-#         being dispatched (f) and its payload; absent C -> "a"; A again ->
+#   take: pending A -> "t" (leased to us, its deadline kept in the take's
+#         record in f), payload and repeat record returned; in flight B ->
+#         "b" with the deadline being dispatched (its lease's record) and its
+#         payload; absent C -> "a"; A again ->
 #         "b" with the deadline it was just taken with; a stale epoch ->
 #         STALE and nothing changed;
-#   drop: removes the twins still holding our lease with payload, f and
-#         repeat record; one given twice is removed once; one whose score is
-#         no longer our lease (reset meanwhile, or another lease) stays.
+#   drop: removes the twins still holding our lease with payload and
+#         repeat record (and the lease's record with its last holder); one
+#         given twice is removed once; one whose score is no longer our
+#         lease (reset meanwhile, or another lease) stays.
+#   Two takes in one millisecond share a lease: one record holds both.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -20,11 +23,11 @@ epoch=$(shard_epoch 0)
 z=$NS:z:0 p=$NS:p:0 f=$NS:f:0 r=$NS:r:0
 b=$(($(now_ms) + 3600000))
 {
-    echo "ZADD $z $((b + 1)) A $((b + 2)) D $((b + 3)) E $((b + 90000)).5 B"
-    echo "HSET $f B $((b + 7))"
+    echo "ZADD $z $((b + 1)) A $((b + 2)) D $((b + 3)) E"
     echo "HSET $p A pa B pb D pd"
     echo "HSET $r D 1000:3"
 } | rcli >/dev/null
+inflight_set 0 "$((b + 90000)).5" B $((b + 7))
 
 got=$(lapse_lua take 0 $((epoch - 1)) 5000 A 2>&1 || true)
 assert_match "$got" 'STALE' "take with a stale epoch"
@@ -40,14 +43,15 @@ assert_eq "${out[*]:13:4}" "b $((b + 1)) pa " "A again: busy with the deadline i
 assert_eq "${out[*]:17:4}" "t $((b + 2)) pd 1000:3" "D: payload and repeat record"
 assert_eq "${out[*]:21:4}" "t $((b + 3))  " "E"
 assert_eq "$(rcli ZSCORE "$z" A) $(rcli ZSCORE "$z" D) $(rcli ZSCORE "$z" B)" "$lease $lease $((b + 90000)).5" "scores after take"
-assert_eq "$(rcli HGET "$f" A) $(rcli HGET "$f" D) $(rcli HGET "$f" B)" "$((b + 1)) $((b + 2)) $((b + 7))" "f after take"
+assert_eq "$(inflight_of A 0) $(inflight_of D 0) $(inflight_of E 0) $(inflight_of B 0)" "$((b + 1)) $((b + 2)) $((b + 3)) $((b + 7))" \
+    "deadlines in the records after take"
 
 rcli ZADD "$z" $((b + 50)) E >/dev/null # reset after the take: not ours to drop any more
 assert_eq "$(lapse_lua drop 0 A "$lease" D "$lease" A "$lease" B "$lease" E "$lease")" 2 "dropped (A once, D)"
 assert_eq "$(rcli ZSCORE "$z" A)$(rcli ZSCORE "$z" D)" "" "A and D gone"
-assert_eq "$(rcli HEXISTS "$p" A)$(rcli HEXISTS "$p" D)$(rcli HEXISTS "$f" A)$(rcli HEXISTS "$f" D)$(rcli HEXISTS "$r" D)" 00000 \
-    "A's and D's payloads, f entries, repeat record"
-assert_eq "$(rcli ZSCORE "$z" B) $(rcli HGET "$p" B) $(rcli HGET "$f" B)" "$((b + 90000)).5 pb $((b + 7))" "B (another lease) untouched"
+assert_eq "$(rcli HEXISTS "$p" A)$(rcli HEXISTS "$p" D)$(rcli HEXISTS "$r" D)$(rcli HEXISTS "$f" "$lease")" 0000 \
+    "A's and D's payloads, D's repeat record, the take's record (E, its other holder, was reset)"
+assert_eq "$(rcli ZSCORE "$z" B) $(rcli HGET "$p" B) $(inflight_of B 0)" "$((b + 90000)).5 pb $((b + 7))" "B (another lease) untouched"
 assert_eq "$(rcli ZSCORE "$z" E)" $((b + 50)) "E (reset after the take) kept"
 
 # seed (the new shard's step between take and drop): copies a taken twin
@@ -67,3 +71,18 @@ assert_eq "$(rcli SMEMBERS "$NS:m:1" | sort | paste -sd' ')" "M S T" "the moved 
 got=$(lapse_lua seed 1 $((epoch - 1)) U $((b + 1)) 0 '' '' 2>&1 || true)
 assert_match "$got" 'STALE' "seed with a stale epoch"
 assert_eq "$(rcli ZSCORE "$z1" U)" "" "U after a refused seed"
+
+# Two takes in one MULTI (one millisecond): one lease, one record for both
+# (the second adds to the first's)
+rcli DEL "$z" "$f" "$p" "$r" >/dev/null
+rcli ZADD "$z" $((b + 11)) F $((b + 12)) G >/dev/null
+take_sha=$(rcli SCRIPT LOAD "$(lua_source take)")
+out=$({
+    echo MULTI
+    for id in F G; do echo "EVALSHA $take_sha 7 $z $p $f $r $NS:m:0 $NS:l:0 $NS:e:0 $epoch 5000 $id"; done
+    echo EXEC
+} | rcli)
+mapfile -t leases < <(grep -E '\.75$' <<<"$out")
+assert_eq "${#leases[@]} ${leases[0]}" "2 ${leases[1]}" "two takes in one MULTI: one lease"
+assert_eq "$(rcli HLEN "$f") $(inflight_of F 0) $(inflight_of G 0)" "1 $((b + 11)) $((b + 12))" \
+    "one record holding both takes' deadlines"

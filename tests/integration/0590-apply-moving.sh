@@ -4,7 +4,7 @@
 # them: an op that changes a moving ID writes it and adds it to the new
 # shard's moved set (its old twin is stale from then on); one that changes
 # nothing adds nothing. An extend must beat the ID's pending deadline here
-# (also when in flight here: the deadline in f) and a busy twin's deadline
+# (also when in flight here: the deadline in its lease's record in f) and a busy twin's deadline
 # ("M D"); the same ID twice behaves as two calls; a payload goes with the
 # op, or is inherited from the busy twin (I) when the op brings none.
 # Then "M ?" with the old shard's keys too (old and new shard on one node):
@@ -18,10 +18,8 @@ scale init 2 >/dev/null
 epoch=$(shard_epoch 1)
 z=$NS:z:1 p=$NS:p:1 f=$NS:f:1 m=$NS:m:1
 b=$(($(now_ms) + 3600000))
-{
-    echo "ZADD $z $((b + 100)) P $((b + 90000)).5 Q"
-    echo "HSET $f Q $((b + 200))"
-} | rcli >/dev/null
+rcli ZADD "$z" $((b + 100)) P >/dev/null
+inflight_set 1 "$((b + 90000)).5" Q $((b + 200))
 
 changed=$(lapse_lua apply 1 "$epoch" 0 \
     "eM@$((b + 10))" X '' \
@@ -41,7 +39,7 @@ assert_eq "$(rcli ZMSCORE "$z" X Y W P V U Z Q | paste -sd' ')" \
 assert_eq "$(rcli SMEMBERS "$m" | sort | paste -sd' ')" "P U V W X Z" "the moved set: the IDs changed here"
 assert_eq "$(rcli HGET "$p" V) $(rcli HGET "$p" U) $(rcli HEXISTS "$p" X)" "pv pu 0" \
     "payloads: V's own, U's inherited from its busy twin, none for X"
-assert_eq "$(rcli HGET "$f" Q)" $((b + 200)) "Q's dispatched deadline untouched"
+assert_eq "$(inflight_of Q 1)" $((b + 200)) "Q's dispatched deadline untouched"
 
 # a stale producer is refused, nothing applied
 got=$(lapse_lua apply 1 $((epoch - 1)) 0 "tM@$((b + 10))" S '' 2>&1 || true)
@@ -53,15 +51,16 @@ rcli DEL "$m" "$z" "$p" "$f" >/dev/null
 z0=$NS:z:0 p0=$NS:p:0 f0=$NS:f:0 r0=$NS:r:0 r1=$NS:r:1
 {
     echo "ZADD $z0 $((b + 1)) A $((b + 2)) H $((b + 3)) K $((b + 9)) S $((b + 30)) G"
-    echo "ZADD $z0 $((b + 90000)).5 B $((b + 90001)).5 C $((b + 90002)).5 E"
     echo "HSET $p0 A pa B pb H ph E pe"
     echo "HSET $r0 A 1000:2 G 500:1"
-    echo "HSET $f0 B $((b + 7)) C $((b + 8)) E $((b + 9))"
     echo "ZADD $z $((b + 60)) H"
 } | rcli >/dev/null
+inflight_set 0 "$((b + 90000)).5" B $((b + 7))
+inflight_set 0 "$((b + 90001)).5" C $((b + 8))
+inflight_set 0 "$((b + 90002)).5" E $((b + 9))
 keys=()
 for s in 1 0; do keys+=("$NS:z:$s" "$NS:p:$s" "$NS:f:$s" "$NS:r:$s" "$NS:m:$s" "$NS:l:$s" "$NS:e:$s"); done
-mapfile -t out < <(rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/apply.lua")" 14 "${keys[@]}" "$epoch" 0 \
+mapfile -t out < <(rcli EVAL "$(lua_source apply)" 14 "${keys[@]}" "$epoch" 0 \
     "eM@$((b + 5))" A '?' \
     "eM@$((b + 4))" A '?' \
     "eM@$((b + 50))" H '?' \
