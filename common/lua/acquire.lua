@@ -11,6 +11,8 @@
 -- knows every other scanner of the shard is fenced, so IDs still leased by
 -- the previous holder get their deadline back at once (due now) instead of
 -- waiting for their leases to run out: takeover redelivers immediately.
+-- (It also reads f as lapse wrote it before records, an entry per ID, so a
+-- scanner upgraded while IDs were in flight gives them their deadlines.)
 -- #include inflight
 local z, f, lock = KEYS[1], KEYS[3], KEYS[6]
 if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', math.floor(tonumber(ARGV[2]) * 0.9)) then
@@ -20,12 +22,18 @@ end
 local recovered = 0
 local records = redis.call('HGETALL', f)
 for i = 1, #records, 2 do
-    local lease, list = records[i], inflight_pairs(records[i + 1])
-    local lease_n = tonumber(lease)
+    local lease, list = records[i], nil
+    if string.find(lease, '.', 1, true) then
+        list = inflight_pairs(records[i + 1])
+    else -- an entry of lapse before records (ID -> deadline): any lease will do
+        list, lease = { lease, records[i + 1] }, nil
+    end
+    local lease_n = lease and tonumber(lease)
     for j = 1, #list, 2 do
         local id = list[j]
         local cur = redis.call('ZSCORE', z, id)
-        if cur == lease or (cur and tonumber(cur) == lease_n) then
+        if cur and (cur == lease or tonumber(cur) == lease_n
+                    or (not lease and string.find(cur, '.', 1, true))) then
             redis.call('ZADD', z, list[j + 1], id)
             recovered = recovered + 1
         end

@@ -170,7 +170,8 @@ out[6] = packed or list
 if redis.call('EXISTS', f) == 1 then
     local expired = {}
     for _, l in ipairs(redis.call('HKEYS', f)) do
-        if tonumber(l) <= now then expired[#expired + 1] = l end
+        local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
+        if at and at <= now then expired[#expired + 1] = l end
     end
     inflight_forget(z, f, expired)
 end

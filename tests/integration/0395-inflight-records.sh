@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# 0395-inflight-records: f keeps one record per lease (common/lua/lib/
+# inflight.lua): the IDs a claim or take leased with it and their
+# deadlines. Records must neither lose a deadline nor pile up:
+#   acquire (a takeover): every ID still holding the lease of its record
+#     gets that deadline back, an ID claimed anew under a later lease its
+#     later record's, a reset or cancelled one nothing; an entry lapse wrote
+#     before records (ID -> deadline) is honoured too; f is then empty;
+#   claim: an expired lease's holder fires with its record's deadline, and
+#     the records of expired leases that no ID holds any more go (all their
+#     IDs reset, cancelled or claimed again), while an unexpired one and one
+#     whose IDs are still due stay; a field that is not a lease (an old
+#     entry) is left for acquire and breaks nothing.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+write_config
+scale init 1 >/dev/null
+epoch=$(shard_epoch 0)
+z=$NS:z:0 f=$NS:f:0
+b=$(($(now_ms) + 3600000)) # far ahead: nothing of section 1 is due
+
+# 1. acquire
+l1="$((b + 100)).5" l2="$((b + 200)).5"
+inflight_set 0 "$l1" A $((b + 1)) B $((b + 2)) C $((b + 3)) D $((b + 4))
+inflight_set 0 "$l2" C $((b + 33))           # C claimed anew (l1 ran out)
+rcli ZADD "$z" $((b + 50)) B >/dev/null     # B reset
+rcli ZREM "$z" D >/dev/null                 # D cancelled
+rcli ZADD "$z" "$((b + 300)).5" E >/dev/null # E: an entry of lapse before records
+rcli HSET "$f" E $((b + 5)) >/dev/null
+got=$(lapse_lua acquire 0 tok 5000 | paste -sd' ')
+assert_eq "$got" "1 3" "acquired, 3 IDs recovered (A, C, E)"
+assert_eq "$(rcli ZMSCORE "$z" A B C D E | paste -sd' ')" "$((b + 1)) $((b + 50)) $((b + 33))  $((b + 5))" \
+    "deadlines back: A (its record), B (its reset), C (its later record), D (gone), E (old entry)"
+assert_eq "$(rcli EXISTS "$f")" 0 "f after a takeover"
+
+# 2. claim: records that go and records that stay
+rcli FLUSHALL >/dev/null
+scale init 1 >/dev/null
+rcli SET "$NS:l:0" tok >/dev/null
+t=$(now_ms)
+gone1="$((t - 3000)).5" gone2="$((t - 2000)).5" due="$((t - 1000)).5" ahead="$((t + 60000)).5"
+inflight_set 0 "$gone1" X1 $((t - 9000)) X2 $((t - 8999)) # both reset since
+rcli ZADD "$z" $((t + 60000)) X1 >/dev/null
+rcli ZREM "$z" X2 >/dev/null                               # and cancelled
+inflight_set 0 "$due" Y1 $((t - 7000)) Y2 $((t - 6999))    # their holder died: due again
+inflight_set 0 "$ahead" W $((t - 500))                     # not expired: kept, whoever holds it
+rcli ZADD "$z" $((t + 1)) W >/dev/null
+rcli HSET "$f" olddev $((t - 100)) >/dev/null              # not a lease: acquire's
+rcli ZADD "$z" $((t + 40000)).5 olddev >/dev/null
+rcli ZADD "$z" $((t + 30000)) gone2-holder >/dev/null
+inflight_set 0 "$gone2" Z $((t - 5000))
+rcli ZREM "$z" Z >/dev/null
+
+# one ID per claim: Y1 first (its record stays: Y2 still holds the lease)
+claim() { # one ID: its ID and deadline
+    rcli EVAL "$(lua_source claim)" 8 "$z" "$NS:p:0" "$f" "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$NS:c:0" \
+        tok 1 5000 1000 1 "$epoch" | tail -n 2 | paste -sd' '
+}
+assert_eq "$(claim)" "Y1 $((t - 7000))" "the first claim: Y1 with its record's deadline"
+assert_eq "$(rcli HEXISTS "$f" "$gone1") $(rcli HEXISTS "$f" "$gone2") $(rcli HEXISTS "$f" "$due")" "0 0 1" \
+    "records of expired leases: X's and Z's gone (no holder), Y's kept (Y2 holds it)"
+assert_eq "$(claim)" "Y2 $((t - 6999))" "the second claim: Y2 with its record's deadline"
+assert_eq "$(rcli HEXISTS "$f" "$due") $(rcli HEXISTS "$f" "$ahead") $(rcli HGET "$f" olddev)" "0 1 $((t - 100))" \
+    "Y's record gone with its last holder; the unexpired lease's and the old entry kept"
+assert_eq "$(inflight_of Y1 0) $(inflight_of Y2 0)" "$((t - 7000)) $((t - 6999))" \
+    "Y1 and Y2 in flight again, each in its new claim's record"
