@@ -61,8 +61,15 @@ static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct sha
         "local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
         "local oldest = -1\n"
         "if first[2] and tonumber(first[2]) <= now then oldest = math.floor(tonumber(first[2])) end\n"
+        /* in flight: the IDs holding a lease that has a record (common/lua/lib/inflight.lua) */
+        "local inflight = 0\n"
+        "for _, l in ipairs(redis.call('HKEYS', KEYS[2])) do\n"
+        "    if string.find(l, '.', 1, true) and tonumber(l) then\n"
+        "        inflight = inflight + redis.call('ZCOUNT', KEYS[1], l, l)\n"
+        "    end\n"
+        "end\n"
         "return { redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now),\n"
-        "         redis.call('HLEN', KEYS[2]), oldest, now, redis.call('GET', KEYS[3]) or '' }\n";
+        "         inflight, oldest, now, redis.call('GET', KEYS[3]) or '' }\n";
     redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", lua, z, f, l);
     if (!rep)
         return -1;

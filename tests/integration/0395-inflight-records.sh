@@ -65,3 +65,7 @@ assert_eq "$(rcli HEXISTS "$f" "$due") $(rcli HEXISTS "$f" "$ahead") $(rcli HGET
     "Y's record gone with its last holder; the unexpired lease's and the old entry kept"
 assert_eq "$(inflight_of Y1 0) $(inflight_of Y2 0)" "$((t - 7000)) $((t - 6999))" \
     "Y1 and Y2 in flight again, each in its new claim's record"
+# lapse-scale status counts the IDs holding a recorded lease (Y1, Y2), not
+# the records (three: Y1's claim, Y2's, the unexpired one nobody holds)
+assert_eq "$(scale status --json | jq -r '.shard_info[0].inflight') $(rcli HLEN "$f")" "2 4" \
+    "status: IDs in flight (and f's fields: three records and the old entry)"
