@@ -8,8 +8,8 @@
  *   state        "stable" or "splitting"
  *   nodes        "host:port" of each shard, comma-separated, in shard order
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
- * NS:p:I (hash ID -> payload), NS:f:I (hash ID -> deadline while in
- * flight), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
+ * NS:p:I (hash ID -> payload), NS:f:I (hash lease -> the IDs leased with
+ * it and their deadlines: common/lua/lib/inflight.lua), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
  * during a split, NS:m:I (IDs written in new shard I); NS:l:I is the lock of
  * its active scanner (token, with a PX lease) and NS:e:I the layout epoch the
  * shard was fenced at: scripts refuse callers with an older layout. Producers and scanners read the record; lapse-scale writes it.
@@ -34,7 +34,7 @@ struct lapse_layout {
 enum lapse_key_kind {
     LAPSE_KEY_DUE = 'z',      /* zset ID -> deadline */
     LAPSE_KEY_PAYLOAD = 'p',  /* hash ID -> payload */
-    LAPSE_KEY_INFLIGHT = 'f', /* hash ID -> deadline of a claimed ID */
+    LAPSE_KEY_INFLIGHT = 'f', /* hash lease -> record of its IDs and deadlines */
     LAPSE_KEY_REPEAT = 'r',   /* hash ID -> "period_ms:fired" of a repeating ID */
     LAPSE_KEY_MOVED = 'm',    /* set: IDs written in this new shard during a split */
     LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
