@@ -1,7 +1,7 @@
 /*
  * shard — the scanner's internals, shared by scanner.c (the loop: lease,
- * claim, send, settle) and twins.c (what an old shard does during a split).
- * Not part of any public API.
+ * claim, send), ack.c (Kafka's answers, settling them in Redis) and twins.c
+ * (what an old shard does during a split). Not part of any public API.
  */
 #ifndef LAPSE_SHARD_H
 #define LAPSE_SHARD_H
@@ -98,6 +98,16 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r
  * for NUL-terminated args). The reply, or NULL on a connection failure. */
 redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
                          const size_t *lens, int nargs);
+
+/* Lost the lock: forgets what is queued for settling and goes back to
+ * standby (scanner.c). */
+void scanner_fenced(lapse_scanner *s);
+
+/* ack.c: Kafka's answers and their settling in Redis (see there). */
+void scanner_batch_unref(struct batch *b, size_t n);
+void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason);
+void scanner_drop_acks(lapse_scanner *s);
+void scanner_ack(lapse_scanner *s, int force);
 
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
 void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict);

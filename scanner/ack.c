@@ -1,0 +1,183 @@
+/*
+ * ack — the second half of the scanner's loop (scanner.c has the first):
+ * Kafka's answers come back here (scanner_delivered), acknowledged events
+ * wait on their claim's list, and scanner_ack settles them in Redis through
+ * ack.lua, grouped by claim (a claim acknowledged whole goes as its lease
+ * and size alone). A failed or unanswered event is not settled: its ID
+ * stays leased and is claimed again when the lease runs out.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "redis.h"
+#include "shard.h"
+
+/* n flights of b are done with (settled, given up or never sent). */
+void scanner_batch_unref(struct batch *b, size_t n)
+{
+    b->refs -= n;
+    if (b->refs == 0) {
+        freeReplyObject(b->reply);
+        free(b);
+    }
+}
+
+/* Takes the acknowledged flights of b up to `stop` off its list (and b off
+ * the settle list when none are left); they are done with. */
+static void scanner_settled(lapse_scanner *s, struct batch *b, struct flight *stop)
+{
+    size_t n = 0;
+    for (struct flight *f = b->acked; f != stop; f = f->next)
+        n++;
+    b->acked = stop;
+    b->nacked -= n;
+    if (!stop) { /* the list is short: batches with acks not yet settled */
+        struct batch **pb = &s->settle;
+        while (*pb != b)
+            pb = &(*pb)->next;
+        *pb = b->next;
+        if (!b->next)
+            s->settle_tail = pb;
+    }
+    scanner_batch_unref(b, n);
+}
+
+/* Gives up every acknowledged flight waiting to be settled. */
+void scanner_drop_acks(lapse_scanner *s)
+{
+    while (s->settle)
+        scanner_settled(s, s->settle, NULL);
+}
+
+void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
+{
+    lapse_scanner *s = ctx;
+    struct flight *f = opaque;
+    struct batch *b = f->batch;
+    s->inflight--;
+    SET(inflight, (int64_t)s->inflight);
+    if (ok && b->term == s->term && s->active) {
+        INC(acked);
+        f->next = NULL;
+        if (!b->acked) { /* joins the settle list */
+            b->acked_ms = lapse_clock_mono_ms();
+            b->acked_tail = &b->acked;
+            b->next = NULL;
+            *s->settle_tail = b;
+            s->settle_tail = &b->next;
+        }
+        *b->acked_tail = f;
+        b->acked_tail = &f->next;
+        b->nacked++;
+        return;
+    }
+    if (ok) {
+        INC(acked); /* delivered, but our lease term ended: the new holder settles it */
+    } else {
+        /* Not lost: the ID stays leased in Redis and is claimed again when
+         * the lease runs out. */
+        INC(failed);
+        lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
+                          "shard %u: an event was not delivered (%s); it will be claimed again",
+                          s->shard, reason);
+    }
+    scanner_batch_unref(b, 1);
+}
+
+
+/* A claim is settled once all of it is acknowledged (ack.lua then takes it
+ * by its lease's score range, in one call), or once its first
+ * acknowledgements waited ACK_WAIT_MS (a slow partition does not hold the
+ * rest back for long), or when `force`d (stopping). */
+static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
+{
+    return force || b->nacked == b->refs || now - b->acked_ms >= ACK_WAIT_MS;
+}
+
+/* A claim all of whose events were acknowledged, none settled yet (acked
+ * flights keep their refs until settled, so nacked reaches claimed only
+ * then): ack.lua takes it by its lease and size alone, without its IDs,
+ * unless it answered that one of them was reset or cancelled meanwhile
+ * (listed). */
+static int scanner_whole(const struct batch *b)
+{
+    return !b->listed && b->nacked == b->claimed;
+}
+
+/* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
+ * (one lease argument per group; a whole claim needs no more). On a Redis
+ * failure they stay queued for the next pass (their leases keep them from
+ * firing meanwhile; if the outage outlasts the lease they fire again:
+ * at-least-once). */
+void scanner_ack(lapse_scanner *s, int force)
+{
+    enum { MAXARGS = NKEYS + 1 + 3 * ACK_CHUNK };
+    const char *argv[MAXARGS];
+    size_t argvlen[MAXARGS];
+    char counts[ACK_CHUNK][12];
+    struct batch *sent[ACK_CHUNK];
+    int64_t now = lapse_clock_mono_ms();
+    while (s->settle && s->active) {
+        int n = 0, groups = 0, ids = 0;
+        for (int k = 0; k < NKEYS; k++)
+            argv[n] = s->keys[k], argvlen[n++] = strlen(s->keys[k]);
+        argv[n] = s->token, argvlen[n++] = strlen(s->token);
+        /* ready batches' acked lists, the last one cut at the chunk size */
+        struct flight *rest = NULL; /* where the cut batch goes on */
+        for (struct batch *b = s->settle; b && ids < ACK_CHUNK; b = b->next) {
+            if (!scanner_ack_ready(b, now, force))
+                continue;
+            int whole = scanner_whole(b);
+            if (whole && groups > 0 && ids + (int)b->nacked > ACK_CHUNK)
+                break; /* (a whole claim is not cut) */
+            sent[groups] = b;
+            argv[n] = b->lease->str, argvlen[n++] = b->lease->len;
+            int at = n++, k = 0;
+            struct flight *f = b->acked;
+            if (whole)
+                k = -(int)b->nacked, ids += (int)b->nacked, f = NULL;
+            for (; f && ids < ACK_CHUNK; f = f->next, k++, ids++)
+                argv[n] = f->id, argvlen[n++] = f->id_len;
+            argvlen[at] = (size_t)snprintf(counts[groups], sizeof counts[groups], "%d", k);
+            argv[at] = counts[groups++];
+            rest = f;
+        }
+        if (groups == 0)
+            return;
+        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
+        int ok = r && (r->type == REDIS_REPLY_INTEGER ||
+                       (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                        r->element[0]->type == REDIS_REPLY_INTEGER));
+        if (!ok) {
+            scanner_redis_error(s, "ack", r);
+            if (r)
+                freeReplyObject(r);
+            return;
+        }
+        long long settled = r->type == REDIS_REPLY_INTEGER ? r->integer : r->element[0]->integer;
+        if (settled < 0) {
+            freeReplyObject(r);
+            scanner_fenced(s);
+            return;
+        }
+        ADD(settled, (uint64_t)settled);
+        /* whole claims answered back (one of them moved on): not settled,
+         * sent again with their IDs */
+        for (size_t e = 1; r->type == REDIS_REPLY_ARRAY && e < r->elements; e++) {
+            long long g = r->element[e]->integer;
+            if (g >= 1 && g <= groups) {
+                sent[g - 1]->listed = 1;
+                sent[g - 1] = NULL;
+            }
+        }
+        freeReplyObject(r);
+        /* what was sent: `groups` batches, the last one up to `rest` */
+        for (int g = 0; g < groups; g++)
+            if (sent[g])
+                scanner_settled(s, sent[g], g == groups - 1 ? rest : NULL);
+    }
+}
+
