@@ -25,8 +25,8 @@ start=$(local_ms)
 for ((tick = 0; tick <= 30; tick++)); do # 100 ms ticks for 3 s
     for dev in 1 2 4; do                  # period in ticks: 100, 200(ish), 400 ms
         ((tick % dev == 0)) || continue
+        last[$dev]=$(local_ms) # (before the line: the producer reads it later)
         echo "extend dev-$dev +1500" >&3
-        last[$dev]=$(local_ms)
         signals=$((signals + 1))
     done
     sleep_until_ms $((start + (tick + 1) * 100))
