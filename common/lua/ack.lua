@@ -46,6 +46,7 @@
 -- if it holds fewer (one was reset or cancelled meanwhile), the group is
 -- answered back to be sent with its IDs (it is not known which of them are
 -- still to settle: the rest may be unacknowledged parts of other groups).
+-- #include chunks
 -- #include inflight
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
@@ -133,27 +134,22 @@ while i <= #ARGV do
     else
         check[#check + 1] = lease
         local lease_n = tonumber(lease)
-        for k = i + 2, last, 1000 do -- (in chunks: Lua's unpack has a limit)
-            local part = redis.call('ZMSCORE', z, unpack(ARGV, k, math.min(k + 999, last)))
-            for j = 1, #part do
-                local id, cur = ARGV[k + j - 1], part[j]
-                if cur == lease or (cur and tonumber(cur) == lease_n) then
-                    settle(id, cur)
-                end
+        local scores = chunks_read('ZMSCORE', z, ARGV, i + 2, last)
+        for j = 1, last - i - 1 do
+            local cur = scores[j]
+            if cur == lease or (cur and tonumber(cur) == lease_n) then
+                settle(ARGV[i + 1 + j], cur)
             end
         end
     end
     i = last + 1
 end
-for k = 1, #zrem, 1000 do
-    local last = math.min(k + 999, #zrem)
-    redis.call('ZREM', z, unpack(zrem, k, last))
-    if has_p then redis.call('HDEL', p, unpack(zrem, k, last)) end
-end
+chunks_write('ZREM', z, zrem)
 if has_p then
-    for k = 1, #gone, 1000 do redis.call('HDEL', p, unpack(gone, k, math.min(k + 999, #gone))) end
+    chunks_write('HDEL', p, zrem)
+    chunks_write('HDEL', p, gone)
 end
-for k = 1, #done, 1000 do redis.call('HDEL', f, unpack(done, k, math.min(k + 999, #done))) end
+chunks_write('HDEL', f, done)
 inflight_forget(z, f, check)
 if #listed > 0 then
     table.insert(listed, 1, settled)

@@ -34,6 +34,7 @@
 -- Catch-up: IDs due within the last fresh ms are taken first and without
 -- limit; older ones (a backlog after an outage) at most ARGV[5] per call, so
 -- the caller can rate-limit the backlog without delaying fresh deadlines.
+-- #include chunks
 -- #include inflight
 local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
@@ -73,14 +74,6 @@ if batch > 0 then
     end
 end
 local out = { now, lease, -1, 0, {} }
-
--- Variadic calls in chunks (Lua's unpack has a limit): one redis.call per
--- command and chunk instead of one per ID.
-local function each(cmd, key, args)
-    for k = 1, #args, 1000 do
-        redis.call(cmd, key, unpack(args, k, math.min(k + 999, #args)))
-    end
-end
 
 -- The usual claim: every score a due deadline, every ID free of spaces (as
 -- every ID lapse writes is). Then no Lua runs per ID but building the lease
@@ -126,7 +119,7 @@ if n > 0 then
         zargs[i] = lease
         zargs[i + 1] = list[i]
     end
-    each('ZADD', z, zargs)
+    chunks_write('ZADD', z, zargs)
     inflight_add(f, lease, list, packed)
     -- payloads and repeat records: read only when the hash exists at all
     local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
@@ -134,19 +127,8 @@ if n > 0 then
         ids = {}
         for i = 1, n do ids[i] = list[2 * i - 1] end
     end
-    local payloads, repeats = {}, {}
-    if has_p then
-        for k = 1, n, 1000 do
-            local part = redis.call('HMGET', p, unpack(ids, k, math.min(k + 999, n)))
-            for j = 1, #part do payloads[k + j - 1] = part[j] end
-        end
-    end
-    if has_r then
-        for k = 1, n, 1000 do
-            local part = redis.call('HMGET', r, unpack(ids, k, math.min(k + 999, n)))
-            for j = 1, #part do repeats[k + j - 1] = part[j] end
-        end
-    end
+    local payloads = has_p and chunks_read('HMGET', p, ids, 1, n) or {}
+    local repeats = has_r and chunks_read('HMGET', r, ids, 1, n) or {}
     if has_p or has_r then
         local extras = out[5]
         for k = 1, n do

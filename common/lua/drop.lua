@@ -4,6 +4,7 @@
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV: pairs of id, lease
 -- Returns the number removed.
+-- #include chunks
 -- #include inflight
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
@@ -27,12 +28,9 @@ for i = 1, #ARGV, 2000 do
         end
     end
 end
-for k = 1, #ids, 1000 do
-    local last = math.min(k + 999, #ids)
-    redis.call('ZREM', z, unpack(ids, k, last))
-    redis.call('HDEL', p, unpack(ids, k, last))
-    redis.call('HDEL', r, unpack(ids, k, last))
-    removed = removed + (last - k + 1)
-end
+chunks_write('ZREM', z, ids)
+chunks_write('HDEL', p, ids)
+chunks_write('HDEL', r, ids)
+removed = #ids
 inflight_forget(z, f, leases)
 return removed

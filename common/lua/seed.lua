@@ -9,23 +9,16 @@
 -- A twin is copied only if the ID has no life here yet (not pending, not in
 -- m): otherwise what is here already accounts for it. Seeding adds the ID to
 -- m, which makes the old twin stale for good.
+-- #include chunks
 local z, p, r, m, e = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
--- One ZMSCORE and one SMISMEMBER, then variadic writes (chunked: Lua's
--- unpack has a limit); an ID given twice is seeded once, as by two calls.
+-- One ZMSCORE and one SMISMEMBER, then variadic writes (lib/chunks.lua); an
+-- ID given twice is seeded once, as by two calls.
 local ids = {}
 for i = 2, #ARGV, 5 do ids[#ids + 1] = ARGV[i] end
-local function each_read(cmd, key)
-    local got = {}
-    for k = 1, #ids, 1000 do
-        local part = redis.call(cmd, key, unpack(ids, k, math.min(k + 999, #ids)))
-        for j = 1, #part do got[k - 1 + j] = part[j] end
-    end
-    return got
-end
 if #ids == 0 then return 0 end
-local here, moved = each_read('ZMSCORE', z), each_read('SMISMEMBER', m)
+local here, moved = chunks_read('ZMSCORE', z, ids), chunks_read('SMISMEMBER', m, ids)
 local zargs, pargs, rargs, margs, seen = {}, {}, {}, {}, {}
 for j = 1, #ids do
     local id, i = ids[j], 5 * j - 3
@@ -37,11 +30,8 @@ for j = 1, #ids do
         margs[#margs + 1] = id
     end
 end
-local function each_write(cmd, key, args)
-    for k = 1, #args, 1000 do redis.call(cmd, key, unpack(args, k, math.min(k + 999, #args))) end
-end
-each_write('ZADD', z, zargs)
-each_write('HSET', p, pargs)
-each_write('HSET', r, rargs)
-each_write('SADD', m, margs)
+chunks_write('ZADD', z, zargs)
+chunks_write('HSET', p, pargs)
+chunks_write('HSET', r, rargs)
+chunks_write('SADD', m, margs)
 return #margs

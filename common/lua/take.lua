@@ -18,6 +18,7 @@
 -- nothing fires twice. Its score is lease + 0.75, not + 0.5 as a claim's:
 -- a claim's lease score then holds that claim's IDs only (ack.lua settles a
 -- whole claim by its lease's range).
+-- #include chunks
 -- #include inflight
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
@@ -28,22 +29,13 @@ local lease = string.format('%d.75', now + tonumber(ARGV[2]))
 local out = { lease }
 local n = #ARGV - 2
 if n == 0 then return out end
--- Read everything first, with one call per command (chunked: Lua's unpack
--- has a limit), then write the taken twins with one variadic ZADD and their record: the
+-- Read everything first, with one call per command (lib/chunks.lua), then write the taken twins with one variadic ZADD and their record: the
 -- first write of a moving ID is the expensive one of a split, and this
 -- keeps its cost near a claim's.
-local function each_read(cmd, key)
-    local got = {}
-    for k = 3, #ARGV, 1000 do
-        local part = redis.call(cmd, key, unpack(ARGV, k, math.min(k + 999, #ARGV)))
-        for j = 1, #part do got[k - 3 + j] = part[j] end
-    end
-    return got
-end
-local scores = each_read('ZMSCORE', z)
+local scores = chunks_read('ZMSCORE', z, ARGV, 3)
 local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
-local payloads = has_p and each_read('HMGET', p) or {}
-local repeats = has_r and each_read('HMGET', r) or {}
+local payloads = has_p and chunks_read('HMGET', p, ARGV, 3) or {}
+local repeats = has_r and chunks_read('HMGET', r, ARGV, 3) or {}
 local zargs, fargs, taken = {}, {}, {}
 for i = 1, n do
     local id, cur = ARGV[i + 2], scores[i]
@@ -66,6 +58,6 @@ for i = 1, n do
         out[o + 3] = payloads[i] or false; out[o + 4] = repeats[i] or false
     end
 end
-for k = 1, #zargs, 1000 do redis.call('ZADD', z, unpack(zargs, k, math.min(k + 999, #zargs))) end
+chunks_write('ZADD', z, zargs)
 if #fargs > 0 then inflight_add(f, lease, fargs) end
 return out

@@ -14,6 +14,7 @@
 -- A record is "id deadline id deadline ..." (the form claim.lua already
 -- builds for its reply), or, when an ID is empty or holds a space (never
 -- written by lapse), a space and then cmsgpack of { id, deadline, ... }.
+-- #include chunks
 
 -- The pairs { id, deadline, ... } of a record.
 local function inflight_pairs(rec)
@@ -73,5 +74,5 @@ local function inflight_forget(z, f, leases)
     for i = 1, #leases do
         if redis.call('ZCOUNT', z, leases[i], leases[i]) == 0 then gone[#gone + 1] = leases[i] end
     end
-    for k = 1, #gone, 1000 do redis.call('HDEL', f, unpack(gone, k, math.min(k + 999, #gone))) end
+    chunks_write('HDEL', f, gone)
 end
