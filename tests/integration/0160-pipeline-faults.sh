@@ -35,6 +35,10 @@ split -n l/40 ops.txt piece.
 { for f in piece.*; do cat "$f"; sleep 0.02; done; } |
     "$LAPSE_BIN/lapse-producer" -c cut.conf 2>cut.err &
 prod=$!
+# (the kills start once it is connected and writing: a producer that cannot
+# load its scripts at start exits, by design, with the reason)
+wait_until 5000 '[[ -n $(rcli --scan --pattern "cut:z:*" | head -n 1) ]] || ! _pid_alive "$prod"' ||
+    fail "the producer for cut wrote nothing within 5 s"
 kills=0
 while _pid_alive "$prod"; do
     rcli CLIENT PAUSE 50 WRITE >/dev/null
