@@ -41,6 +41,7 @@
 -- common/split.c). Scores are passed to Redis as exact decimal strings:
 -- Lua's own number formatting keeps only 14 digits.
 -- #include inflight
+-- #include twins
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
@@ -137,9 +138,10 @@ end
 -- A split whose old and new shard share this node (KEYS[8..14]: the old
 -- shard's keys): ops flagged "M ?" find their ID's twin in the old shard
 -- here, in the same atomic call, instead of producer/send.c's take, seed
--- and drop (three round trips, a lease and f entries per twin). A pending
--- twin moves here with its payload and repeat record (unless the ID lives
--- here already: then it is stale) and joins m; one in flight (claimed, or
+-- and drop (three round trips, a lease and a record per take). A pending
+-- twin moves here with its payload and repeat record by lib/twins.lua's
+-- rule (unless the ID lives here already: then it is stale) and leaves the
+-- old shard; one in flight (claimed, or
 -- taken by a producer of another node's split) stays, and the op must beat
 -- the deadline being dispatched ("M D", payload inherited) as it would
 -- after take; none: nothing to do. What each such op settled is answered
@@ -165,23 +167,10 @@ if KEYS[8] then
             end
         end
         if #mv > 0 then
-            local here = redis.call('ZMSCORE', z, unpack(mv))
-            local moved = redis.call('SMISMEMBER', m, unpack(mv))
-            local pl = redis.call('EXISTS', pi) == 1 and redis.call('HMGET', pi, unpack(mv)) or {}
-            local rp = redis.call('EXISTS', ri) == 1 and redis.call('HMGET', ri, unpack(mv)) or {}
-            local zargs, pargs, rargs, margs = {}, {}, {}, {}
-            for x = 1, #mv do
-                if not here[x] and moved[x] == 0 then
-                    zargs[#zargs + 1] = ms[x]; zargs[#zargs + 1] = mv[x]
-                    if pl[x] then pargs[#pargs + 1] = mv[x]; pargs[#pargs + 1] = pl[x] end
-                    if rp[x] then rargs[#rargs + 1] = mv[x]; rargs[#rargs + 1] = rp[x] end
-                    margs[#margs + 1] = mv[x]
-                end
-            end
-            if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
-            if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
-            if #rargs > 0 then redis.call('HSET', r, unpack(rargs)); has_r = true end
-            if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
+            local pl = redis.call('EXISTS', pi) == 1 and chunks_read('HMGET', pi, mv) or {}
+            local rp = redis.call('EXISTS', ri) == 1 and chunks_read('HMGET', ri, mv) or {}
+            local _, rep = twins_copy(z, p, r, m, mv, ms, pl, rp)
+            if rep then has_r = true end
             redis.call('ZREM', zi, unpack(mv))
             redis.call('HDEL', pi, unpack(mv))
             redis.call('HDEL', ri, unpack(mv))

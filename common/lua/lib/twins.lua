@@ -1,0 +1,32 @@
+-- twins: a split's copy rule (lib: pasted in by scripts/lua-source), for
+-- seed.lua (twins taken from a node of their own) and apply.lua ("M ?":
+-- twins on this node). A moving ID's pending twin from its old shard is
+-- copied into its new shard only if the ID has no life there yet (not
+-- pending, not in m): otherwise what is there already accounts for it. A
+-- copied ID joins m, which makes the old twin stale for good.
+-- #include chunks
+
+-- Copies into the new shard whose keys are z, p, r, m the twins ids[j],
+-- with deadlines[j] (strings), payloads[j] and repeats[j] (false or nil:
+-- none); an ID given twice is copied once, with the first one's data.
+-- Returns how many were copied, and whether one brought a repeat record.
+local function twins_copy(z, p, r, m, ids, deadlines, payloads, repeats)
+    if #ids == 0 then return 0, false end
+    local here, moved = chunks_read('ZMSCORE', z, ids), chunks_read('SMISMEMBER', m, ids)
+    local zargs, pargs, rargs, margs, seen = {}, {}, {}, {}, {}
+    for j = 1, #ids do
+        local id = ids[j]
+        if not here[j] and moved[j] == 0 and not seen[id] then
+            seen[id] = true
+            zargs[#zargs + 1] = deadlines[j]; zargs[#zargs + 1] = id
+            if payloads[j] then pargs[#pargs + 1] = id; pargs[#pargs + 1] = payloads[j] end
+            if repeats[j] then rargs[#rargs + 1] = id; rargs[#rargs + 1] = repeats[j] end
+            margs[#margs + 1] = id
+        end
+    end
+    chunks_write('ZADD', z, zargs)
+    chunks_write('HSET', p, pargs)
+    chunks_write('HSET', r, rargs)
+    chunks_write('SADD', m, margs)
+    return #margs, #rargs > 0
+end
