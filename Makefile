@@ -56,6 +56,7 @@ UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
 .PHONY: all test unit run clean deps
 .SECONDARY:
+.DELETE_ON_ERROR: # (a generated file cut short by a failed command is not kept)
 all: $(PROGRAMS) $(EXAMPLES)
 
 $(BUILD)/%.o: %.c

@@ -410,7 +410,7 @@ id_shard() { # ID: the shard zset holding it, or nothing
 inflight_of() {
     local s=${2:-$(id_shard "$1")}
     [[ -n $s ]] || return 0
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+    rcli EVAL "$(lua_source lib/inflight)
         local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
         if not s or not string.find(s, '.', 1, true) then return false end
         local d = inflight_deadline(KEYS[2], s, ARGV[1])
@@ -434,7 +434,7 @@ inflight_ids() {
 inflight_set() {
     local s=$1 lease=$2
     shift 2
-    rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+    rcli EVAL "$(lua_source lib/inflight)
         for i = 2, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i]) end
         inflight_add(KEYS[2], ARGV[1], { unpack(ARGV, 2) })" 2 "$NS:z:$s" "$NS:f:$s" "$lease" "$@" >/dev/null
 }

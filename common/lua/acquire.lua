@@ -23,7 +23,7 @@ local recovered = 0
 local records = redis.call('HGETALL', f)
 for i = 1, #records, 2 do
     local lease, list = records[i], nil
-    if string.find(lease, '.', 1, true) then
+    if string.find(records[i + 1], ' ', 1, true) then -- (a record holds at least one)
         list = inflight_pairs(records[i + 1])
     else -- an entry of lapse before records (ID -> deadline): any lease will do
         list, lease = { lease, records[i + 1] }, nil

@@ -62,6 +62,9 @@ local has_f = redis.call('EXISTS', f) == 1
 -- flight, are scores read: such an ID still holds its lease (a fraction),
 -- and gets the latest of its new deadlines later than the dispatched one.
 -- Watchdog streams, whose extends all move deadlines on, need no read.
+-- (A producer's take lease, .75, may come before its twin's deadline, but
+-- takes lease moving IDs in their old shard only, where no extend lands:
+-- every writer routes those to the new shard, or is refused as STALE.)
 local function extend_gt(args, from, to)
     local ch = redis.call('ZADD', z, 'GT', 'CH', unpack(args, from, to))
     if ch == (to - from + 1) / 2 or not has_f then return ch end

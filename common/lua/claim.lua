@@ -55,7 +55,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- scanner never read (a timeout, a dropped connection) still ran, and its
 -- IDs must not share the next claim's lease. The record lives until a
 -- lease_ms after its lease ran out; every later lease is later anyway.
-local lease_at = math.max(now + lease_ms, (tonumber(redis.call('GET', KEYS[8])) or 0) + 1)
+local prev = tonumber(redis.call('GET', KEYS[8])) or 0
+local lease_at = math.max(now + lease_ms, prev + 1)
 redis.call('SET', KEYS[8], string.format('%d', lease_at), 'PX', lease_at - now + lease_ms)
 local lease = string.format('%d.5', lease_at)
 local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -83,6 +84,7 @@ local out = { now, lease, -1, 0, {} }
 -- two per ID, cheaper for Redis to send and for the scanner to read.
 local n = #due / 2
 local ids, list = nil, due
+local expired = {} -- the expired leases met: their records may be done with
 local packed = n > 0 and table.concat(due, ' ') or ''
 local _, spaces = string.gsub(packed, ' ', ' ')
 if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.find(packed, '%.7?5$')
@@ -98,6 +100,7 @@ if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.fin
         local back = false
         if string.find(score, '.', 1, true) then -- (deadlines are integers)
             local deadline = inflight_deadline(f, score, id) or math.floor(tonumber(score))
+            expired[#expired + 1] = score
             score = string.format('%d', deadline)
             if deadline > now then
                 redis.call('ZADD', z, score, id)
@@ -144,19 +147,20 @@ if n > 0 then
 end
 out[6] = packed or list
 
--- Records of expired leases that no ID holds any more: claimed again just
--- now, or reset or cancelled while in flight (then the lease's ack found
--- some of its IDs gone and kept the record for the rest). A record's lease
--- is its field: only expired ones are looked at, in a hash of one field per
--- claim in flight.
-if redis.call('EXISTS', f) == 1 then
-    local expired = {}
+-- Records of expired leases that no ID holds any more: those this claim
+-- took IDs back from; and, at the first claim of each second (the previous
+-- one's lease, less lease_ms, fell in an earlier second), every expired
+-- one: a record whose IDs were all reset or cancelled while in flight and
+-- whose ack never came (Kafka gave up) has nobody else to delete it. Not on
+-- every call: a claim's cost would then grow with the records in flight.
+-- A record's lease is its field.
+if math.floor((prev - lease_ms) / 1000) ~= math.floor(now / 1000) and redis.call('EXISTS', f) == 1 then
     for _, l in ipairs(redis.call('HKEYS', f)) do
         local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
         if at and at <= now then expired[#expired + 1] = l end
     end
-    inflight_forget(z, f, expired)
 end
+inflight_forget(z, f, expired)
 
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
 if first[2] then

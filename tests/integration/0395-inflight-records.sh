@@ -2,10 +2,14 @@
 # 0395-inflight-records: f keeps one record per lease (common/lua/lib/
 # inflight.lua): the IDs a claim or take leased with it and their
 # deadlines. Records must neither lose a deadline nor pile up:
+#   lookup: an ID's deadline is found in its lease's record also when the
+#     ID is a suffix of another, all digits (equal to another's deadline),
+#     or holds a tab;
 #   acquire (a takeover): every ID still holding the lease of its record
 #     gets that deadline back, an ID claimed anew under a later lease its
 #     later record's, a reset or cancelled one nothing; an entry lapse wrote
-#     before records (ID -> deadline) is honoured too; f is then empty;
+#     before records (ID -> deadline) is honoured too, a dotted ID's also;
+#     f is then empty;
 #   claim: an expired lease's holder fires with its record's deadline, and
 #     the records of expired leases that no ID holds any more go (all their
 #     IDs reset, cancelled or claimed again), while an unexpired one and one
@@ -20,6 +24,14 @@ epoch=$(shard_epoch 0)
 z=$NS:z:0 f=$NS:f:0
 b=$(($(now_ms) + 3600000)) # far ahead: nothing of section 1 is due
 
+# 0. lookup
+tab=$(printf 'ta\tb')
+l0="$((b + 50)).5"
+inflight_set 0 "$l0" ax1 $((b + 7)) x1 $((b + 8)) 1795000000000 $((b + 9)) 17 1795000000000 "$tab" $((b + 10))
+assert_eq "$(inflight_of x1 0) $(inflight_of ax1 0) $(inflight_of 17 0) $(inflight_of 1795000000000 0) $(inflight_of "$tab" 0)" \
+    "$((b + 8)) $((b + 7)) 1795000000000 $((b + 9)) $((b + 10))" "deadlines found in a record"
+rcli DEL "$z" "$f" >/dev/null
+
 # 1. acquire
 l1="$((b + 100)).5" l2="$((b + 200)).5"
 inflight_set 0 "$l1" A $((b + 1)) B $((b + 2)) C $((b + 3)) D $((b + 4))
@@ -28,10 +40,12 @@ rcli ZADD "$z" $((b + 50)) B >/dev/null     # B reset
 rcli ZREM "$z" D >/dev/null                 # D cancelled
 rcli ZADD "$z" "$((b + 300)).5" E >/dev/null # E: an entry of lapse before records
 rcli HSET "$f" E $((b + 5)) >/dev/null
+rcli ZADD "$z" "$((b + 300)).5" dev.1 >/dev/null # and a dotted one
+rcli HSET "$f" dev.1 $((b + 6)) >/dev/null
 got=$(lapse_lua acquire 0 tok 5000 | paste -sd' ')
-assert_eq "$got" "1 3" "acquired, 3 IDs recovered (A, C, E)"
-assert_eq "$(rcli ZMSCORE "$z" A B C D E | paste -sd' ')" "$((b + 1)) $((b + 50)) $((b + 33))  $((b + 5))" \
-    "deadlines back: A (its record), B (its reset), C (its later record), D (gone), E (old entry)"
+assert_eq "$got" "1 4" "acquired, 4 IDs recovered (A, C, E, dev.1)"
+assert_eq "$(rcli ZMSCORE "$z" A B C D E dev.1 | paste -sd' ')" "$((b + 1)) $((b + 50)) $((b + 33))  $((b + 5)) $((b + 6))" \
+    "deadlines back: A (its record), B (its reset), C (its later record), D (gone), E and dev.1 (old entries)"
 assert_eq "$(rcli EXISTS "$f")" 0 "f after a takeover"
 
 # 2. claim: records that go and records that stay

@@ -42,7 +42,7 @@ all="$iA $iB $iC $iD $iE $iR $iT $iN"
 inflight() { (($(sp_where_all $all | awk '$3 ~ /\.5$/' | wc -l) == 8)); }
 wait_until 5000 inflight || fail "not all claimed within 5 s: $(sp_where_all $all | paste -sd' ')"
 declare -A dl
-while read -r id d; do dl[$id]=$d; done < <(rcli EVAL "$(cat "$LAPSE_ROOT/common/lua/lib/inflight.lua")
+while read -r id d; do dl[$id]=$d; done < <(rcli EVAL "$(lua_source lib/inflight)
     for i = 1, #ARGV do
         local d = ''
         for s = 0, 1 do
