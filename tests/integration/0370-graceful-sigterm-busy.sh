@@ -78,8 +78,10 @@ btoken=$(shard_holder)
 proc_stop "$B" 10
 assert_ne "$(shard_holder)" "$btoken" "the lock right after B's exit"
 assert_eq "$PROC_RC" 0 "B's exit status after SIGTERM with the brokers down"
-leased=$(ns_leases)
-note "B exited after $PROC_MS ms with $leased IDs leased: $(grep -o 'stopped (.*)' "$T/$B.log")"
+# all 100 stay leased (no broker to acknowledge one); not counted now: C
+# may have taken them back already
+leased=100
+note "B exited after $PROC_MS ms: $(grep -o 'stopped (.*)' "$T/$B.log")"
 assert_le "$PROC_MS" 4000 "ms for B to exit after SIGTERM with the brokers down"
 wait_until 1000 '[[ $(holder_pid) == $(proc_pid $C) ]]' || fail "C did not take the lock within 1 s of B's exit"
 assert_file_match "$T/$C.log" ": active \\(token .*\\); $leased in-flight IDs of a previous holder due again" "C's log"
