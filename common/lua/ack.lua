@@ -63,7 +63,7 @@ local done, check = {}, {} -- leases whose records go; that may go (if none hold
 local function rearm(id, rep, cur)
     local period, fired = string.match(rep, '^(%d+):(%d+)$')
     period, fired = tonumber(period), tonumber(fired) + 1
-    local deadline = inflight_deadline(f, cur, id) or math.floor(tonumber(cur))
+    local deadline = inflight_dispatched(f, cur, id)
     local next = deadline + period
     if next <= now then
         next = deadline + period * (math.floor((now - deadline) / period) + 1)

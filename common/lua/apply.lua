@@ -75,7 +75,7 @@ local function extend_gt(args, from, to)
         local id, c = ids[k], cur[k]
         if c and string.find(c, '.', 1, true) then -- in flight: left by ZADD GT
             local at = tonumber(args[from + 2 * k - 2])
-            local d = best[id] or inflight_deadline(f, c, id) or math.floor(tonumber(c))
+            local d = best[id] or inflight_dispatched(f, c, id)
             if at > d then
                 best[id], raised[id] = at, args[from + 2 * k - 2]
                 ch = ch + 1
@@ -165,7 +165,7 @@ if KEYS[8] then
                 mv[#mv + 1], ms[#ms + 1] = id, s
                 twin[id] = 'm'
             elseif s then
-                twin[id] = inflight_deadline(fi, s, id) or math.floor(tonumber(s))
+                twin[id] = inflight_dispatched(fi, s, id)
                 tpl[id] = redis.call('HGET', pi, id)
             end
         end
@@ -243,9 +243,9 @@ local function pending(id)
     cur = pre[id]
     if cur == nil then cur = redis.call('ZSCORE', z, id) end
     if not cur then return nil end
-    local n = tonumber(cur)
-    if n % 1 ~= 0 then n = inflight_deadline(f, cur, id) or n end
-    return n
+    local d = tonumber(cur)
+    if d % 1 ~= 0 then d = inflight_dispatched(f, cur, id) end
+    return d
 end
 
 for k = 1, n do

@@ -99,7 +99,7 @@ if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.fin
         local id, score = due[i], due[i + 1]
         local back = false
         if string.find(score, '.', 1, true) then -- (deadlines are integers)
-            local deadline = inflight_deadline(f, score, id) or math.floor(tonumber(score))
+            local deadline = inflight_dispatched(f, score, id)
             expired[#expired + 1] = score
             score = string.format('%d', deadline)
             if deadline > now then

@@ -10,7 +10,7 @@ local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
 -- an ID given twice is removed once. The records (f) of the leases whose
 -- last holder it removed go too.
-local removed, ids, seen, leases, lset = 0, {}, {}, {}, {}
+local ids, seen, leases = {}, {}, {}
 for i = 1, #ARGV, 2000 do
     local last = math.min(i + 1999, #ARGV)
     local want = {}
@@ -21,16 +21,12 @@ for i = 1, #ARGV, 2000 do
         if cur[j] and not seen[id] and tonumber(cur[j]) == tonumber(ARGV[i + 2 * j - 1]) then
             seen[id] = true
             ids[#ids + 1] = id
-            if not lset[cur[j]] then
-                lset[cur[j]] = true
-                leases[#leases + 1] = cur[j]
-            end
+            leases[#leases + 1] = cur[j]
         end
     end
 end
 chunks_write('ZREM', z, ids)
 chunks_write('HDEL', p, ids)
 chunks_write('HDEL', r, ids)
-removed = #ids
 inflight_forget(z, f, leases)
-return removed
+return #ids

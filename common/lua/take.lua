@@ -29,9 +29,10 @@ local lease = string.format('%d.75', now + tonumber(ARGV[2]))
 local out = { lease }
 local n = #ARGV - 2
 if n == 0 then return out end
--- Read everything first, with one call per command (lib/chunks.lua), then write the taken twins with one variadic ZADD and their record: the
--- first write of a moving ID is the expensive one of a split, and this
--- keeps its cost near a claim's.
+-- Read everything first, with one call per command (lib/chunks.lua), then
+-- write the taken twins with one variadic ZADD and their record: the first
+-- write of a moving ID is the expensive one of a split, and this keeps its
+-- cost near a claim's.
 local scores = chunks_read('ZMSCORE', z, ARGV, 3)
 local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
 local payloads = has_p and chunks_read('HMGET', p, ARGV, 3) or {}
@@ -48,7 +49,7 @@ for i = 1, n do
         out[o + 1] = 'a'; out[o + 2] = 0; out[o + 3] = false; out[o + 4] = false
     elseif tonumber(cur) % 1 ~= 0 then
         out[o + 1] = 'b'
-        out[o + 2] = inflight_deadline(f, cur, id) or math.floor(tonumber(cur))
+        out[o + 2] = inflight_dispatched(f, cur, id)
         out[o + 3] = payloads[i] or false; out[o + 4] = false
     else
         taken[id] = tonumber(cur)

@@ -85,11 +85,23 @@ local function inflight_deadline(f, lease, id)
     return tonumber(c.map[id])
 end
 
--- Deletes the records of those leases that no ID of zset z holds any more.
+-- The deadline an in-flight ID's event carries: its record's, else (no
+-- record: lost, or written by hand) the lease's own millisecond, which only
+-- a later deadline beats.
+local function inflight_dispatched(f, lease, id)
+    return inflight_deadline(f, lease, id) or math.floor(tonumber(lease))
+end
+
+-- Deletes the records of those leases (a lease may be listed more than
+-- once) that no ID of zset z holds any more.
 local function inflight_forget(z, f, leases)
-    local gone = {}
+    local gone, seen = {}, {}
     for i = 1, #leases do
-        if redis.call('ZCOUNT', z, leases[i], leases[i]) == 0 then gone[#gone + 1] = leases[i] end
+        local l = leases[i]
+        if not seen[l] then
+            seen[l] = true
+            if redis.call('ZCOUNT', z, l, l) == 0 then gone[#gone + 1] = l end
+        end
     end
     chunks_write('HDEL', f, gone)
 end
