@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 
 #define BACKOFF_MIN_MS 100
@@ -20,7 +21,7 @@ struct lapse_redis {
     char sha[LAPSE_SCRIPT_COUNT][41];
     int scripts_loaded;              /* 0: load before the next call */
     int64_t next_attempt_ms;         /* monotonic: earliest reconnect */
-    int backoff_ms;                  /* current back-off step */
+    struct lapse_backoff backoff;    /* between failed connects */
     int connected_once;
     uint64_t reconnects;
     char errstr[256];
@@ -52,7 +53,7 @@ lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_ti
     r->db = node->db;
     r->connect_timeout_ms = connect_timeout_ms;
     r->command_timeout_ms = command_timeout_ms;
-    r->backoff_ms = BACKOFF_MIN_MS;
+    lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     snprintf(r->name, sizeof r->name, "%s:%d", node->host, node->port);
     return r;
 }
@@ -162,17 +163,16 @@ int lapse_redis_ensure(lapse_redis *r)
         if (now < r->next_attempt_ms)
             return -1; /* errstr still says why the last attempt failed */
         if (redis_connect(r) < 0) {
-            r->next_attempt_ms = now + r->backoff_ms;
-            r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
+            r->next_attempt_ms = now + lapse_backoff_next(&r->backoff);
             return -1;
         }
         fresh = 1;
     }
     if (redis_load_scripts(r) < 0) {
-        r->next_attempt_ms = lapse_clock_mono_ms() + r->backoff_ms;
+        r->next_attempt_ms = lapse_clock_mono_ms() + lapse_backoff_next(&r->backoff);
         return -1;
     }
-    r->backoff_ms = BACKOFF_MIN_MS;
+    lapse_backoff_reset(&r->backoff);
     if (fresh && r->connected_once)
         r->reconnects++; /* a new connection, not a script reload (NOSCRIPT) */
     r->connected_once = 1;

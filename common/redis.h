@@ -2,7 +2,7 @@
  * redis — one connection to one Redis node, kept alive.
  *
  * A lapse_redis owns a hiredis context that it (re)connects on demand with
- * exponential back-off (100 ms doubling to 2 s), authenticates and selects the
+ * exponential back-off (100 ms doubling to 2 s, jittered: backoff.h), authenticates and selects the
  * configured db, and loads every script of script.h so they can be called by
  * SHA. After any I/O error the context is dropped; the next call reconnects
  * (once the back-off allows) and reloads the scripts, so a restarted Redis is

@@ -32,6 +32,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "command.h"
 #include "deadletter.h"
@@ -63,7 +64,8 @@ struct lapse_ingress {
     volatile sig_atomic_t *stop; /* set by serve */
     struct slot *batch;          /* the current batch, in consumer order */
     size_t n, cap;
-    int backoff_ms;              /* next back-off; 0 after a settled batch */
+    int backoff_ms;              /* the last back-off; 0 after a settled batch */
+    struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
     int in_rebalance;            /* settle() called from the rebalance callback */
     int fatal;                   /* stop serving and commit nothing more */
     struct lapse_ingress_stats st, st_logged;
@@ -177,6 +179,7 @@ lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, s
         return NULL;
     }
     ing->cfg = cfg;
+    lapse_backoff_init(&ing->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     ing->stats_at = lapse_clock_mono_ms();
     if ((ing->rk = consumer_new(ing, errstr, size)) == NULL ||
         (cfg->ingress_dead_letter_topic &&
@@ -302,9 +305,7 @@ static void pause_ms(lapse_ingress *ing, int ms)
 static int batch_failed(lapse_ingress *ing, const char *why)
 {
     ing->st.retries++;
-    ing->backoff_ms = ing->backoff_ms ? ing->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (ing->backoff_ms > BACKOFF_MAX_MS)
-        ing->backoff_ms = BACKOFF_MAX_MS;
+    ing->backoff_ms = lapse_backoff_next(&ing->backoff);
     lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
                       "ingress: %zu messages not applied (%s): not committed, reading them "
                       "again in %d ms", ing->n, why, ing->backoff_ms);
@@ -372,6 +373,7 @@ static int settle(lapse_ingress *ing, int sync)
     commit(ing, sync);
     ing->st.batches++;
     ing->backoff_ms = 0;
+    lapse_backoff_reset(&ing->backoff);
     release(ing);
     return 0;
 }

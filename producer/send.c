@@ -67,11 +67,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "hash.h"
 #include "queue.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
+#define RETRY_MIN_MS 10       /* the wait after a lost connection: doubling, */
+#define RETRY_MAX_MS 500      /* jittered (backoff.h), within command_timeout_ms */
 #define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
@@ -696,6 +699,8 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
     int fenced = 0; /* a shard answered STALE: our layout is old */
+    struct lapse_backoff backoff;
+    lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     for (;;) {
         int res = SEND_OK;
         if (stale) {
@@ -744,8 +749,14 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             continue; /* reload at once; a fenced, unpublished layout waits 20 ms */
         for (size_t n = 0; n < p->cfg->nnodes; n++)
             lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
-        int wait = lapse_redis_backoff_ms(p->nodes[0]);
-        lapse_clock_sleep_ms(wait > 0 ? wait : 50);
+        /* a fixed wait could keep in step with a periodic fault (backoff.h);
+         * a node refusing connections has its own, longer back-off */
+        int wait = lapse_backoff_next(&backoff);
+        for (size_t n = 0; n < p->cfg->nnodes; n++)
+            if (lapse_redis_backoff_ms(p->nodes[n]) > wait)
+                wait = lapse_redis_backoff_ms(p->nodes[n]);
+        int64_t left = give_up - lapse_clock_mono_ms();
+        lapse_clock_sleep_ms(left > 0 && wait > left ? (int)left : wait);
     }
     send_free(s);
     return rc;
