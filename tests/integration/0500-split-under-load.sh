@@ -77,7 +77,7 @@ else
     note "A's first write came $((tA1 - tA)) ms after its start: it may have re-read the layout by itself"
 fi
 
-sp_wait_delivered events.json expect.tsv 10000
+sp_wait_delivered events.json expect.tsv
 
 # end the repeats (and the markers); then the split can finish
 {

@@ -89,7 +89,7 @@ for s in 0 1; do
     assert_eq "$(sp_cli "$p2" EVAL "return #redis.call('KEYS', ARGV[1])" 0 "$NS:[zpfrm]:$s")" 0 "shard $s keys on node 2"
 done
 
-sp_wait_delivered events.json expect.tsv 10000
+sp_wait_delivered events.json expect.tsv
 {
     awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
     sp_marker_cancels

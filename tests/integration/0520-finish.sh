@@ -93,7 +93,7 @@ bad=$(awk 'NR == FNR { n[$1]++; s[$1] = s[$1] " " $2; next }
     }' R="$R" S="$S" where.txt hashes.txt)
 [[ -z $bad ]] || fail "after the drain: $bad"
 
-sp_wait_delivered events.json expect.tsv 8000
+sp_wait_delivered events.json expect.tsv
 wait_until 5000 '(($(jq -c --arg id "$R" "select(.id == \$id and .shard >= 2)" events.json | wc -l) >= 2))' ||
     fail "$R did not go on repeating from its new shard: $(jq -c --arg id "$R" 'select(.id == $id)' events.json)"
 printf 'cancel %s\ncancel %s\n' "$R" "$S" | produce || fail "cancel: exit status $?"

@@ -18,6 +18,7 @@
 redis_start main
 kafka_start --brokers 1
 SCANNER_CFG="poll_ms = 10; lease_ms = 4000;" # Kafka gives up on an event after 3 s
+SP_LATE_MS=5000 # the lease + 1 s (lib.sh)
 write_config
 scale init 2 >/dev/null
 events_follow events.json
@@ -41,10 +42,12 @@ t1=$(now_ms)
 note "writes done $((t1 - t0)) ms after t0"
 ((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
 
-wait_until 4000 '(($(jq -c "select(.shard >= 2)" events.json | wc -l) >= 5))' ||
+# (the first deadlines fall due SP_LEAD_MS after t0: the window follows them)
+wait_until $((t0 + SP_LEAD_MS + SP_LATE_MS - $(now_ms))) \
+    '(($(jq -c "select(.shard >= 2)" events.json | wc -l) >= 5))' ||
     fail "the new shards' scanners fired nothing alone"
 assert_eq "$(jq -c 'select(.shard < 2)' events.json | wc -l)" 0 "events from old shards before their scanners ran"
-sleep_until_ms $((t0 + 2900))
+sleep_until_ms $((t0 + SP_LEAD_MS + 400))
 kafka_ctl "rtt 1 150"
 scanner_start 0
 old0=$SCANNER
@@ -62,7 +65,7 @@ wait_until 6000 '[[ $(holder) == $(proc_pid "$SCANNER") ]]' ||
     fail "the restarted scanner of shard 0 did not take over within 6 s"
 kafka_ctl "rtt 1 0"
 
-sp_wait_delivered events.json expect.tsv 10000
+sp_wait_delivered events.json expect.tsv
 {
     awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
     sp_marker_cancels

@@ -104,7 +104,7 @@ bad=$(awk 'NR == FNR { n[$1]++; s[$1] = s[$1] " " $2; next }
 [[ -z $bad ]] || fail "after the resumed split: $bad"
 sp_feed P x.txt
 
-sp_wait_delivered events.json expect.tsv 8000
+sp_wait_delivered events.json expect.tsv
 wait_until 3000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
 sp_marker_cancels | produce || fail "cancelling the markers: exit status $?"
 scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"

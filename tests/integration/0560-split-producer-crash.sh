@@ -17,6 +17,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 SCANNER_CFG="poll_ms = 10; lease_ms = 1000;"
+SP_LATE_MS=2000 # the lease + 1 s (lib.sh)
 sp_start
 
 seq -f 'i%02g' 0 39 >ids.txt
@@ -52,7 +53,7 @@ lapse_lua apply $(($(h "$iW") % 4)) "$epoch" 0 "eM@$((t0 + 3000))" "$iW" "" >/de
 assert_eq "$dX $dY $dW" "$((t0 + 4000)) $((t0 + 4000)) $((t0 + 4000))" "deadlines the takes found"
 note "X=$iX Y=$iY W=$iW, taken $(($(now_ms) - t0)) ms after t0 with 1 s leases"
 
-sp_wait_delivered events.json expect.tsv 8000
+sp_wait_delivered events.json expect.tsv
 wait_until 3000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
 scale finish >/dev/null || fail "finish: exit status $?"
 sp_wait_no_data 3000
