@@ -51,6 +51,8 @@ enum ktype {
     K_TIME,  /* "arrival", "kafka" or "field", stored as an int
               * (enum lapse_time_source) */
     K_RULES, /* ingress.rules: a list of groups checked against rule_keys */
+    K_ADDRS, /* a list of "host:port" strings: off = the char ** field, def =
+              * the offset of its size_t count, min..max = how many */
 };
 
 struct key {
@@ -80,6 +82,12 @@ static const struct key config_keys[] = {
      CFG(redis_connect_timeout_ms), "give up connecting to a node after this"},
     {"redis.command_timeout_ms", K_INT, 0, 5000, NULL, 10, 600000,
      CFG(redis_command_timeout_ms), "give up on one Redis reply after this"},
+    {"redis.retry_timeout_ms", K_INT, 0, 60000, NULL, 10, 3600000, CFG(redis_retry_timeout_ms),
+     "a write not applied (node down, failing over) is retried this long before it fails"},
+    {"redis.wait_replicas", K_INT, 0, 0, NULL, 0, 64, CFG(redis_wait_replicas),
+     "a write counts as applied once WAIT saw this many replicas take it; 0 = no WAIT"},
+    {"redis.wait_timeout_ms", K_INT, 0, 1000, NULL, 1, 600000, CFG(redis_wait_timeout_ms),
+     "how long one WAIT waits for the replicas; short of them, the write is retried"},
     {"kafka", K_GROUP, 0, 0, NULL, 0, 0, 0, "where events go"},
     {"kafka.brokers", K_STR, 1, 0, NULL, 1, 0, CFG(kafka_brokers),
      "bootstrap.servers: host:port[,host:port...]"},
@@ -144,8 +152,17 @@ static const struct key rule_keys[] = {
 
 /* One element of redis.nodes; paths are relative to "redis.nodes[i]". */
 static const struct key node_keys[] = {
-    {"host", K_STR, 1, 0, NULL, 1, 255, NODE(host), "hostname or address"},
-    {"port", K_INT, 1, 0, NULL, 1, 65535, NODE(port), "TCP port"},
+    {"host", K_STR, 0, 0, NULL, 1, 255, NODE(host), "plain node: hostname or address"},
+    {"port", K_INT, 0, 0, NULL, 1, 65535, NODE(port), "plain node: TCP port"},
+    {"sentinels", K_ADDRS, 0, NODE(nsentinels), NULL, 1, 16, NODE(sentinels),
+     "Sentinel node: the sentinels, ( \"host:port\", ... )"},
+    {"master", K_NAME, 0, 0, NULL, 1, 255, NODE(master),
+     "Sentinel node: the master name the sentinels monitor"},
+    {"sentinel_username", K_STR, 0, 0, NULL, 1, 255, NODE(sentinel_username),
+     "ACL user for the sentinels; omit for the default user"},
+    {"sentinel_password", K_STR, 0, 0, NULL, 1, 0, NODE(sentinel_password),
+     "password for the sentinels; omit for none"},
+    {"username", K_STR, 0, 0, NULL, 1, 255, NODE(username), "ACL user; omit for the default user"},
     {"password", K_STR, 0, 0, NULL, 1, 0, NODE(password), "AUTH password; omit for none"},
     {"db", K_INT, 0, 0, NULL, 0, 15, NODE(db), "SELECT index"},
 };
@@ -274,6 +291,86 @@ static int is_list(const config_setting_t *s)
     return config_setting_is_list(s) || config_setting_is_array(s);
 }
 
+/* A "host:port" with a port of 1..65535 (an IPv6 host in brackets). */
+static int addr_ok(const char *a)
+{
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a || !colon[1])
+        return 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    return *end == '\0' && port >= 1 && port <= 65535 && colon - a <= 255;
+}
+
+/* A list of "host:port" strings (K_ADDRS) into the char ** at k->off of
+ * base, its count at k->def. */
+static int load_addrs(struct ctx *x, const config_setting_t *s, const struct key *k, void *base,
+                      const char *full)
+{
+    char ***list = (char ***)((char *)base + k->off);
+    size_t *count = (size_t *)((char *)base + k->def);
+    if (!is_list(s))
+        return fail(x, s, full, "expected a list ( \"host:port\", ... )");
+    int n = config_setting_length(s);
+    if (n < k->min || n > k->max)
+        return fail(x, s, full, "must list %lld..%lld addresses", k->min, k->max);
+    if ((*list = calloc((size_t)n, sizeof **list)) == NULL)
+        return oom(x, full);
+    *count = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        const char *v = config_setting_get_string(e);
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (v == NULL || !addr_ok(v))
+            return fail(x, e, path, "expected \"host:port\" (port 1..65535)");
+        if (((*list)[i] = strdup(v)) == NULL)
+            return oom(x, path);
+    }
+    return 0;
+}
+
+const char *lapse_node_name(const struct lapse_redis_node *n, char *buf, size_t size)
+{
+    if (n->master)
+        snprintf(buf, size, "%s", n->master);
+    else
+        snprintf(buf, size, "%s:%d", n->host ? n->host : "", n->port);
+    return buf;
+}
+
+/* What one key alone cannot say about a node: it is plain or behind
+ * Sentinel, wholly, and a user comes with a password. */
+static int check_node(struct ctx *x, const config_setting_t *e, const struct lapse_redis_node *n,
+                      const char *path)
+{
+    int plain = n->host || n->port, sentinel = n->nsentinels || n->master;
+    char key[PATH_MAX_];
+#define NODE_FAIL(sub, ...) (join(key, path, sub), fail(x, e, key, __VA_ARGS__))
+    if (plain && sentinel)
+        return fail(x, e, path, "either host and port (a plain node) or sentinels and master "
+                    "(a Sentinel node), not both");
+    if (!plain && !sentinel)
+        return NODE_FAIL("host", "missing (or sentinels and master)");
+    if (plain && !n->host)
+        return NODE_FAIL("host", "missing");
+    if (plain && !n->port)
+        return NODE_FAIL("port", "missing");
+    if (sentinel && !n->nsentinels)
+        return NODE_FAIL("sentinels", "missing");
+    if (sentinel && !n->master)
+        return NODE_FAIL("master", "missing");
+    if (!sentinel && (n->sentinel_username || n->sentinel_password))
+        return NODE_FAIL(n->sentinel_username ? "sentinel_username" : "sentinel_password",
+                         "only for a Sentinel node (sentinels and master)");
+    if (n->username && !n->password)
+        return NODE_FAIL("password", "missing (username needs it)");
+    if (n->sentinel_username && !n->sentinel_password)
+        return NODE_FAIL("sentinel_password", "missing (sentinel_username needs it)");
+#undef NODE_FAIL
+    return 0;
+}
+
 /* redis.nodes: 1..NODES_MAX groups, each checked against node_keys. */
 static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full)
 {
@@ -293,8 +390,14 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
             return fail(x, e, path, "expected a group { host = ...; port = ...; }");
         unsigned char seen[SEEN_MAX] = {0};
         if (walk(x, e, node_keys, NKEYS(node_keys), seen, &x->cfg->nodes[i], "", path) < 0 ||
-            fill(x, node_keys, NKEYS(node_keys), seen, &x->cfg->nodes[i], path) < 0)
+            fill(x, node_keys, NKEYS(node_keys), seen, &x->cfg->nodes[i], path) < 0 ||
+            check_node(x, e, &x->cfg->nodes[i], path) < 0)
             return -1;
+        char name[LAPSE_NODE_NAME_MAX], other[LAPSE_NODE_NAME_MAX];
+        lapse_node_name(&x->cfg->nodes[i], name, sizeof name);
+        for (int j = 0; j < i; j++)
+            if (strcmp(lapse_node_name(&x->cfg->nodes[j], other, sizeof other), name) == 0)
+                return fail(x, e, path, "%s is listed twice (as redis.nodes[%d])", name, j);
     }
     return 0;
 }
@@ -457,6 +560,7 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
     }
     case K_NODES: return load_nodes(x, s, full);
     case K_PROPS: return load_props(x, s, k, full);
+    case K_ADDRS: return load_addrs(x, s, k, base, full);
     case K_RULES: return load_rules(x, s, full);
     }
     return fail(x, s, full, "internal error: bad table entry");
@@ -608,8 +712,13 @@ void lapse_config_free(struct lapse_config *cfg)
     if (cfg == NULL)
         return;
     free_strings(config_keys, NKEYS(config_keys), cfg);
-    for (size_t i = 0; i < cfg->nnodes; i++)
-        free_strings(node_keys, NKEYS(node_keys), &cfg->nodes[i]);
+    for (size_t i = 0; i < cfg->nnodes; i++) {
+        struct lapse_redis_node *n = &cfg->nodes[i];
+        free_strings(node_keys, NKEYS(node_keys), n);
+        for (size_t k = 0; k < n->nsentinels; k++)
+            free(n->sentinels[k]);
+        free(n->sentinels);
+    }
     for (size_t i = 0; i < cfg->ningress_rules; i++)
         free_strings(rule_keys, NKEYS(rule_keys), &cfg->ingress_rules[i]);
     for (size_t i = 0; i < cfg->nkafka_props; i++) {

@@ -15,12 +15,30 @@
 
 #define LAPSE_NS_MAX 64 /* namespace length limit, bytes */
 
+/*
+ * One entry of redis.nodes: a plain node (host, port) or a primary that
+ * Sentinel monitors (sentinels, master), never both. Its name in the layout
+ * (lapse_node_name) is "host:port" or the master name: stable across
+ * failovers.
+ */
 struct lapse_redis_node {
-    char *host;     /* hostname or address */
-    int port;       /* 1..65535 */
-    char *password; /* AUTH password, or NULL */
-    int db;         /* SELECT index, 0 = default */
+    char *host;              /* plain: hostname or address; NULL for Sentinel */
+    int port;                /* plain: 1..65535 */
+    char **sentinels;        /* Sentinel: "host:port" of each sentinel */
+    size_t nsentinels;
+    char *master;            /* Sentinel: the master name it monitors */
+    char *sentinel_username; /* AUTH to the sentinels (ACL user), or NULL */
+    char *sentinel_password; /* ... and its password, or NULL */
+    char *username;          /* AUTH user (ACL), or NULL: the default user */
+    char *password;          /* AUTH password, or NULL */
+    int db;                  /* SELECT index, 0 = default */
 };
+
+#define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */
+
+/* The node's name in the layout record: "host:port" for a plain node, the
+ * master name for a Sentinel one. Returns buf. */
+const char *lapse_node_name(const struct lapse_redis_node *n, char *buf, size_t size);
 
 struct lapse_kv {
     char *key;   /* librdkafka property name */
@@ -54,6 +72,9 @@ struct lapse_config {
     size_t nnodes;
     int redis_connect_timeout_ms;    /* redis.connect_timeout_ms */
     int redis_command_timeout_ms;    /* redis.command_timeout_ms */
+    int redis_retry_timeout_ms;      /* redis.retry_timeout_ms: a write is retried this long */
+    int redis_wait_replicas;         /* redis.wait_replicas: WAIT for this many, 0 = no WAIT */
+    int redis_wait_timeout_ms;       /* redis.wait_timeout_ms: one WAIT's timeout */
 
     char *kafka_brokers;             /* kafka.brokers (bootstrap.servers) */
     char *kafka_topic;               /* kafka.topic: where events go */

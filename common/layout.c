@@ -23,12 +23,14 @@ void lapse_layout_free(struct lapse_layout *l)
     memset(l, 0, sizeof *l);
 }
 
+/* The config entry whose name (lapse_node_name) is the len bytes at
+ * hostport, or -1. */
 static int node_index(const struct lapse_config *cfg, const char *hostport, size_t len)
 {
     for (size_t i = 0; i < cfg->nnodes; i++) {
-        char name[300];
-        int n = snprintf(name, sizeof name, "%s:%d", cfg->nodes[i].host, cfg->nodes[i].port);
-        if ((size_t)n == len && memcmp(name, hostport, len) == 0)
+        char name[LAPSE_NODE_NAME_MAX];
+        lapse_node_name(&cfg->nodes[i], name, sizeof name);
+        if (strlen(name) == len && memcmp(name, hostport, len) == 0)
             return (int)i;
     }
     return -1;
@@ -116,14 +118,15 @@ out:
 
 char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layout *l)
 {
-    size_t cap = (size_t)l->shards * 300 + 1, len = 0;
+    size_t cap = (size_t)l->shards * LAPSE_NODE_NAME_MAX + 1, len = 0;
     char *nodes = malloc(cap);
     if (!nodes)
         return NULL;
     nodes[0] = '\0';
     for (uint32_t i = 0; i < l->shards; i++) {
-        const struct lapse_redis_node *n = &cfg->nodes[l->node_of[i]];
-        len += (size_t)snprintf(nodes + len, cap - len, "%s%s:%d", i ? "," : "", n->host, n->port);
+        char name[LAPSE_NODE_NAME_MAX];
+        lapse_node_name(&cfg->nodes[l->node_of[i]], name, sizeof name);
+        len += (size_t)snprintf(nodes + len, cap - len, "%s%s", i ? "," : "", name);
     }
     return nodes;
 }
@@ -165,6 +168,9 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     if (r->type != REDIS_REPLY_INTEGER)
         snprintf(errstr, size, "redis %s: layout init: %s", lapse_redis_name(home),
                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    else if (r->integer == 0 &&
+             lapse_redis_wait(home, cfg->redis_wait_replicas, cfg->redis_wait_timeout_ms) < 0)
+        snprintf(errstr, size, "%s (run init again)", lapse_redis_errstr(home));
     else if (r->integer == 0)
         rc = 0;
     else if (r->integer == (long long)shards)

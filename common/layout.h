@@ -6,7 +6,9 @@
  *   prev_shards  N before the current split (= N when stable)
  *   epoch        bumped by every layout change
  *   state        "stable" or "splitting"
- *   nodes        "host:port" of each shard, comma-separated, in shard order
+ *   nodes        the node of each shard, comma-separated, in shard order: its
+ *                name (lapse_node_name), "host:port" for a plain node, the
+ *                master name for a Sentinel one, so a failover changes nothing
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
  * NS:p:I (hash ID -> payload), NS:f:I (hash lease -> the IDs leased with
  * it and their deadlines: common/lua/lib/inflight.lua), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
@@ -65,7 +67,7 @@ int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
 int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const char *which,
                       struct lapse_layout *out, char *errstr, size_t size);
 
-/* The "nodes" field of `l`: "host:port" per shard, comma-separated. A
+/* The "nodes" field of `l`: a node name per shard, comma-separated. A
  * malloc'd string the caller frees; NULL if out of memory. */
 char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layout *l);
 

@@ -10,13 +10,14 @@
 #include "clock.h"
 
 #define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
+#define BACKOFF_MAX_MS 1000
 
 struct lapse_redis {
     redisContext *c;                 /* NULL while disconnected */
-    char name[300];                  /* host:port, for messages */
-    char *host, *password;           /* copies of the node's */
-    int port, db;
+    char name[LAPSE_NODE_NAME_MAX];  /* the node's name: host:port or master name */
+    char addr[300];                  /* host:port connected to (or last tried) */
+    struct lapse_redis_node node;    /* deep copy of the config's entry */
+    size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
     int scripts_loaded;              /* 0: load before the next call */
@@ -24,7 +25,7 @@ struct lapse_redis {
     struct lapse_backoff backoff;    /* between failed connects */
     int connected_once;
     uint64_t reconnects;
-    char errstr[256];
+    char errstr[512];
 };
 
 static void redis_set_error(lapse_redis *r, const char *fmt, ...)
@@ -37,24 +38,47 @@ static void redis_set_error(lapse_redis *r, const char *fmt, ...)
     va_end(ap);
 }
 
+static char *redis_dup(const char *s, int *oom)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        *oom = 1;
+    return d;
+}
+
 lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_timeout_ms,
                              int command_timeout_ms)
 {
     lapse_redis *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->host = strdup(node->host);
-    r->password = node->password ? strdup(node->password) : NULL;
-    if (!r->host || (node->password && !r->password)) {
+    int oom = 0;
+    struct lapse_redis_node *n = &r->node;
+    n->host = redis_dup(node->host, &oom);
+    n->port = node->port;
+    n->master = redis_dup(node->master, &oom);
+    n->sentinel_username = redis_dup(node->sentinel_username, &oom);
+    n->sentinel_password = redis_dup(node->sentinel_password, &oom);
+    n->username = redis_dup(node->username, &oom);
+    n->password = redis_dup(node->password, &oom);
+    n->db = node->db;
+    if (node->nsentinels && (n->sentinels = calloc(node->nsentinels, sizeof *n->sentinels))) {
+        n->nsentinels = node->nsentinels;
+        for (size_t i = 0; i < node->nsentinels; i++)
+            n->sentinels[i] = redis_dup(node->sentinels[i], &oom);
+    } else if (node->nsentinels) {
+        oom = 1;
+    }
+    if (oom) {
         lapse_redis_free(r);
         return NULL;
     }
-    r->port = node->port;
-    r->db = node->db;
     r->connect_timeout_ms = connect_timeout_ms;
     r->command_timeout_ms = command_timeout_ms;
     lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-    snprintf(r->name, sizeof r->name, "%s:%d", node->host, node->port);
+    lapse_node_name(node, r->name, sizeof r->name);
+    if (node->host)
+        snprintf(r->addr, sizeof r->addr, "%s:%d", node->host, node->port);
     return r;
 }
 
@@ -64,8 +88,16 @@ void lapse_redis_free(lapse_redis *r)
         return;
     if (r->c)
         redisFree(r->c);
-    free(r->host);
-    free(r->password);
+    struct lapse_redis_node *n = &r->node;
+    free(n->host);
+    free(n->master);
+    free(n->sentinel_username);
+    free(n->sentinel_password);
+    free(n->username);
+    free(n->password);
+    for (size_t i = 0; i < n->nsentinels; i++)
+        free(n->sentinels[i]);
+    free(n->sentinels);
     free(r);
 }
 
@@ -93,20 +125,27 @@ static struct timeval redis_tv(int ms)
     return tv;
 }
 
-/* Runs one setup command on a fresh context; 0 or -1 with errstr set. */
-static int redis_setup(lapse_redis *r, redisReply *reply, const char *what)
+/*
+ * Error replies that say "not here, not now" rather than "never": a replica
+ * (READONLY: our primary was demoted), a server loading its data (LOADING),
+ * a replica cut off from its primary (MASTERDOWN). Nothing was applied, so
+ * they are handled like a lost connection: dropped, found again (through
+ * the sentinels for a Sentinel node) and retried by the caller. Returns 1
+ * (reply freed, connection dropped, errstr set) or 0.
+ */
+static int redis_failover_reply(lapse_redis *r, redisReply *reply)
 {
-    if (!reply) {
-        redis_fail(r, what);
-        return -1;
-    }
-    int ok = reply->type != REDIS_REPLY_ERROR;
-    if (!ok)
-        redis_set_error(r, "redis %s: %s: %s", r->name, what, reply->str);
-    freeReplyObject(reply);
-    if (!ok)
-        lapse_redis_disconnect(r);
-    return ok ? 0 : -1;
+    static const char *const gone[] = {"READONLY", "LOADING", "MASTERDOWN"};
+    if (!reply || reply->type != REDIS_REPLY_ERROR)
+        return 0;
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        if (strncmp(reply->str, gone[i], strlen(gone[i])) == 0) {
+            redis_set_error(r, "redis %s: %.200s", r->name, reply->str);
+            freeReplyObject(reply);
+            lapse_redis_disconnect(r);
+            return 1;
+        }
+    return 0;
 }
 
 static int redis_load_scripts(lapse_redis *r)
@@ -131,25 +170,176 @@ static int redis_load_scripts(lapse_redis *r)
     return 0;
 }
 
-static int redis_connect(lapse_redis *r)
+/* Splits "host:port" ("[v6]:port" too) into host (at most hsize - 1 bytes)
+ * and port; 0, or -1 if malformed. */
+static int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
 {
-    redisContext *c = redisConnectWithTimeout(r->host, r->port, redis_tv(r->connect_timeout_ms));
-    if (!c) {
-        redis_set_error(r, "redis %s: out of memory", r->name);
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a)
         return -1;
+    const char *h = a;
+    size_t len = (size_t)(colon - a);
+    if (h[0] == '[' && colon[-1] == ']')
+        h++, len -= 2;
+    if (len >= hsize)
+        return -1;
+    memcpy(host, h, len);
+    host[len] = '\0';
+    *port = atoi(colon + 1);
+    return *port > 0 && *port <= 65535 ? 0 : -1;
+}
+
+/* A connection to host:port with the handle's timeouts; NULL with the
+ * reason in err. */
+static redisContext *redis_open(const lapse_redis *r, const char *host, int port, char *err,
+                                size_t size)
+{
+    redisContext *c = redisConnectWithTimeout(host, port, redis_tv(r->connect_timeout_ms));
+    if (!c) {
+        snprintf(err, size, "out of memory");
+        return NULL;
     }
     if (c->err) {
-        redis_set_error(r, "redis %s: connect: %s", r->name, c->errstr);
+        snprintf(err, size, "connect: %s", c->errstr);
         redisFree(c);
-        return -1;
+        return NULL;
     }
     redisSetTimeout(c, redis_tv(r->command_timeout_ms));
     redisEnableKeepAlive(c);
+    return c;
+}
+
+/* One command on a fresh connection whose reply only has to be no error
+ * (AUTH, SELECT). 0, or -1 with "WHAT: reason" in err. The password is
+ * sent as an argument, never formatted into a message. */
+static int redis_expect_ok(redisContext *c, redisReply *reply, const char *what, char *err,
+                           size_t size)
+{
+    if (!reply) {
+        snprintf(err, size, "%s: %s", what, c->errstr[0] ? c->errstr : "connection lost");
+        return -1;
+    }
+    int ok = reply->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        snprintf(err, size, "%s: %s", what, reply->str);
+    freeReplyObject(reply);
+    return ok ? 0 : -1;
+}
+
+static int redis_auth(redisContext *c, const char *user, const char *password, char *err,
+                      size_t size)
+{
+    if (!password)
+        return 0;
+    redisReply *reply = user ? redisCommand(c, "AUTH %s %s", user, password)
+                             : redisCommand(c, "AUTH %s", password);
+    return redis_expect_ok(c, reply, "AUTH", err, size);
+}
+
+/* Asks the sentinels, in turn from the one that answered last, where the
+ * node's primary is. 0 with host and port, or -1 with errstr naming every
+ * sentinel's failure. */
+static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
+{
+    const struct lapse_redis_node *n = &r->node;
+    char why[400] = "", one[200];
+    size_t wl = 0;
+    for (size_t k = 0; k < n->nsentinels; k++) {
+        size_t i = (r->sentinel_first + k) % n->nsentinels;
+        const char *sa = n->sentinels[i];
+        char sh[256];
+        int sp;
+        redisContext *c = NULL;
+        redisReply *reply = NULL;
+        one[0] = '\0';
+        if (redis_split_addr(sa, sh, sizeof sh, &sp) < 0)
+            snprintf(one, sizeof one, "not host:port");
+        else if (!(c = redis_open(r, sh, sp, one, sizeof one)))
+            ;
+        else if (redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one) < 0)
+            ;
+        else if (!(reply = redisCommand(c, "SENTINEL get-master-addr-by-name %s", n->master)))
+            snprintf(one, sizeof one, "%s", c->errstr[0] ? c->errstr : "connection lost");
+        else if (reply->type == REDIS_REPLY_ERROR)
+            snprintf(one, sizeof one, "%s", reply->str);
+        else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+                 reply->element[0]->type != REDIS_REPLY_STRING ||
+                 reply->element[1]->type != REDIS_REPLY_STRING)
+            snprintf(one, sizeof one, "does not monitor a master named %s", n->master);
+        else if (snprintf(host, hsize, "%s", reply->element[0]->str) >= (int)hsize ||
+                 (*port = atoi(reply->element[1]->str)) <= 0)
+            snprintf(one, sizeof one, "unusable address");
+        if (reply)
+            freeReplyObject(reply);
+        if (c)
+            redisFree(c);
+        if (!one[0]) {
+            r->sentinel_first = i;
+            return 0;
+        }
+        int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", sa, one);
+        if (w > 0)
+            wl = wl + (size_t)w < sizeof why ? wl + (size_t)w : sizeof why - 1;
+    }
+    redis_set_error(r, "redis %s: no sentinel named its primary (%s)", r->name, why);
+    return -1;
+}
+
+/* ROLE: 1 if the server is a primary, 0 if not, -1 with err on failure. */
+static int redis_is_primary(redisContext *c, char *err, size_t size)
+{
+    redisReply *reply = redisCommand(c, "ROLE");
+    if (!reply) {
+        snprintf(err, size, "ROLE: %s", c->errstr[0] ? c->errstr : "connection lost");
+        return -1;
+    }
+    int rc = -1;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+        reply->element[0]->type == REDIS_REPLY_STRING)
+        rc = strcmp(reply->element[0]->str, "master") == 0;
+    else
+        snprintf(err, size, "ROLE: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+    freeReplyObject(reply);
+    return rc;
+}
+
+static int redis_connect(lapse_redis *r)
+{
+    char host[256], err[300];
+    int port = r->node.port;
+    if (r->node.master) {
+        if (redis_discover(r, host, sizeof host, &port) < 0)
+            return -1;
+        snprintf(r->addr, sizeof r->addr, "%s:%d", host, port);
+    } else {
+        snprintf(host, sizeof host, "%s", r->node.host);
+    }
+    /* messages name the node, and for Sentinel also where it was found */
+    char who[LAPSE_NODE_NAME_MAX + 320];
+    if (r->node.master)
+        snprintf(who, sizeof who, "%s (primary at %s)", r->name, r->addr);
+    else
+        snprintf(who, sizeof who, "%s", r->name);
+    redisContext *c = redis_open(r, host, port, err, sizeof err);
+    int primary = 1;
+    if (c && (redis_auth(c, r->node.username, r->node.password, err, sizeof err) < 0 ||
+              (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
+              (r->node.db &&
+               redis_expect_ok(c, redisCommand(c, "SELECT %d", r->node.db), "SELECT", err,
+                               sizeof err) < 0))) {
+        redisFree(c);
+        c = NULL;
+    }
+    if (c && !primary) {
+        snprintf(err, sizeof err, "the sentinels name a replica (a failover in progress?)");
+        redisFree(c);
+        c = NULL;
+    }
+    if (!c) {
+        redis_set_error(r, "redis %s: %s", who, err);
+        return -1;
+    }
     r->c = c;
-    if (r->password && redis_setup(r, redisCommand(c, "AUTH %s", r->password), "AUTH") < 0)
-        return -1;
-    if (r->db && redis_setup(r, redisCommand(c, "SELECT %d", r->db), "SELECT") < 0)
-        return -1;
     return 0;
 }
 
@@ -197,7 +387,7 @@ redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
     va_end(ap);
     if (!reply)
         redis_fail(r, "command");
-    return reply;
+    return redis_failover_reply(r, reply) ? NULL : reply;
 }
 
 redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
@@ -208,7 +398,7 @@ redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv
     redisReply *reply = redisCommandArgv(r->c, argc, argv, argvlen);
     if (!reply)
         redis_fail(r, "command");
-    return reply;
+    return redis_failover_reply(r, reply) ? NULL : reply;
 }
 
 int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
@@ -286,6 +476,8 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
         redis_fail(r, "reply");
         return -1;
     }
+    if (redis_failover_reply(r, rep))
+        return -1;
     *reply = rep;
     return 0;
 }
@@ -315,6 +507,45 @@ redisReply *lapse_redis_eval(lapse_redis *r, enum lapse_script s, int nkeys, int
     return NULL;
 }
 
+int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
+{
+    if (lapse_redis_ensure(r) < 0)
+        return -1;
+    if (redisAppendCommand(r->c, "WAIT %d %d", replicas, timeout_ms) == REDIS_OK)
+        return 0;
+    redis_set_error(r, "redis %s: out of memory", r->name);
+    return -1;
+}
+
+int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
+{
+    redisReply *reply;
+    if (lapse_redis_get_reply(r, &reply) < 0)
+        return -1;
+    int rc = -1;
+    if (reply->type != REDIS_REPLY_INTEGER)
+        redis_set_error(r, "redis %s: WAIT: %.200s", r->name,
+                        reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+    else if (reply->integer < replicas)
+        redis_set_error(r, "redis %s: WAIT: %lld of %d replicas took the write within %d ms",
+                        r->name, reply->integer, replicas, timeout_ms);
+    else
+        rc = 0;
+    freeReplyObject(reply);
+    return rc;
+}
+
+int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms)
+{
+    if (replicas <= 0)
+        return 0;
+    if (lapse_redis_append_wait(r, replicas, timeout_ms) < 0)
+        return -1;
+    return lapse_redis_wait_reply(r, replicas, timeout_ms);
+}
+
 const char *lapse_redis_errstr(const lapse_redis *r) { return r->errstr; }
 const char *lapse_redis_name(const lapse_redis *r) { return r->name; }
+const char *lapse_redis_addr(const lapse_redis *r) { return r->addr; }
+int lapse_redis_is_sentinel(const lapse_redis *r) { return r->node.master != NULL; }
 uint64_t lapse_redis_reconnects(const lapse_redis *r) { return r->reconnects; }

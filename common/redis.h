@@ -1,18 +1,28 @@
 /*
- * redis — one connection to one Redis node, kept alive.
+ * redis — one configured node (an entry of redis.nodes), kept connected to
+ * its primary.
  *
  * A lapse_redis owns a hiredis context that it (re)connects on demand with
- * exponential back-off (100 ms doubling to 2 s, jittered: backoff.h), authenticates and selects the
- * configured db, and loads every script of script.h so they can be called by
- * SHA. After any I/O error the context is dropped; the next call reconnects
- * (once the back-off allows) and reloads the scripts, so a restarted Redis is
- * picked up without the caller knowing. A NOSCRIPT reply (e.g. SCRIPT FLUSH)
- * marks the scripts for reloading too.
+ * exponential back-off (100 ms doubling to 1 s, jittered: backoff.h). A plain
+ * node is one address; a Sentinel node's primary is asked of its sentinels
+ * at every (re)connect, in turn from the last that answered, and confirmed
+ * with ROLE, so a failover is followed by reconnecting. Then it
+ * authenticates (AUTH [user] password), selects the db and loads every
+ * script of script.h so they can be called by SHA.
  *
- * Errors: functions return -1 / NULL and leave a one-line reason in
- * lapse_redis_errstr(). Replies that are Redis errors are returned as replies
- * (type REDIS_REPLY_ERROR), not as failures. Not thread-safe: one thread per
- * lapse_redis.
+ * After any I/O error, a timeout, or a reply that says the server is no
+ * primary now (READONLY, LOADING, MASTERDOWN: nothing was applied) the
+ * context is dropped and the call fails as for a lost connection; the next
+ * call reconnects (once the back-off allows) and reloads the scripts, so a
+ * restarted Redis or a promoted replica is picked up without the caller
+ * knowing. A NOSCRIPT reply (e.g. SCRIPT FLUSH) marks the scripts for
+ * reloading too. Passwords are sent as arguments and never formatted into
+ * a message.
+ *
+ * Errors: functions return -1 / NULL and leave a one-line reason, naming
+ * the node, in lapse_redis_errstr(). Other Redis error replies are returned
+ * as replies (type REDIS_REPLY_ERROR), not as failures. Not thread-safe: one
+ * thread per lapse_redis.
  */
 #ifndef LAPSE_REDIS_H
 #define LAPSE_REDIS_H
@@ -66,6 +76,21 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply);
  * replies later. 0, or -1 on a connection failure (as get_reply). */
 int lapse_redis_send(lapse_redis *r);
 
+/*
+ * Durable acknowledgement (redis.wait_replicas): WAIT until `replicas`
+ * replicas took every write sent before it on this connection, or
+ * timeout_ms passed. append_wait queues it in the pipeline (0 or -1 as
+ * append); wait_reply reads its reply: 0 when enough replicas answered, -1
+ * with errstr when fewer did (the writes may be lost with the primary: send
+ * them again or report them) or on a connection failure (as get_reply).
+ * lapse_redis_wait does both; replicas <= 0 returns 0 at once. WAIT is not
+ * strong consistency: a write it confirmed survives the loss of the
+ * primary only if a replica that has it is the one promoted.
+ */
+int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms);
+int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
+int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms);
+
 /* 1 if `reply` is Redis's NOSCRIPT error; also marks the scripts for reload. */
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);
 
@@ -73,7 +98,12 @@ int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);
 void lapse_redis_disconnect(lapse_redis *r);
 
 const char *lapse_redis_errstr(const lapse_redis *r);
-const char *lapse_redis_name(const lapse_redis *r); /* "host:port" */
+/* The node's name (lapse_node_name: "host:port", or the master name of a
+ * Sentinel node), and the "host:port" last connected to or tried (a
+ * Sentinel node's current primary; "" before the first attempt). */
+const char *lapse_redis_name(const lapse_redis *r);
+const char *lapse_redis_addr(const lapse_redis *r);
+int lapse_redis_is_sentinel(const lapse_redis *r); /* 1 for a Sentinel node */
 uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects after the first */
 
 #endif

@@ -26,6 +26,18 @@ static void shard_keys(const struct lapse_config *cfg, uint32_t shard, struct sh
     }
 }
 
+/* With redis.wait_replicas, waits until that many replicas of r took what
+ * was written on it: a layout step that a failover could undo is not done.
+ * 0, or -1 with errstr (the step can be run again: split and finish resume). */
+static int split_durable(lapse_redis *r, const struct lapse_config *cfg, const char *what,
+                         char *errstr, size_t size)
+{
+    if (lapse_redis_wait(r, cfg->redis_wait_replicas, cfg->redis_wait_timeout_ms) == 0)
+        return 0;
+    snprintf(errstr, size, "%s: %s (run the command again)", what, lapse_redis_errstr(r));
+    return -1;
+}
+
 /* Writes `l` as record `which` ("layout" or "layout:next") of the namespace. */
 static int split_write(lapse_redis *home, const struct lapse_config *cfg, const char *which,
                        const struct lapse_layout *l, char *errstr, size_t size)
@@ -46,7 +58,7 @@ static int split_write(lapse_redis *home, const struct lapse_config *cfg, const 
                  r ? r->str : lapse_redis_errstr(home));
     if (r)
         freeReplyObject(r);
-    return ok ? 0 : -1;
+    return ok ? split_durable(home, cfg, which, errstr, size) : -1;
 }
 
 /* Step 2: raise every shard's epoch key to l->epoch (never lowers it). */
@@ -94,7 +106,7 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
         free(argv);
         free(lens);
         free(keys);
-        if (!ok)
+        if (!ok || (argc > 4 && split_durable(nodes[n], cfg, "fencing", errstr, size) < 0))
             return -1;
     }
     return 0;
@@ -121,7 +133,7 @@ static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
                  r ? r->str : lapse_redis_errstr(nodes[0]));
     if (r)
         freeReplyObject(r);
-    return ok ? 0 : -1;
+    return ok ? split_durable(nodes[0], cfg, "publishing the layout", errstr, size) : -1;
 }
 
 int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const uint16_t *to,

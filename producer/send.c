@@ -74,7 +74,7 @@
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
 #define RETRY_MIN_MS 10       /* the wait after a lost connection: doubling, */
-#define RETRY_MAX_MS 500      /* jittered (backoff.h), within command_timeout_ms */
+#define RETRY_MAX_MS 500      /* jittered (backoff.h), within redis.retry_timeout_ms */
 #define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
 
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
@@ -481,7 +481,8 @@ static int send_took(struct send *s, const struct send_call *c, const redisReply
     return SEND_OK;
 }
 
-/* Appends node n's calls to its pipeline; their number in *sent. */
+/* Appends node n's calls to its pipeline, and with redis.wait_replicas a
+ * WAIT after them; the number of calls in *sent. */
 static int send_append(struct send *s, size_t n, size_t *sent)
 {
     lapse_producer *p = s->p;
@@ -496,6 +497,10 @@ static int send_append(struct send *s, size_t n, size_t *sent)
             return SEND_RETRY;
         (*sent)++;
     }
+    if (*sent && p->cfg->redis_wait_replicas > 0 &&
+        lapse_redis_append_wait(p->nodes[n], p->cfg->redis_wait_replicas,
+                                p->cfg->redis_wait_timeout_ms) < 0)
+        return SEND_RETRY;
     return SEND_OK;
 }
 
@@ -504,7 +509,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
 {
     lapse_producer *p = s->p;
     lapse_redis *r = p->nodes[n];
-    int rc = SEND_OK;
+    int rc = SEND_OK, had = sent > 0;
     for (size_t c = 0; c < s->ncalls && sent; c++) {
         const struct send_call *call = &s->calls[c];
         if (p->layout.node_of[call->shard] != n)
@@ -528,6 +533,11 @@ static int send_read(struct send *s, size_t n, size_t sent)
             send_settled(s, call, reply);
         freeReplyObject(reply);
     }
+    /* fewer replicas than asked took the writes: they may die with the
+     * primary, so they are not applied yet; send them again */
+    if (had && p->cfg->redis_wait_replicas > 0 &&
+        lapse_redis_wait_reply(r, p->cfg->redis_wait_replicas, p->cfg->redis_wait_timeout_ms) < 0)
+        return SEND_RETRY;
     return rc;
 }
 
@@ -696,7 +706,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         snprintf(errstr, size, "out of memory");
         return -1;
     }
-    int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_command_timeout_ms;
+    int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_retry_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
     int fenced = 0; /* a shard answered STALE: our layout is old */
     struct lapse_backoff backoff;
@@ -733,7 +743,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
             if (res == SEND_STALE)
                 snprintf(errstr, size, "the layout of \"%s\" changed and the new one was not "
                          "published within %d ms (an interrupted split? run lapse-scale split)",
-                         p->cfg->ns, p->cfg->redis_command_timeout_ms);
+                         p->cfg->ns, p->cfg->redis_retry_timeout_ms);
             for (size_t n = 0; res != SEND_STALE && n < p->cfg->nnodes; n++)
                 if (lapse_redis_errstr(p->nodes[n])[0]) {
                     snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[n]));

@@ -212,7 +212,8 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis *home, const cha
     return 0;
 }
 
-/* "host:port,host:port" -> indices into cfg->nodes. */
+/* "NAME,NAME" (node names: host:port, or a Sentinel master name) ->
+ * indices into cfg->nodes. */
 static int parse_nodes(const struct lapse_config *cfg, const char *list, uint16_t *to, size_t *nto)
 {
     *nto = 0;
@@ -221,9 +222,9 @@ static int parse_nodes(const struct lapse_config *cfg, const char *list, uint16_
         size_t len = end ? (size_t)(end - s) : strlen(s);
         size_t i = 0;
         for (; i < cfg->nnodes; i++) {
-            char name[300];
-            int n = snprintf(name, sizeof name, "%s:%d", cfg->nodes[i].host, cfg->nodes[i].port);
-            if ((size_t)n == len && memcmp(name, s, len) == 0)
+            char name[LAPSE_NODE_NAME_MAX];
+            lapse_node_name(&cfg->nodes[i], name, sizeof name);
+            if (strlen(name) == len && memcmp(name, s, len) == 0)
                 break;
         }
         if (i == cfg->nnodes || *nto == LAPSE_MAX_SHARDS) {
@@ -270,8 +271,9 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
                 rc = 1;
             }
         } else {
-            printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s:%d\n", cfg->path,
-                   j, cfg->nodes[l.node_of[j]].host, cfg->nodes[l.node_of[j]].port);
+            const lapse_redis *r = nodes[l.node_of[j]];
+            printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s%s\n", cfg->path,
+                   j, lapse_redis_is_sentinel(r) ? "the primary of " : "", lapse_redis_name(r));
         }
     }
     lapse_layout_free(&l);

@@ -11,8 +11,8 @@ kafka_start "$IN"
 write_config "$CONF" "ingress = { topic = \"$IN\"; group = \"g-rd\"; properties = ( $INGRESS_PROPS );
   rules = ( { time = \"field\"; timeout_ms = 600000; } ); };"
 # give up on Redis quickly, so an outage of a second or two fails batches
-sed -i 's/^redis = { nodes = \(.*\); };$/redis = { nodes = \1; connect_timeout_ms = 100; command_timeout_ms = 300; };/' "$CONF"
-grep -q 'command_timeout_ms = 300' "$CONF" || fail "could not set redis.command_timeout_ms"
+sed -i 's/^redis = { nodes = \(.*\); };$/redis = { nodes = \1; connect_timeout_ms = 100; command_timeout_ms = 300; retry_timeout_ms = 300; };/' "$CONF"
+grep -q "retry_timeout_ms = 300" "$CONF" || fail "could not set redis.retry_timeout_ms"
 scale init 4 >/dev/null
 ingress_start
 ingress_wait_assigned

@@ -5,12 +5,12 @@
 # (common/split.c: step 1 wrote NS:layout:next, step 2 raised every shard's
 # epoch key NS:e:I, step 3 never ran) is made by hand with redis-cli, with
 # IDs pending and scanners and a long-running producer P running
-# (redis.command_timeout_ms = 1000). Then:
+# (redis.retry_timeout_ms = 1000). Then:
 #  - the layout is unchanged (status: stable, old epoch);
 #  - P's next write pauses: every script answers STALE, P re-reads the
 #    layout, finds nothing newer and retries; half the timeout later the
 #    write is neither applied (with the old layout or at all) nor reported;
-#  - after redis.command_timeout_ms P gives up on it: each line is reported
+#  - after redis.retry_timeout_ms P gives up on it: each line is reported
 #    ("line N: ...") with a reason that points at the interrupted split, P
 #    stays up, and the lines are never applied later;
 #  - `lapse-scale split` again completes the interrupted split: epoch + 1,
@@ -24,7 +24,7 @@
 
 redis_start main
 kafka_start --brokers 1
-SP_REDIS_EXTRA="command_timeout_ms = 1000;"
+SP_REDIS_EXTRA="command_timeout_ms = 1000; retry_timeout_ms = 1000;"
 sp_write_config
 scale init 2 >/dev/null
 scanner_start 0
@@ -73,7 +73,7 @@ sleep 0.5
 nrep=$(grep -c '^line ' P.log || true)
 assert_eq "$(sp_where_all $(cut -d' ' -f2 w.txt))" "" "paused IDs stored while the split hangs"
 proc_alive P || fail "producer P exited while the split hung"
-assert_eq "$nrep" 0 "lines P reported as failed after 0.5 s (command_timeout_ms 1000)"
+assert_eq "$nrep" 0 "lines P reported as failed after 0.5 s (retry_timeout_ms 1000)"
 # after the timeout: every line reported, with the interrupted split named
 wait_until 3000 '(($(grep -c "^line " P.log) >= 20))' ||
     fail "P did not report its 20 paused lines within 3 s: $(tail -n 3 P.log)"

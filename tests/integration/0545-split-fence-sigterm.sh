@@ -7,13 +7,13 @@
 # get SIGTERM. The contract: SIGTERM ends every program cleanly, with a
 # non-zero status and a reason when something could not be done. So the
 # scanner exits 0, and the producer exits within a bounded time (3 s here,
-# redis.command_timeout_ms = 1000), non-zero, naming the line it could not
+# redis.retry_timeout_ms = 1000), non-zero, naming the line it could not
 # apply (it was not applied: the split never completed).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 kafka_start --brokers 1
-SP_REDIS_EXTRA="command_timeout_ms = 1000;"
+SP_REDIS_EXTRA="command_timeout_ms = 1000; retry_timeout_ms = 1000;"
 sp_write_config
 scale init 2 >/dev/null
 scanner_start 0

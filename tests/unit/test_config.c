@@ -71,6 +71,9 @@ static void check_defaults(const struct lapse_config *c)
     CHECK(c->log_level == LAPSE_LOG_INFO);
     CHECK(c->redis_connect_timeout_ms == 1000);
     CHECK(c->redis_command_timeout_ms == 5000);
+    CHECK(c->redis_retry_timeout_ms == 60000);
+    CHECK(c->redis_wait_replicas == 0);
+    CHECK(c->redis_wait_timeout_ms == 1000);
     CHECK(c->nkafka_props == 0 && c->kafka_props == NULL);
     CHECK(c->producer_batch == 1000);
     CHECK(c->scanner_batch == 500);
@@ -108,7 +111,9 @@ TEST(config_example_documents_every_key)
 {
     static const char *const names[] = {
         "namespace", "redis", "nodes", "host", "port", "password", "db",
-        "connect_timeout_ms", "command_timeout_ms", "kafka", "brokers", "topic",
+        "connect_timeout_ms", "command_timeout_ms", "retry_timeout_ms", "wait_replicas",
+        "wait_timeout_ms", "sentinels", "master", "sentinel_username", "sentinel_password",
+        "username", "kafka", "brokers", "topic",
         "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
         "lease_ms", "max_inflight", "ingress", "group", "dead_letter_topic", "rules",
         "id_field", "id_prefix", "match_field", "match_value", "time", "time_field",
@@ -271,7 +276,7 @@ TEST(config_missing_required)
     expect_err(MIN_NS MIN_REDIS, "FILE: kafka.brokers: missing");
     expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; };\n", "FILE: kafka.topic: missing");
     expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; } ); };\n" MIN_KAFKA,
-               "FILE: redis.nodes[0].port: missing");
+               "FILE:2: redis.nodes[0].port: missing");
     expect_err("", "FILE: namespace: missing");
     /* file order first: a bad value is reported before a missing key */
     expect_err("log_level = \"loud\";\n", "FILE:1: log_level: must be one of debug, info, warn, error");
@@ -327,8 +332,13 @@ TEST(config_nodes)
     expect_err(NODES("{ host = \"a\"; port = 1; password = \"\"; }"),
                "FILE:4: redis.nodes[0].password: must not be empty");
     expect_err(NODES(""), "FILE:3: redis.nodes: must list 1..64 nodes");
+    expect_err(NODES("{ host = \"a\"; port = 1; },\n{ host = \"a\"; port = 1; }"),
+               "FILE:5: redis.nodes[1]: a:1 is listed twice (as redis.nodes[0])");
+    expect_err(NODES("{ db = 1; }"), "FILE:4: redis.nodes[0].host: missing (or sentinels and master)");
+    expect_err(NODES("{ port = 1; }"), "FILE:4: redis.nodes[0].host: missing");
+    expect_err(NODES("{ host = \"a\"; port = 1; username = \"u\"; }"),
+               "FILE:4: redis.nodes[0].password: missing (username needs it)");
 #undef NODES
-
     /* 64 nodes load, 65 do not */
     static char text[16384];
     size_t off = (size_t)snprintf(text, sizeof text, MIN_NS "redis = { nodes = (");
@@ -346,6 +356,59 @@ TEST(config_nodes)
     CHECK_STR(c.nodes[63].host, "h63");
     CHECK(c.nodes[63].port == 7063);
     lapse_config_free(&c);
+}
+
+/* A node behind Sentinel: sentinels + master, optional credentials for the
+ * sentinels; its layout name is the master name. */
+TEST(config_sentinel_nodes)
+{
+#define NODES(n) MIN_NS "redis = {\n  nodes = (\n" n "\n  );\n};\n" MIN_KAFKA
+    struct lapse_config c;
+    REQUIRE(load_text(&c, NODES("{ sentinels = ( \"10.0.1.1:26379\", \"[::1]:26380\" ); master = \"lapse-b\";\n"
+                                "  sentinel_username = \"su\"; sentinel_password = \"sp\";\n"
+                                "  username = \"lapse\"; password = \"pw\"; db = 2; },\n"
+                                "{ host = \"10.0.0.2\"; port = 6379; }")) == 0);
+    REQUIRE(c.nnodes == 2);
+    const struct lapse_redis_node *n = &c.nodes[0];
+    CHECK(n->host == NULL && n->port == 0 && n->nsentinels == 2);
+    CHECK_STR(n->sentinels[0], "10.0.1.1:26379");
+    CHECK_STR(n->sentinels[1], "[::1]:26380");
+    CHECK_STR(n->master, "lapse-b");
+    CHECK_STR(n->sentinel_username, "su");
+    CHECK_STR(n->sentinel_password, "sp");
+    CHECK_STR(n->username, "lapse");
+    CHECK_STR(n->password, "pw");
+    CHECK(n->db == 2);
+    char name[LAPSE_NODE_NAME_MAX];
+    CHECK_STR(lapse_node_name(&c.nodes[0], name, sizeof name), "lapse-b");
+    CHECK_STR(lapse_node_name(&c.nodes[1], name, sizeof name), "10.0.0.2:6379");
+    lapse_config_free(&c);
+
+    expect_err(NODES("{ sentinels = ( \"a:1\" ); }"), "FILE:4: redis.nodes[0].master: missing");
+    expect_err(NODES("{ master = \"m\"; }"), "FILE:4: redis.nodes[0].sentinels: missing");
+    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; host = \"h\"; port = 1; }"),
+               "FILE:4: redis.nodes[0]: either host and port (a plain node) or sentinels and master "
+               "(a Sentinel node), not both");
+    expect_err(NODES("{ sentinels = ( \"a\" ); master = \"m\"; }"),
+               "FILE:4: redis.nodes[0].sentinels[0]: expected \"host:port\" (port 1..65535)");
+    expect_err(NODES("{ sentinels = ( \"a:0\" ); master = \"m\"; }"),
+               "FILE:4: redis.nodes[0].sentinels[0]: expected \"host:port\" (port 1..65535)");
+    expect_err(NODES("{ sentinels = ( 1 ); master = \"m\"; }"),
+               "FILE:4: redis.nodes[0].sentinels[0]: expected \"host:port\" (port 1..65535)");
+    expect_err(NODES("{ sentinels = ( ); master = \"m\"; }"),
+               "FILE:4: redis.nodes[0].sentinels: must list 1..16 addresses");
+    expect_err(NODES("{ sentinels = \"a:1\"; master = \"m\"; }"),
+               "FILE:4: redis.nodes[0].sentinels: expected a list ( \"host:port\", ... )");
+    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m m\"; }"),
+               "FILE:4: redis.nodes[0].master: must be 1..255 bytes of [A-Za-z0-9_.-]");
+    expect_err(NODES("{ host = \"a\"; port = 1; sentinel_password = \"x\"; }"),
+               "FILE:4: redis.nodes[0].sentinel_password: only for a Sentinel node (sentinels and master)");
+    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; sentinel_username = \"u\"; }"),
+               "FILE:4: redis.nodes[0].sentinel_password: missing (sentinel_username needs it)");
+    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; }"),
+               "FILE:5: redis.nodes[1]: m is listed twice (as redis.nodes[0])");
+#undef NODES
+
 }
 
 TEST(config_syntax_errors)
