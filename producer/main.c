@@ -247,12 +247,14 @@ int main(int argc, char **argv)
         return 2;
     }
     lapse_log_init("lapse-producer", cfg.log_level);
+    /* before anything slow (connecting): a SIGTERM during start-up is a
+     * clean stop too, never death by the default action */
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     if (from_kafka) {
-        struct sigaction sk = {0};
-        sk.sa_handler = on_signal;
-        sigaction(SIGTERM, &sk, NULL);
-        sigaction(SIGINT, &sk, NULL);
-        signal(SIGPIPE, SIG_IGN);
         int rc = serve_kafka(&cfg);
         lapse_config_free(&cfg);
         return rc;
@@ -264,11 +266,6 @@ int main(int argc, char **argv)
         lapse_config_free(&cfg);
         return 1;
     }
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     int rc = serve(&run);
     struct lapse_producer_stats st;

@@ -66,17 +66,19 @@ int main(int argc, char **argv)
         return 2;
     }
     lapse_log_init("lapse-scanner", cfg.log_level);
+    /* before anything slow (connecting): a SIGTERM during start-up is a
+     * clean stop too, never death by the default action */
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     lapse_scanner *s = lapse_scanner_new(&cfg, (uint32_t)shard, err, sizeof err);
     if (!s) {
         fprintf(stderr, "%s\n", err);
         lapse_config_free(&cfg);
         return 2;
     }
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     int rc = lapse_scanner_serve(s, &stop);
     lapse_scanner_free(s);
