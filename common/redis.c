@@ -285,20 +285,27 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     return -1;
 }
 
-/* ROLE: 1 if the server is a primary, 0 if not, -1 with err on failure. */
+/* 1 if the server is a primary, 0 if not, -1 with err on failure. Asks
+ * HELLO 2 (its "role" field; RESP2 kept), not ROLE or INFO: those are
+ * @dangerous, which the ACL lapse needs (-@dangerous) does not grant. */
 static int redis_is_primary(redisContext *c, char *err, size_t size)
 {
-    redisReply *reply = redisCommand(c, "ROLE");
+    redisReply *reply = redisCommand(c, "HELLO 2");
     if (!reply) {
-        snprintf(err, size, "ROLE: %s", c->errstr[0] ? c->errstr : "connection lost");
+        snprintf(err, size, "HELLO: %s", c->errstr[0] ? c->errstr : "connection lost");
         return -1;
     }
     int rc = -1;
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
-        reply->element[0]->type == REDIS_REPLY_STRING)
-        rc = strcmp(reply->element[0]->str, "master") == 0;
-    else
-        snprintf(err, size, "ROLE: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+    if (reply->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i + 1 < reply->elements; i += 2)
+            if (reply->element[i]->type == REDIS_REPLY_STRING &&
+                strcmp(reply->element[i]->str, "role") == 0 &&
+                reply->element[i + 1]->type == REDIS_REPLY_STRING)
+                rc = strcmp(reply->element[i + 1]->str, "master") == 0;
+    }
+    if (rc < 0)
+        snprintf(err, size, "HELLO: %.200s",
+                 reply->type == REDIS_REPLY_ERROR ? reply->str : "no role in the reply");
     freeReplyObject(reply);
     return rc;
 }

@@ -6,7 +6,7 @@
  * exponential back-off (100 ms doubling to 1 s, jittered: backoff.h). A plain
  * node is one address; a Sentinel node's primary is asked of its sentinels
  * at every (re)connect, in turn from the last that answered, and confirmed
- * with ROLE, so a failover is followed by reconnecting. Then it
+ * with HELLO's role, so a failover is followed by reconnecting. Then it
  * authenticates (AUTH [user] password), selects the db and loads every
  * script of script.h so they can be called by SHA.
  *
