@@ -24,6 +24,7 @@ struct lapse_redis {
     int64_t next_attempt_ms;         /* monotonic: earliest reconnect */
     struct lapse_backoff backoff;    /* between failed connects */
     int connected_once;
+    int refused;                     /* the last connect failed for good (redis.h) */
     uint64_t reconnects;
     char errstr[512];
 };
@@ -148,6 +149,18 @@ static int redis_failover_reply(lapse_redis *r, redisReply *reply)
     return 0;
 }
 
+/* An error reply that retrying will not change: a wrong password, an
+ * unknown user, a command or key the ACL denies. */
+static int redis_refusal(const char *msg)
+{
+    static const char *const never[] = {"WRONGPASS", "NOPERM", "NOAUTH", "ERR invalid password",
+                                        "ERR AUTH", "ERR Client sent AUTH"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        if (strncmp(msg, never[i], strlen(never[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static int redis_load_scripts(lapse_redis *r)
 {
     for (int s = 0; s < LAPSE_SCRIPT_COUNT; s++) {
@@ -159,6 +172,7 @@ static int redis_load_scripts(lapse_redis *r)
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
             redis_set_error(r, "redis %s: SCRIPT LOAD: %s", r->name,
                             reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+            r->refused = reply->type == REDIS_REPLY_ERROR && redis_refusal(reply->str);
             freeReplyObject(reply);
             lapse_redis_disconnect(r);
             return -1;
@@ -210,8 +224,9 @@ static redisContext *redis_open(const lapse_redis *r, const char *host, int port
 }
 
 /* One command on a fresh connection whose reply only has to be no error
- * (AUTH, SELECT). 0, or -1 with "WHAT: reason" in err. The password is
- * sent as an argument, never formatted into a message. */
+ * (AUTH, SELECT). 0, or -1 with "WHAT: reason" in err (-2 when the server
+ * refused for good: redis_refusal). The password is sent as an argument,
+ * never formatted into a message. */
 static int redis_expect_ok(redisContext *c, redisReply *reply, const char *what, char *err,
                            size_t size)
 {
@@ -219,11 +234,11 @@ static int redis_expect_ok(redisContext *c, redisReply *reply, const char *what,
         snprintf(err, size, "%s: %s", what, c->errstr[0] ? c->errstr : "connection lost");
         return -1;
     }
-    int ok = reply->type != REDIS_REPLY_ERROR;
-    if (!ok)
-        snprintf(err, size, "%s: %s", what, reply->str);
+    int rc = reply->type != REDIS_REPLY_ERROR ? 0 : redis_refusal(reply->str) ? -2 : -1;
+    if (rc)
+        snprintf(err, size, "%s: %.200s", what, reply->str);
     freeReplyObject(reply);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 static int redis_auth(redisContext *c, const char *user, const char *password, char *err,
@@ -244,11 +259,12 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     const struct lapse_redis_node *n = &r->node;
     char why[400] = "", one[200];
     size_t wl = 0;
+    int refused = 0;
     for (size_t k = 0; k < n->nsentinels; k++) {
         size_t i = (r->sentinel_first + k) % n->nsentinels;
         const char *sa = n->sentinels[i];
         char sh[256];
-        int sp;
+        int sp, rc;
         redisContext *c = NULL;
         redisReply *reply = NULL;
         one[0] = '\0';
@@ -256,8 +272,8 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
             snprintf(one, sizeof one, "not host:port");
         else if (!(c = redis_open(r, sh, sp, one, sizeof one)))
             ;
-        else if (redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one) < 0)
-            ;
+        else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one)))
+            refused |= rc == -2;
         else if (!(reply = redisCommand(c, "SENTINEL get-master-addr-by-name %s", n->master)))
             snprintf(one, sizeof one, "%s", c->errstr[0] ? c->errstr : "connection lost");
         else if (reply->type == REDIS_REPLY_ERROR)
@@ -282,6 +298,7 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
             wl = wl + (size_t)w < sizeof why ? wl + (size_t)w : sizeof why - 1;
     }
     redis_set_error(r, "redis %s: no sentinel named its primary (%s)", r->name, why);
+    r->refused = refused;
     return -1;
 }
 
@@ -312,6 +329,7 @@ static int redis_is_primary(redisContext *c, char *err, size_t size)
 
 static int redis_connect(lapse_redis *r)
 {
+    r->refused = 0;
     char host[256], err[300];
     int port = r->node.port;
     if (r->node.master) {
@@ -328,14 +346,15 @@ static int redis_connect(lapse_redis *r)
     else
         snprintf(who, sizeof who, "%s", r->name);
     redisContext *c = redis_open(r, host, port, err, sizeof err);
-    int primary = 1;
-    if (c && (redis_auth(c, r->node.username, r->node.password, err, sizeof err) < 0 ||
+    int primary = 1, rc = 0;
+    if (c && ((rc = redis_auth(c, r->node.username, r->node.password, err, sizeof err)) ||
               (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
               (r->node.db &&
-               redis_expect_ok(c, redisCommand(c, "SELECT %d", r->node.db), "SELECT", err,
-                               sizeof err) < 0))) {
+               (rc = redis_expect_ok(c, redisCommand(c, "SELECT %d", r->node.db), "SELECT", err,
+                                     sizeof err))))) {
         redisFree(c);
         c = NULL;
+        r->refused = rc == -2;
     }
     if (c && !primary) {
         snprintf(err, sizeof err, "the sentinels name a replica (a failover in progress?)");
@@ -552,6 +571,7 @@ int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms)
 }
 
 const char *lapse_redis_errstr(const lapse_redis *r) { return r->errstr; }
+int lapse_redis_refused(const lapse_redis *r) { return r->refused; }
 const char *lapse_redis_name(const lapse_redis *r) { return r->name; }
 const char *lapse_redis_addr(const lapse_redis *r) { return r->addr; }
 int lapse_redis_is_sentinel(const lapse_redis *r) { return r->node.master != NULL; }

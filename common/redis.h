@@ -98,6 +98,11 @@ int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);
 void lapse_redis_disconnect(lapse_redis *r);
 
 const char *lapse_redis_errstr(const lapse_redis *r);
+
+/* 1 when the last connect failed because the server refused us (a wrong
+ * password, an unknown user, a command the ACL denies): retrying will not
+ * help, so a program starting up stops instead of waiting. */
+int lapse_redis_refused(const lapse_redis *r);
 /* The node's name (lapse_node_name: "host:port", or the master name of a
  * Sentinel node), and the "host:port" last connected to or tried (a
  * Sentinel node's current primary; "" before the first attempt). */

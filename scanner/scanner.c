@@ -142,6 +142,10 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
             log_error("%s", err);
             return -1;
         }
+        if (lapse_redis_refused(s->home)) { /* a wrong password waits for nothing */
+            log_error("%s", lapse_redis_errstr(s->home));
+            return -1;
+        }
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
                           lapse_redis_errstr(s->home));
         lapse_clock_sleep_ms(200);

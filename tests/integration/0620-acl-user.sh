@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# 0620-acl-user: lapse runs as an ACL user limited to its namespace, the
+# README's line `~NS:* &* +@all -@dangerous`, with the default user off:
+# init, produce, fire, cancel, status. No secret shows in a log, in the
+# status or on a command line. A wrong password, an unknown user, and a
+# Sentinel node whose sentinels are all down stop every program at start
+# with one line naming the node, and a non-zero exit.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+rcli ACL SETUSER lapse on '>pw-lapse-s3cret' "~$NS:*" '&*' +@all -@dangerous >/dev/null
+rcli ACL SETUSER admin on '>pw-admin' '~*' '&*' +@all >/dev/null
+rcli ACL SETUSER default off >/dev/null
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --user admin --pass pw-admin --no-auth-warning "$@"; }
+[[ $(redis-cli -p "$REDIS_PORT" PING 2>&1) == *NOAUTH* ]] || fail "the default user still answers"
+
+kafka_start --brokers 1
+write_config
+node="{ host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"pw-lapse-s3cret\"; }"
+sed -i "s|^redis = .*|redis = { nodes = ( $node ); };|" "$CONF"
+scale init 2 >/dev/null || fail "init as the ACL user: exit status $?"
+scanners_start 2
+events_follow events.json
+t0=$(now_ms)
+{
+    for i in $(seq 0 19); do echo "touch acl-$i @$((t0 + 500 + i * 10)) pl-$i"; done
+    echo "touch gone @$((t0 + 800))"
+    echo "cancel gone"
+} | produce 2>produce.err || fail "producer as the ACL user: exit status $?: $(cat produce.err)"
+events_wait_ids events.json 20 10000
+status=$(scale status) || fail "status as the ACL user: exit status $?"
+assert_match "$status" "shard" "status"
+scale status --json >status.json || fail "status --json as the ACL user: exit status $?"
+sleep 0.5 # let a cancelled fire show
+scanner_stop
+events_follow_stop
+assert_eq "$(events_ids events.json | grep -c '^gone$')" 0 "events of the cancelled ID"
+assert_never_early events.json
+
+# no secret in what lapse printed, logged, or showed on a command line
+for f in "$T"/*.log produce.err status.json; do
+    ! grep -q 's3cret' "$f" || fail "the password shows in $(basename "$f")"
+done
+assert_eq "$(grep -c 's3cret' <<<"$status")" 0 "the password in status"
+
+# refused: one line naming the node, exit non-zero, at start (a scanner
+# whose node is only unreachable waits for it instead, saying why)
+bad() { # WHAT CONF_NODE WANT_ERE [PROGRAMS]
+    local what=$1 rc
+    sed "s|^redis = .*|redis = { nodes = ( $2 ); };|" "$CONF" >bad.conf
+    for prog in ${4:-producer scale scanner}; do
+        rc=0
+        case $prog in
+        producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c bad.conf </dev/null >bad.out 2>bad.err || rc=$? ;;
+        scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c bad.conf status >bad.out 2>bad.err || rc=$? ;;
+        scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c bad.conf --shard 0 >bad.out 2>bad.err || rc=$? ;;
+        esac
+        ((rc != 0 && rc != 124)) || fail "$what: $prog's exit status $rc (want non-zero, within 20 s)"
+        assert_eq "$(grep -c . bad.err)" 1 "$what: lines $prog printed on stderr ($(head -c 300 bad.err))"
+        assert_file_match bad.err "$3" "$what: $prog's error"
+        ! grep -q 's3cret\|wr0ng' bad.err || fail "$what: $prog printed the password"
+    done
+}
+bad "wrong password" "{ host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"wr0ng\"; }" \
+    "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)"
+bad "unknown user" "{ host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"nobody\"; password = \"wr0ng\"; }" \
+    "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)"
+free_port >/dev/null
+s1=$FREE_PORT
+free_port >/dev/null
+want="lapse-x: no sentinel named its primary.*127\\.0\\.0\\.1:$s1.*refused"
+bad "all sentinels down" "{ sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; }" \
+    "$want" "producer scale"
+spawn waiting "$LAPSE_BIN/lapse-scanner" -c bad.conf --shard 0
+wait_until 10000 "grep -Eq 'waiting for Redis: redis $want' '$T/waiting.log'" ||
+    fail "the scanner did not say why it waits: $(head -c 300 "$T/waiting.log")"
+proc_stop waiting 10
+assert_eq "$PROC_RC" 0 "the waiting scanner's exit status after SIGTERM"
