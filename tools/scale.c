@@ -5,7 +5,8 @@
  *
  *   init N            create the layout with N shards (a power of two); again
  *                     with the same N is a no-op, with another N an error
- *   status [--json]   the layout and, per shard: node, pending, due, in
+ *   status [--json]   the layout, per node how it is reached, its primary and
+ *                     replicas, and per shard: node, pending, due, in
  *                     flight, oldest overdue, the active scanner; during a
  *                     split also the IDs left to move per old shard
  *   split [--to NODES] [--start-cmd CMD]
@@ -100,6 +101,56 @@ static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, stru
     return rc == 0 ? 0 : -1;
 }
 
+/* How node r is doing: replicas online and the largest lag (s), from INFO
+ * replication, or where the ACL forbids INFO (-@dangerous) the count alone
+ * from WAIT 0 0 (lag -1: unknown). Adds it to `out` and prints a line. */
+static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r, json_t *out,
+                        int as_json)
+{
+    const struct lapse_redis_node *nc = &cfg->nodes[n];
+    long online = -1, lag = -1;
+    redisReply *rep = lapse_redis_command(r, "INFO replication");
+    if (rep && rep->type == REDIS_REPLY_STRING) {
+        online = 0;
+        for (const char *p = strstr(rep->str, "\nslave"); p; p = strstr(p + 1, "\nslave")) {
+            const char *eol = strchr(p + 1, '\n'), *st = strstr(p, "state=online");
+            const char *lg = strstr(p, "lag=");
+            if (st && (!eol || st < eol))
+                online++;
+            if (lg && (!eol || lg < eol) && atol(lg + 4) > lag)
+                lag = atol(lg + 4);
+        }
+    } else if (rep) {
+        freeReplyObject(rep);
+        rep = lapse_redis_command(r, "WAIT 0 0");
+        if (rep && rep->type == REDIS_REPLY_INTEGER)
+            online = (long)rep->integer;
+    }
+    if (rep)
+        freeReplyObject(rep);
+    char via[64];
+    if (nc->master)
+        snprintf(via, sizeof via, "sentinel (%zu)", nc->nsentinels);
+    else
+        snprintf(via, sizeof via, "plain");
+    const char *primary = lapse_redis_addr(r)[0] ? lapse_redis_addr(r) : "-";
+    json_array_append_new(out, json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o, s:o}", "name",
+                                         lapse_redis_name(r), "via",
+                                         nc->master ? "sentinel" : "plain", "master", nc->master,
+                                         "sentinels", (int)nc->nsentinels, "primary", primary,
+                                         "replicas_online",
+                                         online >= 0 ? json_integer(online) : json_null(),
+                                         "replica_lag_s", lag >= 0 ? json_integer(lag) : json_null()));
+    if (as_json)
+        return;
+    char reps[32] = "?", lags[32] = "-";
+    if (online >= 0)
+        snprintf(reps, sizeof reps, "%ld", online);
+    if (lag >= 0)
+        snprintf(lags, sizeof lags, "%ld s", lag);
+    printf("%-22s %-14s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
+}
+
 static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
     struct lapse_layout l;
@@ -120,11 +171,18 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
                (long long)l.epoch);
         if (l.splitting)
             printf(" (splitting %u -> %u)", l.prev_shards, l.shards);
-        printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
-               "inflight", "oldest_due", "to_move", "scanner");
+        printf("\n");
     }
     uint64_t to_move = 0;
     int64_t last_due = -1;
+    json_t *node_info = json_array();
+    if (!as_json)
+        printf("%-22s %-14s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
+    for (size_t n = 0; n < cfg->nnodes; n++)
+        node_status(cfg, n, nodes[n], node_info, as_json);
+    if (!as_json)
+        printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
+               "inflight", "oldest_due", "to_move", "scanner");
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct shard_stat st;
@@ -133,6 +191,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
             lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, lapse_redis_errstr(r));
             json_decref(shards);
+            json_decref(node_info);
             lapse_layout_free(&l);
             if (has_pending)
                 lapse_layout_free(&pending);
@@ -163,9 +222,10 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         }
     }
     if (as_json) {
-        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o}", "ns", cfg->ns, "shards",
+        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o}", "ns", cfg->ns, "shards",
                               (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
-                              "epoch", (json_int_t)l.epoch, "shard_info", shards);
+                              "epoch", (json_int_t)l.epoch, "shard_info", shards, "nodes",
+                              node_info);
         if (has_pending)
             json_object_set_new(o, "interrupted",
                                 json_pack("{s:s, s:I}", "command",
@@ -182,6 +242,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         json_decref(o);
     } else {
         json_decref(shards);
+        json_decref(node_info);
         if (l.splitting)
             printf("split: %llu IDs left to move out of old shards%s\n",
                    (unsigned long long)to_move,

@@ -16,7 +16,8 @@
 #    with its primary), from the new primary, with no program restarted;
 #  - the early IDs fired at least once each (a duplicate is allowed: an ack
 #    the dead primary had not passed on);
-#  - lapse-scale status and a new producer reach the node through Sentinel.
+#  - lapse-scale status and a new producer reach the node through Sentinel;
+#    status names the new primary and its replica.
 . "$(dirname "$0")/../lib.sh"
 SP_LEAD_MS=12000 # the writes around the failover (~3 s of it) end before the first deadline
 # the test's own redis-cli look-ups follow the primary the sentinels name
@@ -73,7 +74,11 @@ proc_stop A 10
 assert_eq "$PROC_RC" 0 "producer A's exit status (it wrote through the failover)"
 ! grep -q '^line ' "$T/A.log" || fail "producer A reported lines: $(grep -m3 '^line ' "$T/A.log")"
 grep -q ' 0 failed' "$T/A.log" || fail "producer A's counters: $(tail -n 1 "$T/A.log")"
-assert_match "$(scale status)" "lapse-a" "status through Sentinel"
+assert_match "$(scale status)" "lapse-a +sentinel \(3\) +127\.0\.0\.1:$REDIS_PORT" "status through Sentinel"
+st=$(scale status --json) || fail "status --json: exit status $?"
+assert_eq "$(jq -r '.nodes[0] | [.name, .via, .master, .primary] | @tsv' <<<"$st" | tr '\t' ' ')" \
+    "lapse-a sentinel lapse-a 127.0.0.1:$REDIS_PORT" "status: the node after the failover"
+assert_ge "$(jq '.nodes[0].replicas_online' <<<"$st")" 1 "status: replicas online after the failover"
 sleep 0.5 # a wrong extra fire shows
 scanner_stop
 events_follow_stop

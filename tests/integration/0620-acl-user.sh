@@ -31,6 +31,9 @@ events_wait_ids events.json 20 10000
 status=$(scale status) || fail "status as the ACL user: exit status $?"
 assert_match "$status" "shard" "status"
 scale status --json >status.json || fail "status --json as the ACL user: exit status $?"
+# (INFO is @dangerous: the replicas are counted by WAIT, their lag unknown)
+assert_eq "$(jq -c '.nodes[0] | [.via, .primary, .replicas_online, .replica_lag_s]' status.json)" \
+    "[\"plain\",\"127.0.0.1:$REDIS_PORT\",0,null]" "status --json .nodes as the ACL user"
 sleep 0.5 # let a cancelled fire show
 scanner_stop
 events_follow_stop
