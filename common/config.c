@@ -35,7 +35,7 @@
 
 #define NODES_MAX 64  /* redis.nodes upper bound */
 #define PATH_MAX_ 256 /* longest dotted key path we spell in a message */
-#define SEEN_MAX 32   /* entries a table may have (seen[] is on the stack) */
+#define SEEN_MAX 48   /* entries a table may have (seen[] is on the stack) */
 #define RULES_MAX 256 /* ingress.rules upper bound */
 #define ID_MAX 512    /* LAPSE_ID_MAX of producer/line.h: an ID prefix is no longer */
 
@@ -51,6 +51,7 @@ enum ktype {
     K_TIME,  /* "arrival", "kafka" or "field", stored as an int
               * (enum lapse_time_source) */
     K_RULES, /* ingress.rules: a list of groups checked against rule_keys */
+    K_BOOL,  /* true or false, stored as an int 0/1 (def: the default) */
     K_ADDRS, /* a list of "host:port" strings: off = the char ** field, def =
               * the offset of its size_t count, min..max = how many */
 };
@@ -88,6 +89,15 @@ static const struct key config_keys[] = {
      "a write counts as applied once WAIT saw this many replicas take it; 0 = no WAIT"},
     {"redis.wait_timeout_ms", K_INT, 0, 1000, NULL, 1, 600000, CFG(redis_wait_timeout_ms),
      "how long one WAIT waits for the replicas; short of them, the write is retried"},
+    {"redis.tls", K_GROUP, 0, 0, NULL, 0, 0, 0, "TLS settings of the nodes with tls = true"},
+    {"redis.tls.ca_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_ca_file),
+     "PEM file of the CAs the servers' certificates must chain to; omit: the system's"},
+    {"redis.tls.cert_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_cert_file),
+     "PEM certificate (chain) lapse presents: mutual TLS; needs key_file"},
+    {"redis.tls.key_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_key_file),
+     "PEM private key of cert_file"},
+    {"redis.tls.server_name", K_STR, 0, 0, NULL, 1, 255, CFG(redis_tls_server_name),
+     "the name the servers' certificates must carry; omit: the host connected to"},
     {"kafka", K_GROUP, 0, 0, NULL, 0, 0, 0, "where events go"},
     {"kafka.brokers", K_STR, 1, 0, NULL, 1, 0, CFG(kafka_brokers),
      "bootstrap.servers: host:port[,host:port...]"},
@@ -165,6 +175,7 @@ static const struct key node_keys[] = {
     {"username", K_STR, 0, 0, NULL, 1, 255, NODE(username), "ACL user; omit for the default user"},
     {"password", K_STR, 0, 0, NULL, 1, 0, NODE(password), "AUTH password; omit for none"},
     {"db", K_INT, 0, 0, NULL, 0, 15, NODE(db), "SELECT index"},
+    {"tls", K_BOOL, 0, 0, NULL, 0, 0, NODE(tls), "TLS (redis.tls) to the node and its sentinels"},
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
@@ -558,6 +569,11 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
         *(int *)((char *)base + k->off) = level;
         return 0;
     }
+    case K_BOOL:
+        if (t != CONFIG_TYPE_BOOL)
+            return fail(x, s, full, "expected true or false");
+        *(int *)((char *)base + k->off) = config_setting_get_bool(s);
+        return 0;
     case K_NODES: return load_nodes(x, s, full);
     case K_PROPS: return load_props(x, s, k, full);
     case K_ADDRS: return load_addrs(x, s, k, base, full);
@@ -599,7 +615,7 @@ static int fill(struct ctx *x, const struct key *tab, size_t n, const unsigned c
         join(fullp, full, k->path);
         if (k->required)
             return fail(x, NULL, fullp, "missing");
-        if (k->type == K_INT)
+        if (k->type == K_INT || k->type == K_BOOL)
             *(int *)((char *)base + k->off) = (int)k->def;
         else if (k->type == K_LEVEL)
             *(int *)((char *)base + k->off) = lapse_log_level_parse(k->sdef);
@@ -628,6 +644,17 @@ static int probe(const char *path, char *errstr, size_t size)
     if (e && errstr && size)
         snprintf(errstr, size, "%s: cannot read: %s", path, strerror(e));
     return e ? -1 : 0;
+}
+
+/* redis.tls: a certificate comes with its key. */
+static int check_tls(struct ctx *x, const config_t *lc)
+{
+    const struct lapse_config *c = x->cfg;
+    if (!c->redis_tls_cert_file == !c->redis_tls_key_file)
+        return 0;
+    const char *missing = c->redis_tls_cert_file ? "redis.tls.key_file" : "redis.tls.cert_file";
+    return fail(x, config_lookup(lc, "redis.tls"), missing, "missing (mutual TLS needs both "
+                "cert_file and key_file)");
 }
 
 /* Topics that must differ: reading the event topic or the dead-letter topic
@@ -691,7 +718,7 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     else if (walk(&x, config_root_setting(&lc), config_keys, NKEYS(config_keys), seen, cfg, "",
                   "") == 0 &&
              fill(&x, config_keys, NKEYS(config_keys), seen, cfg, "") == 0)
-        rc = check_topics(&x, &lc);
+        rc = check_tls(&x, &lc) < 0 ? -1 : check_topics(&x, &lc);
     config_destroy(&lc);
     if (rc < 0)
         lapse_config_free(cfg);

@@ -32,6 +32,7 @@ struct lapse_redis_node {
     char *username;          /* AUTH user (ACL), or NULL: the default user */
     char *password;          /* AUTH password, or NULL */
     int db;                  /* SELECT index, 0 = default */
+    int tls;                 /* 1: TLS (redis.tls) to the node and its sentinels */
 };
 
 #define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */
@@ -75,6 +76,10 @@ struct lapse_config {
     int redis_retry_timeout_ms;      /* redis.retry_timeout_ms: a write is retried this long */
     int redis_wait_replicas;         /* redis.wait_replicas: WAIT for this many, 0 = no WAIT */
     int redis_wait_timeout_ms;       /* redis.wait_timeout_ms: one WAIT's timeout */
+    char *redis_tls_ca_file;         /* redis.tls.ca_file, or NULL: the system's CAs */
+    char *redis_tls_cert_file;       /* redis.tls.cert_file: mutual TLS, or NULL */
+    char *redis_tls_key_file;        /* redis.tls.key_file: its key, or NULL */
+    char *redis_tls_server_name;     /* redis.tls.server_name, or NULL: the host */
 
     char *kafka_brokers;             /* kafka.brokers (bootstrap.servers) */
     char *kafka_topic;               /* kafka.topic: where events go */

@@ -1,4 +1,6 @@
-/* redis — see redis.h. The only place that talks to hiredis directly. */
+/* redis — see redis.h. Connections are conn.h's; this module decides where
+ * they go (the node's address, or the primary its sentinels name) and keeps
+ * them up. */
 #include "redis.h"
 
 #include <stdarg.h>
@@ -8,12 +10,15 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "conn.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
 
 struct lapse_redis {
-    redisContext *c;                 /* NULL while disconnected */
+    lapse_conn *c;                   /* NULL while disconnected */
+    lapse_tls *tls;                  /* node.tls: made at the first connect */
+    char *tls_files[4];              /* redis.tls: ca, cert, key, server_name */
     char name[LAPSE_NODE_NAME_MAX];  /* the node's name: host:port or master name */
     char addr[300];                  /* host:port connected to (or last tried) */
     struct lapse_redis_node node;    /* deep copy of the config's entry */
@@ -47,9 +52,9 @@ static char *redis_dup(const char *s, int *oom)
     return d;
 }
 
-lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_timeout_ms,
-                             int command_timeout_ms)
+lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
 {
+    const struct lapse_redis_node *node = &cfg->nodes[index];
     lapse_redis *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
@@ -63,6 +68,13 @@ lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_ti
     n->username = redis_dup(node->username, &oom);
     n->password = redis_dup(node->password, &oom);
     n->db = node->db;
+    n->tls = node->tls;
+    if (node->tls) {
+        r->tls_files[0] = redis_dup(cfg->redis_tls_ca_file, &oom);
+        r->tls_files[1] = redis_dup(cfg->redis_tls_cert_file, &oom);
+        r->tls_files[2] = redis_dup(cfg->redis_tls_key_file, &oom);
+        r->tls_files[3] = redis_dup(cfg->redis_tls_server_name, &oom);
+    }
     if (node->nsentinels && (n->sentinels = calloc(node->nsentinels, sizeof *n->sentinels))) {
         n->nsentinels = node->nsentinels;
         for (size_t i = 0; i < node->nsentinels; i++)
@@ -74,8 +86,8 @@ lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_ti
         lapse_redis_free(r);
         return NULL;
     }
-    r->connect_timeout_ms = connect_timeout_ms;
-    r->command_timeout_ms = command_timeout_ms;
+    r->connect_timeout_ms = cfg->redis_connect_timeout_ms;
+    r->command_timeout_ms = cfg->redis_command_timeout_ms;
     lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     lapse_node_name(node, r->name, sizeof r->name);
     if (node->host)
@@ -87,8 +99,10 @@ void lapse_redis_free(lapse_redis *r)
 {
     if (!r)
         return;
-    if (r->c)
-        redisFree(r->c);
+    lapse_conn_free(r->c);
+    lapse_tls_free(r->tls);
+    for (size_t i = 0; i < 4; i++)
+        free(r->tls_files[i]);
     struct lapse_redis_node *n = &r->node;
     free(n->host);
     free(n->master);
@@ -104,26 +118,17 @@ void lapse_redis_free(lapse_redis *r)
 
 void lapse_redis_disconnect(lapse_redis *r)
 {
-    if (r->c) {
-        redisFree(r->c);
-        r->c = NULL;
-    }
+    lapse_conn_free(r->c);
+    r->c = NULL;
     r->scripts_loaded = 0;
 }
 
-/* Drops the context after an I/O error, keeping hiredis's reason. */
+/* Drops the connection after an I/O error, keeping its reason. */
 static void redis_fail(lapse_redis *r, const char *what)
 {
     if (r->c)
-        redis_set_error(r, "redis %s: %s: %s", r->name, what,
-                        r->c->errstr[0] ? r->c->errstr : "connection lost");
+        redis_set_error(r, "redis %s: %s: %s", r->name, what, lapse_conn_errstr(r->c));
     lapse_redis_disconnect(r);
-}
-
-static struct timeval redis_tv(int ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    return tv;
 }
 
 /*
@@ -164,8 +169,9 @@ static int redis_refusal(const char *msg)
 static int redis_load_scripts(lapse_redis *r)
 {
     for (int s = 0; s < LAPSE_SCRIPT_COUNT; s++) {
-        redisReply *reply = redisCommand(r->c, "SCRIPT LOAD %s", lapse_script_source(s));
+        redisReply *reply = lapse_conn_command(r->c, "SCRIPT LOAD %s", lapse_script_source(s));
         if (!reply) {
+            r->refused = lapse_conn_refused(r->c);
             redis_fail(r, "SCRIPT LOAD");
             return -1;
         }
@@ -203,36 +209,31 @@ static int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
     return *port > 0 && *port <= 65535 ? 0 : -1;
 }
 
-/* A connection to host:port with the handle's timeouts; NULL with the
- * reason in err. */
-static redisContext *redis_open(const lapse_redis *r, const char *host, int port, char *err,
-                                size_t size)
+/* A connection to host:port with the handle's timeouts, over TLS for a
+ * node with tls = true; NULL with the reason in err. */
+static lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err,
+                              size_t size)
 {
-    redisContext *c = redisConnectWithTimeout(host, port, redis_tv(r->connect_timeout_ms));
-    if (!c) {
-        snprintf(err, size, "out of memory");
+    if (r->node.tls && !r->tls &&
+        !(r->tls = lapse_tls_new(r->tls_files[0], r->tls_files[1], r->tls_files[2],
+                                 r->tls_files[3], err, size))) {
+        r->refused = 1; /* a file that cannot be read stays so */
         return NULL;
     }
-    if (c->err) {
-        snprintf(err, size, "connect: %s", c->errstr);
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, redis_tv(r->command_timeout_ms));
-    redisEnableKeepAlive(c);
-    return c;
+    return lapse_conn_open(host, port, r->node.tls ? r->tls : NULL, r->connect_timeout_ms,
+                           r->command_timeout_ms, &r->refused, err, size);
 }
 
 /* One command on a fresh connection whose reply only has to be no error
  * (AUTH, SELECT). 0, or -1 with "WHAT: reason" in err (-2 when the server
  * refused for good: redis_refusal). The password is sent as an argument,
  * never formatted into a message. */
-static int redis_expect_ok(redisContext *c, redisReply *reply, const char *what, char *err,
+static int redis_expect_ok(lapse_conn *c, redisReply *reply, const char *what, char *err,
                            size_t size)
 {
     if (!reply) {
-        snprintf(err, size, "%s: %s", what, c->errstr[0] ? c->errstr : "connection lost");
-        return -1;
+        snprintf(err, size, "%s: %s", what, lapse_conn_errstr(c));
+        return lapse_conn_refused(c) ? -2 : -1;
     }
     int rc = reply->type != REDIS_REPLY_ERROR ? 0 : redis_refusal(reply->str) ? -2 : -1;
     if (rc)
@@ -241,13 +242,13 @@ static int redis_expect_ok(redisContext *c, redisReply *reply, const char *what,
     return rc;
 }
 
-static int redis_auth(redisContext *c, const char *user, const char *password, char *err,
+static int redis_auth(lapse_conn *c, const char *user, const char *password, char *err,
                       size_t size)
 {
     if (!password)
         return 0;
-    redisReply *reply = user ? redisCommand(c, "AUTH %s %s", user, password)
-                             : redisCommand(c, "AUTH %s", password);
+    redisReply *reply = user ? lapse_conn_command(c, "AUTH %s %s", user, password)
+                             : lapse_conn_command(c, "AUTH %s", password);
     return redis_expect_ok(c, reply, "AUTH", err, size);
 }
 
@@ -265,17 +266,17 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
         const char *sa = n->sentinels[i];
         char sh[256];
         int sp, rc;
-        redisContext *c = NULL;
+        lapse_conn *c = NULL;
         redisReply *reply = NULL;
         one[0] = '\0';
         if (redis_split_addr(sa, sh, sizeof sh, &sp) < 0)
             snprintf(one, sizeof one, "not host:port");
         else if (!(c = redis_open(r, sh, sp, one, sizeof one)))
-            ;
+            refused |= r->refused;
         else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one)))
             refused |= rc == -2;
-        else if (!(reply = redisCommand(c, "SENTINEL get-master-addr-by-name %s", n->master)))
-            snprintf(one, sizeof one, "%s", c->errstr[0] ? c->errstr : "connection lost");
+        else if (!(reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", n->master)))
+            snprintf(one, sizeof one, "%s", lapse_conn_errstr(c));
         else if (reply->type == REDIS_REPLY_ERROR)
             snprintf(one, sizeof one, "%s", reply->str);
         else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
@@ -287,8 +288,7 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
             snprintf(one, sizeof one, "unusable address");
         if (reply)
             freeReplyObject(reply);
-        if (c)
-            redisFree(c);
+        lapse_conn_free(c);
         if (!one[0]) {
             r->sentinel_first = i;
             return 0;
@@ -305,11 +305,11 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
 /* 1 if the server is a primary, 0 if not, -1 with err on failure. Asks
  * HELLO 2 (its "role" field; RESP2 kept), not ROLE or INFO: those are
  * @dangerous, which the ACL lapse needs (-@dangerous) does not grant. */
-static int redis_is_primary(redisContext *c, char *err, size_t size)
+static int redis_is_primary(lapse_conn *c, char *err, size_t size)
 {
-    redisReply *reply = redisCommand(c, "HELLO 2");
+    redisReply *reply = lapse_conn_command(c, "HELLO 2");
     if (!reply) {
-        snprintf(err, size, "HELLO: %s", c->errstr[0] ? c->errstr : "connection lost");
+        snprintf(err, size, "HELLO: %s", lapse_conn_errstr(c));
         return -1;
     }
     int rc = -1;
@@ -345,20 +345,20 @@ static int redis_connect(lapse_redis *r)
         snprintf(who, sizeof who, "%s (primary at %s)", r->name, r->addr);
     else
         snprintf(who, sizeof who, "%s", r->name);
-    redisContext *c = redis_open(r, host, port, err, sizeof err);
+    lapse_conn *c = redis_open(r, host, port, err, sizeof err);
     int primary = 1, rc = 0;
     if (c && ((rc = redis_auth(c, r->node.username, r->node.password, err, sizeof err)) ||
               (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
               (r->node.db &&
-               (rc = redis_expect_ok(c, redisCommand(c, "SELECT %d", r->node.db), "SELECT", err,
-                                     sizeof err))))) {
-        redisFree(c);
+               (rc = redis_expect_ok(c, lapse_conn_command(c, "SELECT %d", r->node.db), "SELECT",
+                                     err, sizeof err))))) {
+        lapse_conn_free(c);
         c = NULL;
         r->refused = rc == -2;
     }
     if (c && !primary) {
         snprintf(err, sizeof err, "the sentinels name a replica (a failover in progress?)");
-        redisFree(c);
+        lapse_conn_free(c);
         c = NULL;
     }
     if (!c) {
@@ -409,7 +409,7 @@ redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
         return NULL;
     va_list ap;
     va_start(ap, fmt);
-    redisReply *reply = redisvCommand(r->c, fmt, ap);
+    redisReply *reply = lapse_conn_vcommand(r->c, fmt, ap);
     va_end(ap);
     if (!reply)
         redis_fail(r, "command");
@@ -421,7 +421,7 @@ redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv
 {
     if (lapse_redis_ensure(r) < 0)
         return NULL;
-    redisReply *reply = redisCommandArgv(r->c, argc, argv, argvlen);
+    redisReply *reply = lapse_conn_command_argv(r->c, argc, argv, argvlen);
     if (!reply)
         redis_fail(r, "command");
     return redis_failover_reply(r, reply) ? NULL : reply;
@@ -455,7 +455,7 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     v[2] = nk, l[2] = (size_t)nklen;
     memcpy(v + 3, argv, (size_t)argc * sizeof *v);
     memcpy(l + 3, argvlen, (size_t)argc * sizeof *l);
-    int rc = redisAppendCommandArgv(r->c, argc + 3, v, l) == REDIS_OK ? 0 : -1;
+    int rc = lapse_conn_append_argv(r->c, argc + 3, v, l);
     if (v != sv) {
         free(v);
         free(l);
@@ -469,7 +469,7 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
 {
     if (lapse_redis_ensure(r) < 0)
         return -1;
-    if (redisAppendCommandArgv(r->c, argc, argv, argvlen) == REDIS_OK)
+    if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0)
         return 0;
     redis_set_error(r, "redis %s: out of memory", r->name);
     return -1;
@@ -481,13 +481,10 @@ int lapse_redis_send(lapse_redis *r)
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
     }
-    int done = 0;
-    while (!done)
-        if (redisBufferWrite(r->c, &done) != REDIS_OK) {
-            redis_fail(r, "write");
-            return -1;
-        }
-    return 0;
+    if (lapse_conn_flush(r->c) == 0)
+        return 0;
+    redis_fail(r, "write");
+    return -1;
 }
 
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
@@ -497,8 +494,8 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
     }
-    void *rep = NULL;
-    if (redisGetReply(r->c, &rep) != REDIS_OK || !rep) {
+    redisReply *rep = NULL;
+    if (lapse_conn_reply(r->c, &rep) < 0) {
         redis_fail(r, "reply");
         return -1;
     }
@@ -537,7 +534,7 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
     if (lapse_redis_ensure(r) < 0)
         return -1;
-    if (redisAppendCommand(r->c, "WAIT %d %d", replicas, timeout_ms) == REDIS_OK)
+    if (lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0)
         return 0;
     redis_set_error(r, "redis %s: out of memory", r->name);
     return -1;

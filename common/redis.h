@@ -36,10 +36,9 @@
 
 typedef struct lapse_redis lapse_redis;
 
-/* Creates a disconnected handle; copies what it needs from `node`. NULL on
- * allocation failure. */
-lapse_redis *lapse_redis_new(const struct lapse_redis_node *node, int connect_timeout_ms,
-                             int command_timeout_ms);
+/* Creates a disconnected handle for cfg->nodes[index]; copies what it
+ * needs from cfg (timeouts, redis.tls). NULL on allocation failure. */
+lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index);
 void lapse_redis_free(lapse_redis *r); /* accepts NULL */
 
 /* Makes sure the connection is up and the scripts loaded. Returns 0, or -1 if

@@ -45,8 +45,7 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     if (cfg->producer_slack_ms > 0 && !(p->slack = lapse_slack_new()))
         goto oom;
     for (size_t i = 0; i < cfg->nnodes; i++)
-        if (!(p->nodes[i] = lapse_redis_new(&cfg->nodes[i], cfg->redis_connect_timeout_ms,
-                                            cfg->redis_command_timeout_ms)))
+        if (!(p->nodes[i] = lapse_redis_new(cfg, i)))
             goto oom;
     if (lapse_redis_ensure(p->nodes[0]) < 0) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[0]));

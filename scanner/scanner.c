@@ -77,8 +77,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
-    s->home = lapse_redis_new(&cfg->nodes[0], cfg->redis_connect_timeout_ms,
-                              cfg->redis_command_timeout_ms);
+    s->home = lapse_redis_new(cfg, 0);
     s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
     if (!s->home || !s->sink) {
         if (!s->home)
@@ -166,9 +165,7 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     s->peers[0] = s->home;
     if (n == 0)
         s->node = s->home;
-    else if (!(s->node = s->peers[n] = lapse_redis_new(&s->cfg->nodes[n],
-                                                         s->cfg->redis_connect_timeout_ms,
-                                                         s->cfg->redis_command_timeout_ms))) {
+    else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
         log_error("out of memory");
         return -1;
     }
@@ -432,8 +429,7 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
         return;
     if (!s->ahead) {
         uint16_t n = s->layout.node_of[s->shard];
-        s->ahead = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
-                                   s->cfg->redis_command_timeout_ms);
+        s->ahead = lapse_redis_new(s->cfg, n);
         if (!s->ahead)
             return;
     }

@@ -19,8 +19,7 @@
 static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
 {
     if (!s->peers[n])
-        s->peers[n] = lapse_redis_new(&s->cfg->nodes[n], s->cfg->redis_connect_timeout_ms,
-                                      s->cfg->redis_command_timeout_ms);
+        s->peers[n] = lapse_redis_new(s->cfg, n);
     return s->peers[n];
 }
 

@@ -426,8 +426,7 @@ int main(int argc, char **argv)
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);
     int rc = 1;
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
-        nodes[i] = lapse_redis_new(&cfg.nodes[i], cfg.redis_connect_timeout_ms,
-                                   cfg.redis_command_timeout_ms);
+        nodes[i] = lapse_redis_new(&cfg, i);
     if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
     else if (lapse_redis_ensure(nodes[0]) < 0)

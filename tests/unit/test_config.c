@@ -113,7 +113,8 @@ TEST(config_example_documents_every_key)
         "namespace", "redis", "nodes", "host", "port", "password", "db",
         "connect_timeout_ms", "command_timeout_ms", "retry_timeout_ms", "wait_replicas",
         "wait_timeout_ms", "sentinels", "master", "sentinel_username", "sentinel_password",
-        "username", "kafka", "brokers", "topic",
+        "username", "tls", "ca_file", "cert_file", "key_file", "server_name", "kafka",
+        "brokers", "topic",
         "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
         "lease_ms", "max_inflight", "ingress", "group", "dead_letter_topic", "rules",
         "id_field", "id_prefix", "match_field", "match_value", "time", "time_field",
@@ -356,6 +357,34 @@ TEST(config_nodes)
     CHECK_STR(c.nodes[63].host, "h63");
     CHECK(c.nodes[63].port == 7063);
     lapse_config_free(&c);
+}
+
+/* TLS: a node says tls = true, redis.tls says how; a certificate comes
+ * with its key. */
+TEST(config_tls)
+{
+    struct lapse_config c;
+    REQUIRE(load_text(&c, MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; tls = true; }, "
+                              "{ host = \"g\"; port = 2; } );\n"
+                              "  tls = { ca_file = \"/ca.pem\"; cert_file = \"/c.pem\"; "
+                              "key_file = \"/k.pem\"; server_name = \"r.internal\"; }; };\n" MIN_KAFKA) == 0);
+    CHECK(c.nodes[0].tls == 1 && c.nodes[1].tls == 0);
+    CHECK_STR(c.redis_tls_ca_file, "/ca.pem");
+    CHECK_STR(c.redis_tls_cert_file, "/c.pem");
+    CHECK_STR(c.redis_tls_key_file, "/k.pem");
+    CHECK_STR(c.redis_tls_server_name, "r.internal");
+    lapse_config_free(&c);
+    REQUIRE(load_text(&c, MIN) == 0);
+    CHECK(c.nodes[0].tls == 0 && c.redis_tls_ca_file == NULL);
+    lapse_config_free(&c);
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; tls = 1; } ); };\n" MIN_KAFKA,
+               "FILE:2: redis.nodes[0].tls: expected true or false");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } );\n"
+                      "  tls = { cert_file = \"/c.pem\"; }; };\n" MIN_KAFKA,
+               "FILE:3: redis.tls.key_file: missing (mutual TLS needs both cert_file and key_file)");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } );\n"
+                      "  tls = { ca = \"/c.pem\"; }; };\n" MIN_KAFKA,
+               "FILE:3: redis.tls.ca: unknown key");
 }
 
 /* A node behind Sentinel: sentinels + master, optional credentials for the

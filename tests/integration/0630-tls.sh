@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# 0630-tls: lapse over TLS (mutual: the server demands our certificate),
+# as an ACL user with the default user off: init, produce, fire, cancel,
+# status. Certificates are made here with openssl: a CA, the server's
+# (for IP 127.0.0.1), ours, and a second CA nobody trusts. Refused, each
+# with one line naming the node and a non-zero exit, at start: a server
+# whose certificate another CA signed, TLS to a plain port, no client
+# certificate, a CA file that does not exist; and a plain connection to
+# the TLS port (to which a scanner waits, as the server only hangs up).
+. "$(dirname "$0")/../lib.sh"
+
+# ------------------------------------------------------------ certificates
+mkcert() { # NAME CA_NAME [SAN]: NAME.crt/.key signed by CA_NAME (self-signed if NAME = CA_NAME)
+    local ext=()
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -subj "/CN=lapse-test-$1" \
+        -out "$1.csr" 2>/dev/null || fail "openssl req $1"
+    if [[ $1 == "$2" ]]; then
+        printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\n' >"$1.ext"
+        openssl x509 -req -in "$1.csr" -signkey "$1.key" -days 2 -extfile "$1.ext" \
+            -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    else
+        printf 'basicConstraints=CA:FALSE\n%s\n' "${3:+subjectAltName=$3}" >"$1.ext"
+        openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial -days 2 \
+            -extfile "$1.ext" -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    fi
+}
+mkcert ca ca
+mkcert server ca "IP:127.0.0.1"
+mkcert client ca
+mkcert rogue-ca rogue-ca
+mkcert rogue rogue-ca "IP:127.0.0.1"
+
+# tls_redis NAME CERT: a redis-server with only a TLS port, demanding a
+# client certificate signed by ca; its port in TLS_PORT
+declare -A TLS_PORT=()
+tls_redis() {
+    free_port >/dev/null
+    local port=$FREE_PORT dir=$T/redis-$1
+    mkdir -p "$dir"
+    spawn "redis-$1" redis-server --bind 127.0.0.1 --port 0 --tls-port "$port" --dir "$dir" \
+        --tls-cert-file "$T/$2.crt" --tls-key-file "$T/$2.key" --tls-ca-cert-file "$T/ca.crt" \
+        --tls-auth-clients yes --save '' --appendonly no --logfile ''
+    wait_until 10000 "[[ \$(tcli $port --insecure PING 2>/dev/null) == PONG ]]" ||
+        fail "redis-server $1 (TLS) did not start"
+    TLS_PORT[$1]=$port
+}
+tcli() { # PORT ARGS...: redis-cli over TLS with our client certificate
+    local port=$1
+    shift
+    redis-cli -h 127.0.0.1 -p "$port" --tls --cacert "$T/ca.crt" --cert "$T/client.crt" \
+        --key "$T/client.key" "$@"
+}
+
+tls_redis main server
+REDIS_PORT=${TLS_PORT[main]}
+tcli "$REDIS_PORT" ACL SETUSER lapse on '>pw-tls' "~$NS:*" '&*' +@all -@dangerous >/dev/null
+tcli "$REDIS_PORT" ACL SETUSER admin on '>pw-admin' '~*' '&*' +@all >/dev/null
+tcli "$REDIS_PORT" ACL SETUSER default off >/dev/null
+rcli() { tcli "$REDIS_PORT" --user admin --pass pw-admin --no-auth-warning "$@"; }
+assert_eq "$(rcli PING)" PONG "the admin user over TLS"
+
+kafka_start --brokers 1
+write_config
+tls_group="tls = { ca_file = \"$T/ca.crt\"; cert_file = \"$T/client.crt\"; key_file = \"$T/client.key\"; };"
+node="{ host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"pw-tls\"; tls = true; }"
+sed -i "s|^redis = .*|redis = { nodes = ( $node ); $tls_group };|" "$CONF"
+scale init 2 >/dev/null || fail "init over TLS: exit status $?"
+scanners_start 2
+events_follow events.json
+t0=$(now_ms)
+{
+    for i in $(seq 0 19); do echo "touch tls-$i @$((t0 + 500 + i * 10)) pl-$i"; done
+    echo "touch gone @$((t0 + 800))"
+    echo "cancel gone"
+} | produce 2>produce.err || fail "producer over TLS: exit status $?: $(cat produce.err)"
+events_wait_ids events.json 20 10000
+scale status >status.txt || fail "status over TLS: exit status $?"
+sleep 0.5 # let a cancelled fire show
+scanner_stop
+events_follow_stop
+assert_eq "$(events_ids events.json | grep -c '^gone$')" 0 "events of the cancelled ID"
+assert_eq "$(jq -r 'select(.id == "tls-7") | .payload' events.json)" pl-7 "tls-7's payload"
+assert_never_early events.json
+assert_eq "$(grep -c 'pw-tls' "$T"/*.log status.txt produce.err | awk -F: '{ s += $NF } END { print s }')" 0 \
+    "lines showing the password"
+
+# ------------------------------------------------------------ refused
+bad() { # WHAT REDIS_GROUP WANT_ERE [PROGRAMS]
+    local what=$1 rc prog
+    sed "s|^redis = .*|redis = { $2 };|" "$CONF" >bad.conf
+    for prog in ${4:-producer scale scanner}; do
+        rc=0
+        case $prog in
+        producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c bad.conf </dev/null >bad.out 2>bad.err || rc=$? ;;
+        scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c bad.conf status >bad.out 2>bad.err || rc=$? ;;
+        scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c bad.conf --shard 0 >bad.out 2>bad.err || rc=$? ;;
+        esac
+        ((rc != 0 && rc != 124)) || fail "$what: $prog's exit status $rc (want non-zero, within 20 s)"
+        assert_eq "$(grep -c . bad.err)" 1 "$what: lines $prog printed on stderr ($(head -c 300 bad.err))"
+        assert_file_match bad.err "$3" "$what: $prog's error"
+    done
+}
+tls_redis rogue rogue
+bad "a certificate another CA signed" \
+    "nodes = ( { host = \"127.0.0.1\"; port = ${TLS_PORT[rogue]}; tls = true; } ); $tls_group" \
+    "127\\.0\\.0\\.1:${TLS_PORT[rogue]}.*TLS handshake.*certificate"
+redis_start plain
+bad "TLS to a plain port" \
+    "nodes = ( { host = \"127.0.0.1\"; port = $(redis_port plain); tls = true; } ); $tls_group" \
+    "127\\.0\\.0\\.1:$(redis_port plain).*TLS handshake"
+bad "plain to the TLS port" \
+    "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"pw-tls\"; } );" \
+    "127\\.0\\.0\\.1:$REDIS_PORT.*(closed|reset|lost|timed out)" "producer scale"
+bad "no client certificate" \
+    "nodes = ( $node ); tls = { ca_file = \"$T/ca.crt\"; };" \
+    "127\\.0\\.0\\.1:$REDIS_PORT.*(TLS|closed|reset)"
+bad "a CA file that does not exist" \
+    "nodes = ( $node ); tls = { ca_file = \"$T/nope.crt\"; };" \
+    "127\\.0\\.0\\.1:$REDIS_PORT.*ca_file.*nope\\.crt"
