@@ -176,6 +176,8 @@ static const struct key node_keys[] = {
     {"password", K_STR, 0, 0, NULL, 1, 0, NODE(password), "AUTH password; omit for none"},
     {"db", K_INT, 0, 0, NULL, 0, 15, NODE(db), "SELECT index"},
     {"tls", K_BOOL, 0, 0, NULL, 0, 0, NODE(tls), "TLS (redis.tls) to the node and its sentinels"},
+    {"was", K_STR, 0, 0, NULL, 3, 300, NODE(was),
+     "Sentinel node: the \"host:port\" it had as a plain node, which layouts may still name"},
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
@@ -371,6 +373,10 @@ static int check_node(struct ctx *x, const config_setting_t *e, const struct lap
         return NODE_FAIL("sentinels", "missing");
     if (sentinel && !n->master)
         return NODE_FAIL("master", "missing");
+    if (n->was && !sentinel)
+        return NODE_FAIL("was", "only for a Sentinel node (sentinels and master)");
+    if (n->was && !addr_ok(n->was))
+        return NODE_FAIL("was", "expected \"host:port\" (port 1..65535)");
     if (!sentinel && (n->sentinel_username || n->sentinel_password))
         return NODE_FAIL(n->sentinel_username ? "sentinel_username" : "sentinel_password",
                          "only for a Sentinel node (sentinels and master)");
@@ -406,9 +412,15 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
             return -1;
         char name[LAPSE_NODE_NAME_MAX], other[LAPSE_NODE_NAME_MAX];
         lapse_node_name(&x->cfg->nodes[i], name, sizeof name);
-        for (int j = 0; j < i; j++)
-            if (strcmp(lapse_node_name(&x->cfg->nodes[j], other, sizeof other), name) == 0)
-                return fail(x, e, path, "%s is listed twice (as redis.nodes[%d])", name, j);
+        for (int j = 0; j < i; j++) {
+            const char *was_i = x->cfg->nodes[i].was, *was_j = x->cfg->nodes[j].was;
+            lapse_node_name(&x->cfg->nodes[j], other, sizeof other);
+            if (strcmp(other, name) == 0 || (was_j && strcmp(was_j, name) == 0) ||
+                (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0))))
+                return fail(x, e, path, "%s is listed twice (as redis.nodes[%d])",
+                            was_i && (strcmp(was_i, other) == 0 || (was_j && !strcmp(was_i, was_j)))
+                                ? was_i : name, j);
+        }
     }
     return 0;
 }

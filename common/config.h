@@ -33,6 +33,8 @@ struct lapse_redis_node {
     char *password;          /* AUTH password, or NULL */
     int db;                  /* SELECT index, 0 = default */
     int tls;                 /* 1: TLS (redis.tls) to the node and its sentinels */
+    char *was;               /* Sentinel: "host:port" the layout may still name it
+                              * by (a plain node moved behind Sentinel), or NULL */
 };
 
 #define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */

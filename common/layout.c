@@ -23,14 +23,16 @@ void lapse_layout_free(struct lapse_layout *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The config entry whose name (lapse_node_name) is the len bytes at
- * hostport, or -1. */
+/* The config entry whose name (lapse_node_name), or former plain address
+ * (`was`), is the len bytes at hostport, or -1. */
 static int node_index(const struct lapse_config *cfg, const char *hostport, size_t len)
 {
     for (size_t i = 0; i < cfg->nnodes; i++) {
         char name[LAPSE_NODE_NAME_MAX];
+        const char *was = cfg->nodes[i].was;
         lapse_node_name(&cfg->nodes[i], name, sizeof name);
-        if (strlen(name) == len && memcmp(name, hostport, len) == 0)
+        if ((strlen(name) == len && memcmp(name, hostport, len) == 0) ||
+            (was && strlen(was) == len && memcmp(was, hostport, len) == 0))
             return (int)i;
     }
     return -1;

@@ -113,7 +113,7 @@ TEST(config_example_documents_every_key)
         "namespace", "redis", "nodes", "host", "port", "password", "db",
         "connect_timeout_ms", "command_timeout_ms", "retry_timeout_ms", "wait_replicas",
         "wait_timeout_ms", "sentinels", "master", "sentinel_username", "sentinel_password",
-        "username", "tls", "ca_file", "cert_file", "key_file", "server_name", "kafka",
+        "username", "was", "tls", "ca_file", "cert_file", "key_file", "server_name", "kafka",
         "brokers", "topic",
         "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
         "lease_ms", "max_inflight", "ingress", "group", "dead_letter_topic", "rules",
@@ -436,6 +436,12 @@ TEST(config_sentinel_nodes)
                "FILE:4: redis.nodes[0].sentinel_password: missing (sentinel_username needs it)");
     expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; }"),
                "FILE:5: redis.nodes[1]: m is listed twice (as redis.nodes[0])");
+    expect_err(NODES("{ host = \"h\"; port = 1; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; was = \"h:1\"; }"),
+               "FILE:5: redis.nodes[1]: h:1 is listed twice (as redis.nodes[0])");
+    expect_err(NODES("{ host = \"h\"; port = 1; was = \"h:2\"; }"),
+               "FILE:4: redis.nodes[0].was: only for a Sentinel node (sentinels and master)");
+    expect_err(NODES("{ sentinels = ( \"b:1\" ); master = \"m\"; was = \"hhhh\"; }"),
+               "FILE:4: redis.nodes[0].was: expected \"host:port\" (port 1..65535)");
 #undef NODES
 
 }
