@@ -420,6 +420,23 @@ sentinel_primary() { # MASTER: the port the first sentinel names as the primary
     redis-cli -p "${SENTINEL_PORTS[0]}" SENTINEL get-master-addr-by-name "$1" | tail -n 1
 }
 
+# tls_mkcert NAME CA [SAN]: NAME.crt and NAME.key in the current dir,
+# signed by CA (made before; self-signed when NAME = CA), SAN e.g.
+# "IP:127.0.0.1" for a server
+tls_mkcert() {
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -subj "/CN=lapse-test-$1" \
+        -out "$1.csr" 2>/dev/null || fail "openssl req $1"
+    if [[ $1 == "$2" ]]; then
+        printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\n' >"$1.ext"
+        openssl x509 -req -in "$1.csr" -signkey "$1.key" -days 2 -extfile "$1.ext" \
+            -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    else
+        printf 'basicConstraints=CA:FALSE\n%s\n' "${3:+subjectAltName=$3}" >"$1.ext"
+        openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial -days 2 \
+            -extfile "$1.ext" -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    fi
+}
+
 rcli() { # redis-cli against the test's redis (raw output)
     redis-cli -h 127.0.0.1 -p "${REDIS_PORT:?no redis started}" "$@"
 }
@@ -714,6 +731,15 @@ scanner_start() {
     shift
     spawn "scanner-$shard" "$LAPSE_BIN/lapse-scanner" -c "$CONF" --shard "$shard" "$@"
     SCANNER=$SPAWNED
+}
+
+# lock_pid SHARD: the pid in the shard's lock token (host:pid:random),
+# read straight from Redis (cheaper than lapse-scale status in a timed wait)
+lock_pid() {
+    local h
+    h=$(rcli GET "$NS:l:$1")
+    h=${h%:*}
+    echo "${h##*:}"
 }
 
 scanners_start() { # N: one scanner for each of shards 0..N-1

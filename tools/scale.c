@@ -103,7 +103,8 @@ static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, stru
 
 /* How node r is doing: replicas online and the largest lag (s), from INFO
  * replication, or where the ACL forbids INFO (-@dangerous) the count alone
- * from WAIT 0 0 (lag -1: unknown). Adds it to `out` and prints a line. */
+ * from WAIT (lag -1: unknown; it takes a second). Adds it to `out` and
+ * prints a line. */
 static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r, json_t *out,
                         int as_json)
 {
@@ -122,7 +123,9 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
         }
     } else if (rep) {
         freeReplyObject(rep);
-        rep = lapse_redis_command(r, "WAIT 0 0");
+        /* replicas acknowledge once a second: a WAIT for more than can
+         * be there answers, after that second, how many there are */
+        rep = lapse_redis_command(r, "WAIT 1000 1100");
         if (rep && rep->type == REDIS_REPLY_INTEGER)
             online = (long)rep->integer;
     }

@@ -106,4 +106,11 @@ ns_wait_empty 5000
 if events_read 201 1000 >all.json; then
     fail "a 201st event arrived: $(jq -r .id all.json | sort | uniq -d | head -5)"
 fi
+if (($(_lines all.json) < 200)); then
+    # a loaded machine: the reader did not get through the 200 in 1 s
+    note "$(_lines all.json) of 200 events read back within 1 s; reading again with 10 s"
+    if events_read 201 10000 >all.json; then
+        fail "a 201st event arrived: $(jq -r .id all.json | sort | uniq -d | head -5)"
+    fi
+fi
 assert_eq "$(_lines all.json)" 200 "events on the topic"

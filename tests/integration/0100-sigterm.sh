@@ -17,12 +17,15 @@ stop_ok() { # SIGNAL WHAT
     assert_le "$PROC_MS" 3000 "ms to exit after SIG$1 ($2)"
 }
 
-# idle
-scanner_start 0
-sleep 0.5
+# idle: started (it holds the lock), nothing due
+idle_scanner() {
+    scanner_start 0
+    wait_until 10000 '[[ $(holder_pid) == $(proc_pid $SCANNER) ]]' ||
+        fail "the scanner did not take the lock within 10 s (holder: '$(shard_holder)')"
+}
+idle_scanner
 stop_ok TERM idle
-scanner_start 0
-sleep 0.5
+idle_scanner
 stop_ok INT idle
 
 # busy

@@ -22,7 +22,7 @@ wait_until 5000 '(($(count R1) >= 3 && $(count R2) >= 2))' ||
 t1=$(now_ms)
 echo "touch R2 +600 last" | produce
 echo "cancel R1" | produce
-n1=$(count R1)
+tc=$(now_ms) # the cancel has landed: R1 cannot be claimed any more
 wait_until 5000 '(($(jq -c "select(.id == \"R2\" and .payload == \"last\")" events.json | wc -l) >= 1))' ||
     fail "R2 did not fire after its touch: $(cat events.json)"
 ns_wait_empty 3000
@@ -30,7 +30,10 @@ sleep 1 # another period or two: nothing more may fire
 events_follow_stop
 
 # R1: seq counts 1, 2, 3 ... on the grid t0+300 + k*300, payload each time;
-# after the cancel at most one already claimed fire follows
+# after the cancel at most one already claimed fire follows: one claimed
+# before the cancel landed, so due before tc (counting events as they reach
+# the test instead would take a loaded machine's delivery lag for fires
+# after the cancel)
 jq -r 'select(.id == "R1") | "\(.seq) \(.deadline_ms) \(.payload)"' events.json >r1
 k=0
 while read -r seq deadline payload; do
@@ -39,7 +42,8 @@ while read -r seq deadline payload; do
     assert_eq "$deadline" $((t0 + 300 + (k - 1) * 300)) "R1's deadline of fire $k"
     assert_eq "$payload" rp "R1's payload of fire $k"
 done <r1
-assert_le "$(count R1)" $((n1 + 1)) "R1 fires after its cancel"
+last_r1=$(jq -s '[.[] | select(.id == "R1") | .deadline_ms] | max' events.json)
+assert_le "$last_r1" $((tc - 1)) "the last deadline R1 fired with (the cancel landed by $tc)"
 
 # R2: seq 1, 2, ... then exactly one fire of the touched deadline, no seq
 last=$(jq -c 'select(.id == "R2")' events.json | tail -n 1)

@@ -10,10 +10,11 @@ write_config "" "producer = { batch = 10; };"
 scale init 4 >/dev/null
 sp_producer P
 fd=${SP_FD[P]}
-count() { # how many of the IDs s00..s24 are pending
-    local n=0 i
-    for i in $(seq -f '%02g' 0 24); do [[ -n $(id_score "s$i") ]] && n=$((n + 1)); done
-    echo "$n"
+# started, connected, scripts loaded: the windows below time the applying,
+# not the start of a process on a loaded machine
+sp_feed P /dev/null
+count() { # how many of the IDs s00..s24 are pending (one call: cheap when loaded)
+    ids_state $(seq -f 's%02g' 0 24) | awk '$2 != "-"' | wc -l
 }
 
 # 25 lines at once: two full batches (sent in flight) and a tail of 5

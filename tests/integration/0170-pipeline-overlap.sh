@@ -28,18 +28,32 @@ queued() {
     rcli CLIENT LIST | tr -d '\r' | awk '/cmd=evalsha/ { for (i = 1; i <= NF; i++) if ($i ~ /^qbuf=/) { sub(/^qbuf=/, "", $i); q += $i } } END { print q + 0 }'
 }
 
+# held: clients whose script Redis holds back (the first batch has arrived)
+held() {
+    rcli CLIENT LIST | tr -d '\r' | awk '/cmd=evalsha/ { for (i = 1; i <= NF; i++) if ($i ~ /^flags=.*b/) c++ } END { print c + 0 }'
+}
+
+PAUSE_MS=20000 # ended by CLIENT UNPAUSE as soon as the query buffer is read
 n=0
 case_run() { # NAME WANT(pipelined|waits) LINES... (4 of them)
-    local name=$1 want=$2 q got
+    local name=$1 want=$2 q got paused
     shift 2
     n=$((n + 1))
     sp_producer "P$n"
     sp_feed "P$n" /dev/null # started, connected, scripts loaded
-    rcli CLIENT PAUSE 2000 WRITE >/dev/null
+    rcli CLIENT PAUSE $PAUSE_MS WRITE >/dev/null
+    paused=$(local_ms)
     printf '%s\n' "$@" >lines.txt
     cat lines.txt >&"${SP_FD[P$n]}" # one write: the producer reads all four at once
-    sleep 0.5
+    wait_until 10000 '(($(held) >= 1))' || fail "$name: the first batch did not reach Redis within 10 s"
+    if [[ $want == pipelined ]]; then
+        wait_until 5000 '(($(queued) > 0))' || true # (the assertion below says what came)
+    else
+        sleep 0.5 # time for a second batch that should wait to show up anyway
+    fi
     q=$(queued)
+    (($(local_ms) - paused < PAUSE_MS)) ||
+        fail "machine too slow: $name: the query buffer was read $(($(local_ms) - paused)) ms after CLIENT PAUSE $PAUSE_MS"
     rcli CLIENT UNPAUSE >/dev/null
     if ((q > 0)); then got=pipelined; else got=waits; fi
     assert_eq "$got" "$want" "$name: the second batch (query buffer $q bytes while paused)"

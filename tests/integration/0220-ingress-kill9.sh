@@ -56,20 +56,31 @@ wait_until 5000 'kafka_all_committed "$IN" g-k9' || fail "round 1 not committed:
 kafka_committed "$IN" g-k9 | cut -d' ' -f1,2 >c1 # partition, committed
 
 # round 2 while Redis holds every write: consumed, not applied, not committed
-rcli CLIENT PAUSE 3000 WRITE >/dev/null
+# (a long pause, ended by CLIENT UNPAUSE once the offsets are checked: it
+# must not run out while a loaded machine gets there)
+PAUSE_MS=30000
+still_paused() { # (after reading the offsets)
+    (($(local_ms) - paused < PAUSE_MS)) ||
+        fail "machine too slow: the offsets were read $(($(local_ms) - paused)) ms after CLIENT PAUSE $PAUSE_MS, when Redis may have applied round 2"
+}
+rcli CLIENT PAUSE $PAUSE_MS WRITE >/dev/null
+paused=$(local_ms)
 signals 1000 >r2.in
 kafka_put "$IN" <r2.in
-wait_until 2500 '[[ $(rcli INFO clients | tr -d "\r" | sed -n "s/^blocked_clients://p") -ge 1 ]]' ||
+wait_until 10000 '[[ $(rcli INFO clients | tr -d "\r" | sed -n "s/^blocked_clients://p") -ge 1 ]]' ||
     fail "the ingress did not try to apply round 2"
 signals 1000 >r3.in # round 3 flows while the ingress dies
 (kafka_put "$IN" <r3.in) &
 flow=$!
 kafka_committed "$IN" g-k9 | cut -d' ' -f1,2 >c2
+still_paused
 diff c1 c2 >c.diff || { cat c.diff >&2; fail "offsets committed for writes Redis has not applied"; }
 proc_kill9 "$A"
 note "killed the ingress with round 2 unapplied, round 3 flowing"
 kafka_committed "$IN" g-k9 | cut -d' ' -f1,2 >c3
+still_paused
 diff c1 c3 >c.diff || { cat c.diff >&2; fail "offsets moved past unapplied writes"; }
+rcli CLIENT UNPAUSE >/dev/null
 wait "$flow" || fail "round 3 could not be produced"
 
 # a new member of the group picks up from the committed offsets

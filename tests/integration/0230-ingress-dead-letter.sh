@@ -72,7 +72,7 @@ for off in "${!why[@]}"; do
 done
 
 # each copied, byte for byte, with the reason and where it came from
-kafka_get "$DLQ" ${#why[@]} 5000 >dlq.json || fail "only $(_lines dlq.json) of ${#why[@]} dead-letter copies"
+kafka_get "$DLQ" ${#why[@]} 15000 >dlq.json || fail "only $(_lines dlq.json) of ${#why[@]} dead-letter copies"
 for off in "${!why[@]}"; do
     line=$(sed -n "$((off + 1))p" in.tsv)
     key=null value=$line # jq -r prints a null key as "null"
@@ -102,7 +102,7 @@ ingress_wait_assigned
 wait_until 8000 '[[ -n $(id_score good-3) ]]' || fail "good-3 not applied"
 wait_until 8000 'kafka_all_committed "$IN" g-dl' || fail "not committed: $(kafka_committed "$IN" g-dl)"
 assert_file_match "$T/$INGRESS.log" "not applied \(dead-letter topic $DLQ: .*\): not committed, reading them again"
-kafka_get "$DLQ" $((${#why[@]} + 1)) 5000 >dlq2.json || fail "the copy of offset $n never reached $DLQ"
+kafka_get "$DLQ" $((${#why[@]} + 1)) 15000 >dlq2.json || fail "the copy of offset $n never reached $DLQ"
 jq -e --arg o "$n" 'select(.headers["lapse.offset"] == $o) | .value == "not json"' dlq2.json >/dev/null ||
     fail "the copy of offset $n is wrong: $(tail -n 1 dlq2.json)"
 ingress_stop

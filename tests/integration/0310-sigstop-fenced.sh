@@ -66,8 +66,9 @@ note "A stopped with ${#inflight[@]} IDs in flight, $(events_unique events-a.jso
 kafka_ctl "rtt 1 0"
 
 # ---- 2. B takes over and delivers
-wait_until 3000 '[[ $(holder_pid) == "$bpid" ]]' || fail "B did not take the lock within 3 s of A's SIGSTOP"
+wait_until 3000 '[[ $(lock_pid 0) == "$bpid" ]]' || fail "B did not take the lock within 3 s of A's SIGSTOP"
 note "B took over $(($(local_ms) - stop_ms)) ms after A's SIGSTOP"
+assert_eq "$(holder_pid)" "$bpid" "pid in the lock (lapse-scale status) after the takeover"
 for ((i = 0; i < 100; i++)); do printf 'touch s2-%d +%d\n' "$i" $((50 + i * 3)); done | produce
 wait_until 5000 '(($(unique_all) >= 300))' || fail "only $(unique_all) of 300 IDs delivered while A is stopped"
 

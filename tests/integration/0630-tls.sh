@@ -10,25 +10,11 @@
 . "$(dirname "$0")/../lib.sh"
 
 # ------------------------------------------------------------ certificates
-mkcert() { # NAME CA_NAME [SAN]: NAME.crt/.key signed by CA_NAME (self-signed if NAME = CA_NAME)
-    local ext=()
-    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -subj "/CN=lapse-test-$1" \
-        -out "$1.csr" 2>/dev/null || fail "openssl req $1"
-    if [[ $1 == "$2" ]]; then
-        printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\n' >"$1.ext"
-        openssl x509 -req -in "$1.csr" -signkey "$1.key" -days 2 -extfile "$1.ext" \
-            -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
-    else
-        printf 'basicConstraints=CA:FALSE\n%s\n' "${3:+subjectAltName=$3}" >"$1.ext"
-        openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial -days 2 \
-            -extfile "$1.ext" -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
-    fi
-}
-mkcert ca ca
-mkcert server ca "IP:127.0.0.1"
-mkcert client ca
-mkcert rogue-ca rogue-ca
-mkcert rogue rogue-ca "IP:127.0.0.1"
+tls_mkcert ca ca
+tls_mkcert server ca "IP:127.0.0.1"
+tls_mkcert client ca
+tls_mkcert rogue-ca rogue-ca
+tls_mkcert rogue rogue-ca "IP:127.0.0.1"
 
 # tls_redis NAME CERT: a redis-server with only a TLS port, demanding a
 # client certificate signed by ca; its port in TLS_PORT

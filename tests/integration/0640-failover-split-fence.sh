@@ -35,10 +35,13 @@ write_config
 sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); wait_replicas = 1; };|" "$CONF"
 scale init 2 >/dev/null || fail "init: exit status $?"
 scanner_start 0
-old0=$SCANNER
+first0=$SCANNER
 scanner_start 1
 scanner_start 0 # the standby
-standby0=$SCANNER
+second0=$SCANNER
+# which of the two holds shard 0's lock: old0; the other stands by
+wait_until 10000 '[[ -n $(lock_pid 0) ]]' || fail "no scanner took shard 0's lock within 10 s"
+if [[ $(lock_pid 0) == $(proc_pid "$first0") ]]; then old0=$first0 standby0=$second0; else old0=$second0 standby0=$first0; fi
 events_follow events.json
 
 { seq -f 's%03g' 0 299; seq -f 'x-%02g' 0 39; echo mk.A.2; } >ids.txt

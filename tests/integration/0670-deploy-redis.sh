@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# 0670-deploy-redis: the Redis layout deploy/ describes works as written:
+# deploy/redis/redis-node.conf for a primary and its replica (TLS only,
+# mutual TLS, ACL users, default user off), deploy/redis/sentinel.conf
+# for a sentinel over TLS with its own ACL users, and
+# deploy/lapse.conf.production's node entry (Sentinel name, sentinel user,
+# ACL user, TLS, wait_replicas = 1). Only what cannot be the same here is
+# replaced: host names and ports by 127.0.0.1 and free ports, certificate
+# paths by certificates made here, the quorum by 1 (one sentinel), the
+# second node and Kafka's settings by this test's. Then lapse-scale
+# init and status, a producer and a scanner work through it.
+. "$(dirname "$0")/../lib.sh"
+NS=devices # the namespace deploy/ grants the ACL user
+D=$LAPSE_ROOT/deploy
+
+tls_mkcert ca ca
+tls_mkcert server ca "IP:127.0.0.1"
+tls_mkcert client ca
+certs() { # FILE: certificate paths -> this test's
+    sed -i -e "s|/etc/redis/tls/server.pem|$T/server.crt|; s|/etc/redis/tls/server.key|$T/server.key|" \
+        -e "s|/etc/redis/tls/ca.pem|$T/ca.crt|" "$1"
+}
+tcli() { # PORT ARGS...
+    local port=$1
+    shift
+    redis-cli -h 127.0.0.1 -p "$port" --tls --cacert "$T/ca.crt" --cert "$T/client.crt" \
+        --key "$T/client.key" --no-auth-warning "$@"
+}
+
+node_start() { # NAME [PRIMARY_PORT]: redis-node.conf as is, but ports and paths
+    free_port >/dev/null
+    local port=$FREE_PORT dir=$T/redis-$1
+    mkdir -p "$dir"
+    sed "s/^tls-port 6379/tls-port $port/" "$D/redis/redis-node.conf" >"$dir/redis.conf"
+    certs "$dir/redis.conf"
+    printf 'dir %s\nbind 127.0.0.1\nlogfile ""\n%s\n' "$dir" "${2:+replicaof 127.0.0.1 $2}" >>"$dir/redis.conf"
+    spawn "redis-$1" redis-server "$dir/redis.conf"
+    wait_until 10000 "[[ \$(tcli $port --user lapse --pass change-me PING 2>/dev/null) == PONG ]]" ||
+        fail "redis $1 did not start from deploy/redis/redis-node.conf"
+    NODE_PORT=$port
+}
+node_start a
+pa=$NODE_PORT
+node_start b "$pa"
+pb=$NODE_PORT
+# (as the ACL user: WAIT answers how many replicas have synced; the first
+# sync waits repl-diskless-sync-delay, 5 s)
+wait_until 20000 "[[ \$(tcli $pa --user lapse --pass change-me WAIT 1 1000) == 1 ]]" ||
+    fail "the replica did not sync with the primary as user replicator"
+
+free_port >/dev/null
+ps=$FREE_PORT
+mkdir -p "$T/sentinel"
+sed -e "s/^tls-port 26379/tls-port $ps/" -e '/lapse-b/d' \
+    -e "s/^sentinel monitor lapse-a lapse-a-1.internal 6379 2/sentinel monitor lapse-a 127.0.0.1 $pa 1/" \
+    "$D/redis/sentinel.conf" >"$T/sentinel/sentinel.conf"
+certs "$T/sentinel/sentinel.conf"
+printf 'dir %s\nbind 127.0.0.1\nlogfile ""\n' "$T/sentinel" >>"$T/sentinel/sentinel.conf"
+spawn sentinel redis-server "$T/sentinel/sentinel.conf" --sentinel
+wait_until 15000 "[[ \$(tcli $ps --user lapse-sentinel --pass change-me-too SENTINEL get-master-addr-by-name lapse-a 2>/dev/null | tail -n 1) == $pa ]]" ||
+    fail "the sentinel from deploy/redis/sentinel.conf does not name lapse-a's primary: $(tcli $ps --user lapse-sentinel --pass change-me-too SENTINEL get-master-addr-by-name lapse-a 2>&1)"
+
+# lapse.conf.production: its first node and its redis keys; this test's Kafka
+kafka_start --brokers 1
+awk '/^kafka = \{/ { skip = 1 } !skip { print } skip && /^\};/ { skip = 0 }' "$D/lapse.conf.production" |
+    sed -e "s/sentinel-[123].internal:26379/127.0.0.1:$ps/g" \
+        -e "s|/etc/lapse/redis-ca.pem|$T/ca.crt|; s|/etc/lapse/redis-client.pem|$T/client.crt|" \
+        -e "s|/etc/lapse/redis-client.key|$T/client.key|" >prod.conf
+# drop the second node (its entry: from the second "{ sentinels" line to the "}" that ends it)
+awk '/^    \{ sentinels/ { n++ } n == 2 && !done { if (/\}$/) { done = 1 } ; next } { print }' prod.conf |
+    sed 's/; },$/; }/' >conf.tmp # (the last node left: no comma after it)
+printf 'kafka = { brokers = "%s"; topic = "%s"; };\nscanner = { %s };\n' "$KAFKA_BROKERS" "$TOPIC" "$SCANNER_CFG" >>conf.tmp
+mv conf.tmp "$CONF"
+grep -q 'master = "lapse-a"' "$CONF" && ! grep -q 'lapse-b' "$CONF" || fail "could not derive the config: $(cat "$CONF")"
+REDIS_PORT=$pa
+rcli() { tcli "$REDIS_PORT" --user lapse --pass change-me "$@"; }
+
+scale init 2 >/dev/null || fail "init: exit status $?"
+st=$(scale status --json) || fail "status: exit status $?"
+assert_eq "$(jq -c '.nodes[0] | [.name, .via, .primary, .replicas_online]' <<<"$st")" \
+    "[\"lapse-a\",\"sentinel\",\"127.0.0.1:$pa\",1]" "status of the node"
+scanners_start 2
+events_follow events.json
+t0=$(now_ms)
+for i in $(seq 0 9); do echo "touch dev-$i @$((t0 + 300 + i * 10))"; done | produce ||
+    fail "producer through the deploy layout: exit status $?"
+events_wait_ids events.json 10 10000
+scanner_stop
+events_follow_stop
+assert_never_early events.json
