@@ -380,13 +380,14 @@ redis_replica_start() {
 # quorum of N/2+1) monitoring redis PRIMARY as MASTER, declaring it down
 # after DOWN_MS (default 1000) ms; returns once each knows the others and
 # the replicas. Their "host:port" list, quoted for a config, is left in
-# SENTINELS and their ports in SENTINEL_PORTS.
-declare -a SENTINEL_PORTS=()
+# SENTINELS, their ports in SENTINEL_PORTS and process names in
+# SENTINEL_NAMES.
+declare -a SENTINEL_PORTS=() SENTINEL_NAMES=()
 SENTINELS=
 sentinels_start() {
     local n=$1 master=$2 primary=$3 down=${4:-1000} i port dir pp
     pp=$(redis_port "$primary")
-    SENTINEL_PORTS=() SENTINELS=
+    SENTINEL_PORTS=() SENTINEL_NAMES=() SENTINELS=
     for ((i = 1; i <= n; i++)); do
         free_port >/dev/null
         port=$FREE_PORT
@@ -398,6 +399,7 @@ sentinels_start() {
             "sentinel failover-timeout $master 10000" \
             "sentinel parallel-syncs $master 1" >"$dir/sentinel.conf"
         spawn "sentinel-$i" redis-server "$dir/sentinel.conf" --sentinel --logfile ''
+        SENTINEL_NAMES+=("$SPAWNED")
         wait_until 10000 "[[ \$(redis-cli -p $port SENTINEL get-master-addr-by-name $master 2>/dev/null | tail -n 1) == $pp ]]" ||
             fail "sentinel $i did not come up within 10 s"
         SENTINEL_PORTS+=("$port")

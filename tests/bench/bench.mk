@@ -1,7 +1,8 @@
 # make bench: throughput and memory of lapse against limits measured in the
 # same run on the same machine (see tests/bench/run), then the scanner and
-# split figures (make bench-scanner, tests/bench/scanner.mk). Not part of
-# `make test`. `make bench-producer` runs only the first part.
+# split figures (make bench-scanner, tests/bench/scanner.mk), then the
+# high-availability ones (make bench-ha: wait_replicas, TLS, failover time).
+# Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
 #   make bench BENCH_N=200000 BENCH_ROUNDS=1   a quick look
@@ -11,11 +12,16 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer
+.PHONY: bench bench-producer bench-ha
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
+	@$(MAKE) --no-print-directory bench-ha
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
+
+# Sentinel, WAIT and TLS against the same runs without them (tests/bench/ha-run).
+bench-ha: all
+	@LAPSE_BIN=$(BIN) tests/bench/ha-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)

@@ -121,5 +121,15 @@ done
 sleep 0.5 # a wrong extra fire shows
 scanner_stop
 events_follow_stop
-sp_check events.json expect.tsv hashes.txt 2 4 0 $((tcont + 2000 + 1000))
+# duplicates only from shard 0's overlap, unless the sentinels failed over
+# once more (on a loaded machine a new primary can miss their pings for
+# down-after-milliseconds): then claims and acks not yet replicated make
+# any shard fire an ID again (at least once still holds; sp_check)
+primaries=$(grep -h '+switch-master' "$T"/sentinel-*.log | awk '{ print $NF }' | sort -u | wc -l)
+if ((primaries > 1)); then
+    note "the sentinels failed over $primaries times: duplicates allowed from any shard"
+    sp_check events.json expect.tsv hashes.txt 2 4 '*' "$(local_ms)"
+else
+    sp_check events.json expect.tsv hashes.txt 2 4 0 $((tcont + 2000 + 1000))
+fi
 assert_never_early events.json
