@@ -2,6 +2,7 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct lapse_tls {
 struct lapse_tls_session {
     SSL *ssl;
     int broken; /* a read or write failed with SSL_ERROR_SSL */
+    int asked;  /* the server asked for a certificate and we had none */
 };
 
 /* OpenSSL's reason for the last failure (its error queue, emptied), or
@@ -39,6 +41,40 @@ static void tls_error(const char *what, int ret_errno, char *err, size_t size)
     snprintf(err, size, "%s: %s", what, reason);
 }
 
+#define ALERT_WAIT_MS 200 /* tls_rejected: how long a refusal may take to come */
+
+/* Called by OpenSSL when the server asks for our certificate and none is
+ * configured: note it (tls_rejected) and go on without one. */
+static int tls_no_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    (void)x509;
+    (void)pkey;
+    lapse_tls_session *s = SSL_get_app_data(ssl);
+    if (s)
+        s->asked = 1;
+    return 0;
+}
+
+/* In TLS 1.3 a server that requires a client certificate says no only
+ * after the handshake, with an alert our first command would meet (or
+ * miss, when the server has already hung up: a reset, taken for a broken
+ * connection). So when it asked and we had none, wait briefly for that
+ * alert: 1 (err set) if it came. A server for which the certificate is
+ * optional sends nothing, which costs ALERT_WAIT_MS per connect. */
+static int tls_rejected(lapse_tls_session *s, int fd, char *err, size_t size)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    if (!s->asked || poll(&p, 1, ALERT_WAIT_MS) != 1)
+        return 0;
+    ERR_clear_error();
+    int n = SSL_peek(s->ssl, &c, 1);
+    if (n > 0 || SSL_get_error(s->ssl, n) != SSL_ERROR_SSL)
+        return 0;
+    tls_error("TLS handshake", 0, err, size);
+    return 1;
+}
+
 lapse_tls *lapse_tls_new(const char *ca_file, const char *cert_file, const char *key_file,
                          const char *server_name, char *err, size_t size)
 {
@@ -56,6 +92,8 @@ lapse_tls *lapse_tls_new(const char *ca_file, const char *cert_file, const char 
         SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
         SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
         SSL_CTX_set_mode(t->ctx, SSL_MODE_AUTO_RETRY);
+        if (!cert_file)
+            SSL_CTX_set_client_cert_cb(t->ctx, tls_no_cert);
     }
     if (ok && ca_file)
         ok = SSL_CTX_load_verify_locations(t->ctx, ca_file, NULL) == 1, what = "ca_file";
@@ -117,7 +155,7 @@ lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *
     ERR_clear_error();
     const char *name = t->server_name ? t->server_name : host;
     s->ssl = SSL_new(t->ctx);
-    int ok = s->ssl && SSL_set_fd(s->ssl, fd) == 1;
+    int ok = s->ssl && SSL_set_fd(s->ssl, fd) == 1 && SSL_set_app_data(s->ssl, s) == 1;
     if (ok) {
         /* an IP address is checked as one (and sent as no SNI) */
         X509_VERIFY_PARAM *vp = SSL_get0_param(s->ssl);
@@ -143,6 +181,12 @@ lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *
                                               "protocol: no TLS on this port");
         else
             tls_error("TLS handshake", e == SSL_ERROR_WANT_READ ? EAGAIN : e0, err, size);
+        SSL_free(s->ssl);
+        free(s);
+        return NULL;
+    }
+    if (tls_rejected(s, fd, err, size)) {
+        *refused = 1;
         SSL_free(s->ssl);
         free(s);
         return NULL;
