@@ -418,6 +418,25 @@ _sentinels_settled() { # MASTER: each sentinel sees the others and a replica
     done
 }
 
+# sentinel_node: the Sentinel tests' node "lapse-a": primary a, replicas b
+# and c, three sentinels (down after 1 s). From then on rcli and the sp_*
+# look-ups follow the primary the sentinels name (during a failover the
+# dead one, which refuses: waits go on).
+sentinel_node() {
+    redis_start a
+    redis_replica_start b a
+    redis_replica_start c a
+    sentinels_start 3 lapse-a a 1000
+    _sp_ports() { sentinel_primary lapse-a; }
+    rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
+}
+
+# sentinel_config [REDIS_KEYS]: CONF (write_config's) reaches node lapse-a
+# through its sentinels; REDIS_KEYS (libconfig text) go in the redis group
+sentinel_config() {
+    sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); ${1:-} };|" "$CONF"
+}
+
 sentinel_primary() { # MASTER: the port the first sentinel names as the primary
     redis-cli -p "${SENTINEL_PORTS[0]}" SENTINEL get-master-addr-by-name "$1" | tail -n 1
 }
@@ -742,6 +761,30 @@ lock_pid() {
     h=$(rcli GET "$NS:l:$1")
     h=${h%:*}
     echo "${h##*:}"
+}
+
+# expect_refused WHAT REDIS_GROUP WANT_ERE [PROGRAMS]: with CONF's redis
+# group replaced by REDIS_GROUP (libconfig text inside "redis = { ... };"),
+# each of PROGRAMS (default: producer scale scanner) stops at start within
+# 20 s, non-zero, with exactly one line on stderr matching WANT_ERE and no
+# password of REDIS_GROUP in it; the config stays in $T/refused.conf
+expect_refused() {
+    local what=$1 rc prog
+    sed "s|^redis = .*|redis = { $2 };|" "$CONF" >"$T/refused.conf"
+    for prog in ${4:-producer scale scanner}; do
+        rc=0
+        case $prog in
+        producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c "$T/refused.conf" </dev/null >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
+        scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c "$T/refused.conf" status >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
+        scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c "$T/refused.conf" --shard 0 >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
+        esac
+        ((rc != 0 && rc != 124)) || fail "$what: $prog's exit status $rc (want non-zero, within 20 s)"
+        assert_eq "$(grep -c . "$T/refused.err")" 1 "$what: lines $prog printed on stderr ($(head -c 300 "$T/refused.err"))"
+        assert_file_match "$T/refused.err" "$3" "$what: $prog's error"
+        for pw in $(grep -o 'password = "[^"]*"' <<<"$2" | cut -d'"' -f2); do
+            ! grep -qF -- "$pw" "$T/refused.err" || fail "$what: $prog printed a password"
+        done
+    done
 }
 
 scanners_start() { # N: one scanner for each of shards 0..N-1

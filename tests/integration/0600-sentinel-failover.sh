@@ -20,18 +20,11 @@
 #    status names the new primary and its replica.
 . "$(dirname "$0")/../lib.sh"
 SP_LEAD_MS=12000 # the writes around the failover (~3 s of it) end before the first deadline
-# the test's own redis-cli look-ups follow the primary the sentinels name
-# (during the failover: the dead one, which refuses, so waits go on)
-_sp_ports() { sentinel_primary lapse-a; }
-rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
 
-redis_start a
-redis_replica_start b a
-redis_replica_start c a
-sentinels_start 3 lapse-a a 1000
+sentinel_node
 kafka_start --brokers 1
 write_config
-sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); wait_replicas = 1; };|" "$CONF"
+sentinel_config "wait_replicas = 1;"
 scale init 2 >/dev/null || fail "init through Sentinel: exit status $?"
 assert_eq "$(sp_status '[.shard_info[].node] | join(",")')" "lapse-a,lapse-a" "nodes of shards 0, 1 (by name)"
 

@@ -71,35 +71,20 @@ assert_eq "$(grep -c 'pw-tls' "$T"/*.log status.txt produce.err | awk -F: '{ s +
     "lines showing the password"
 
 # ------------------------------------------------------------ refused
-bad() { # WHAT REDIS_GROUP WANT_ERE [PROGRAMS]
-    local what=$1 rc prog
-    sed "s|^redis = .*|redis = { $2 };|" "$CONF" >bad.conf
-    for prog in ${4:-producer scale scanner}; do
-        rc=0
-        case $prog in
-        producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c bad.conf </dev/null >bad.out 2>bad.err || rc=$? ;;
-        scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c bad.conf status >bad.out 2>bad.err || rc=$? ;;
-        scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c bad.conf --shard 0 >bad.out 2>bad.err || rc=$? ;;
-        esac
-        ((rc != 0 && rc != 124)) || fail "$what: $prog's exit status $rc (want non-zero, within 20 s)"
-        assert_eq "$(grep -c . bad.err)" 1 "$what: lines $prog printed on stderr ($(head -c 300 bad.err))"
-        assert_file_match bad.err "$3" "$what: $prog's error"
-    done
-}
 tls_redis rogue rogue
-bad "a certificate another CA signed" \
+expect_refused "a certificate another CA signed" \
     "nodes = ( { host = \"127.0.0.1\"; port = ${TLS_PORT[rogue]}; tls = true; } ); $tls_group" \
     "127\\.0\\.0\\.1:${TLS_PORT[rogue]}.*TLS handshake.*certificate"
 redis_start plain
-bad "TLS to a plain port" \
+expect_refused "TLS to a plain port" \
     "nodes = ( { host = \"127.0.0.1\"; port = $(redis_port plain); tls = true; } ); $tls_group" \
     "127\\.0\\.0\\.1:$(redis_port plain).*TLS handshake"
-bad "plain to the TLS port" \
+expect_refused "plain to the TLS port" \
     "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"pw-tls\"; } );" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*(closed|reset|lost|timed out)" "producer scale"
-bad "no client certificate" \
+expect_refused "no client certificate" \
     "nodes = ( $node ); tls = { ca_file = \"$T/ca.crt\"; };" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*(TLS|closed|reset)"
-bad "a CA file that does not exist" \
+expect_refused "a CA file that does not exist" \
     "nodes = ( $node ); tls = { ca_file = \"$T/nope.crt\"; };" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*ca_file.*nope\\.crt"

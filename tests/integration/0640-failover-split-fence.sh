@@ -23,16 +23,11 @@
 SP_LEAD_MS=14000 # the failover (~3 s) and the split happen before the first deadline
 SCANNER_CFG="poll_ms = 10; lease_ms = 2000;"
 SP_LATE_MS=3000 # the lease + 1 s (lib.sh)
-_sp_ports() { sentinel_primary lapse-a; }
-rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
 
-redis_start a
-redis_replica_start b a
-redis_replica_start c a
-sentinels_start 3 lapse-a a 1000
+sentinel_node
 kafka_start --brokers 1
 write_config
-sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); wait_replicas = 1; };|" "$CONF"
+sentinel_config "wait_replicas = 1;"
 scale init 2 >/dev/null || fail "init: exit status $?"
 scanner_start 0
 first0=$SCANNER

@@ -11,16 +11,11 @@
 . "$(dirname "$0")/../lib.sh"
 
 IN=lapse.signals
-_sp_ports() { sentinel_primary lapse-a; }
-rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
-redis_start a
-redis_replica_start b a
-redis_replica_start c a
-sentinels_start 3 lapse-a a 1000
+sentinel_node
 kafka_start "$IN"
 write_config "$CONF" "ingress = { topic = \"$IN\"; group = \"g-fo\"; properties = ( $INGRESS_PROPS );
   rules = ( { time = \"field\"; timeout_ms = 600000; } ); };"
-sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); wait_replicas = 1; wait_timeout_ms = 200; };|" "$CONF"
+sentinel_config "wait_replicas = 1; wait_timeout_ms = 200;"
 scale init 2 >/dev/null || fail "init: exit status $?"
 ingress_start
 ingress_wait_assigned
