@@ -122,11 +122,14 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r
                       : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
-/* Reads the layout and opens the shard's node, waiting out Redis outages.
- * Returns 0, or -1 on a lasting problem (not initialised, bad shard). */
+/* Reads the layout and opens the shard's node, waiting out a Redis outage
+ * for up to redis.retry_timeout_ms (a start before Redis, a failover).
+ * Returns 0, or -1 on a lasting problem (not initialised, bad shard,
+ * refused, or still unreachable then). */
 static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
+    int64_t give_up = lapse_clock_mono_ms() + s->cfg->redis_retry_timeout_ms;
     while (!*stop) {
         int rc = lapse_redis_ensure(s->home) < 0 ? -2
                  : lapse_layout_load(s->home, s->cfg, &s->layout, err, sizeof err);
@@ -141,7 +144,8 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
             log_error("%s", err);
             return -1;
         }
-        if (lapse_redis_refused(s->home)) { /* a wrong password waits for nothing */
+        /* a wrong password waits for nothing */
+        if (lapse_redis_refused(s->home) || lapse_clock_mono_ms() >= give_up) {
             log_error("%s", lapse_redis_errstr(s->home));
             return -1;
         }

@@ -46,8 +46,9 @@ for f in "$T"/*.log produce.err status.json; do
 done
 assert_eq "$(grep -c 's3cret' <<<"$status")" 0 "the password in status"
 
-# refused: one line naming the node, exit non-zero, at start (a scanner
-# whose node is only unreachable waits for it instead, saying why)
+# refused: one line naming the node, exit non-zero, at start (a node that
+# is only unreachable a scanner waits for, up to redis.retry_timeout_ms,
+# saying why, then it exits the same way)
 expect_refused "wrong password" "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"wr0ng\"; } );" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)"
 expect_refused "unknown user" "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"nobody\"; password = \"wr0ng\"; } );" \
@@ -56,10 +57,13 @@ free_port >/dev/null
 s1=$FREE_PORT
 free_port >/dev/null
 want="lapse-x: no sentinel named its primary.*127\\.0\\.0\\.1:$s1.*refused"
-expect_refused "all sentinels down" "nodes = ( { sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; } );" \
+# (a scanner waits for an unreachable node up to redis.retry_timeout_ms)
+expect_refused "all sentinels down" "nodes = ( { sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; } ); retry_timeout_ms = 1000;" \
     "$want" "producer scale"
 spawn waiting "$LAPSE_BIN/lapse-scanner" -c "$T/refused.conf" --shard 0
 wait_until 10000 "grep -Eq 'waiting for Redis: redis $want' '$T/waiting.log'" ||
     fail "the scanner did not say why it waits: $(head -c 300 "$T/waiting.log")"
-proc_stop waiting 10
-assert_eq "$PROC_RC" 0 "the waiting scanner's exit status after SIGTERM"
+wait_until 10000 '! proc_alive waiting' || fail "the scanner still waits 10 s after redis.retry_timeout_ms (1 s)"
+proc_stop waiting 1
+assert_ne "$PROC_RC" 0 "the scanner's exit status, all sentinels down"
+assert_file_match "$T/waiting.log" "^error lapse-scanner: redis $want" "the scanner's last word"
