@@ -278,7 +278,7 @@ static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
         else if (!(reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", n->master)))
             snprintf(one, sizeof one, "%s", lapse_conn_errstr(c));
         else if (reply->type == REDIS_REPLY_ERROR)
-            snprintf(one, sizeof one, "%s", reply->str);
+            snprintf(one, sizeof one, "%s", reply->str), refused |= redis_refusal(reply->str);
         else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
                  reply->element[0]->type != REDIS_REPLY_STRING ||
                  reply->element[1]->type != REDIS_REPLY_STRING)

@@ -133,13 +133,14 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
         freeReplyObject(rep);
     char via[64];
     if (nc->master)
-        snprintf(via, sizeof via, "sentinel (%zu)", nc->nsentinels);
+        snprintf(via, sizeof via, "sentinel (%zu)%s", nc->nsentinels, nc->tls ? ", tls" : "");
     else
-        snprintf(via, sizeof via, "plain");
+        snprintf(via, sizeof via, "plain%s", nc->tls ? ", tls" : "");
     const char *primary = lapse_redis_addr(r)[0] ? lapse_redis_addr(r) : "-";
-    json_array_append_new(out, json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o, s:o}", "name",
+    json_array_append_new(out, json_pack("{s:s, s:s, s:b, s:s?, s:i, s:s, s:o, s:o}", "name",
                                          lapse_redis_name(r), "via",
-                                         nc->master ? "sentinel" : "plain", "master", nc->master,
+                                         nc->master ? "sentinel" : "plain", "tls", nc->tls,
+                                         "master", nc->master,
                                          "sentinels", (int)nc->nsentinels, "primary", primary,
                                          "replicas_online",
                                          online >= 0 ? json_integer(online) : json_null(),
@@ -151,7 +152,7 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
         snprintf(reps, sizeof reps, "%ld", online);
     if (lag >= 0)
         snprintf(lags, sizeof lags, "%ld s", lag);
-    printf("%-22s %-14s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
+    printf("%-22s %-19s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
 }
 
 static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
@@ -180,7 +181,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
     int64_t last_due = -1;
     json_t *node_info = json_array();
     if (!as_json)
-        printf("%-22s %-14s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
+        printf("%-22s %-19s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
     for (size_t n = 0; n < cfg->nnodes; n++)
         node_status(cfg, n, nodes[n], node_info, as_json);
     if (!as_json)

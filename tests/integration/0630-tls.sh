@@ -61,6 +61,8 @@ t0=$(now_ms)
 } | produce 2>produce.err || fail "producer over TLS: exit status $?: $(cat produce.err)"
 events_wait_ids events.json 20 10000
 scale status >status.txt || fail "status over TLS: exit status $?"
+assert_match "$(cat status.txt)" "127\.0\.0\.1:$REDIS_PORT +plain, tls " "status: how the node is reached"
+assert_eq "$(scale status --json | jq -c '.nodes[0] | [.via, .tls]')" '["plain",true]' "status --json: via, tls"
 sleep 0.5 # let a cancelled fire show
 scanner_stop
 events_follow_stop

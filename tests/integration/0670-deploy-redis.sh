@@ -77,8 +77,8 @@ rcli() { tcli "$REDIS_PORT" --user lapse --pass change-me "$@"; }
 
 scale init 2 >/dev/null || fail "init: exit status $?"
 st=$(scale status --json) || fail "status: exit status $?"
-assert_eq "$(jq -c '.nodes[0] | [.name, .via, .primary, .replicas_online]' <<<"$st")" \
-    "[\"lapse-a\",\"sentinel\",\"127.0.0.1:$pa\",1]" "status of the node"
+assert_eq "$(jq -c '.nodes[0] | [.name, .via, .tls, .primary, .replicas_online]' <<<"$st")" \
+    "[\"lapse-a\",\"sentinel\",true,\"127.0.0.1:$pa\",1]" "status of the node"
 scanners_start 2
 events_follow events.json
 t0=$(now_ms)
