@@ -100,9 +100,6 @@ struct send {
     size_t *argvlen;
     char (*nums)[3][32];    /* per op of a call: number strings */
     size_t *sent;           /* per node: calls sent, replies not yet read */
-    unsigned char *waits;   /* per node: a WAIT follows them */
-    int confirm;            /* append WAITs (redis.wait_replicas); not when pipelined */
-    uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
     char epoch[24];
     char plain[24];         /* apply.lua's count of plain pairs */
 };
@@ -485,13 +482,11 @@ static int send_took(struct send *s, const struct send_call *c, const redisReply
 }
 
 /* Appends node n's calls to its pipeline, and with redis.wait_replicas a
- * WAIT after them unless the send is pipelined (confirm.c confirms those);
- * the number of calls in *sent. */
+ * WAIT after them; the number of calls in *sent. */
 static int send_append(struct send *s, size_t n, size_t *sent)
 {
     lapse_producer *p = s->p;
     *sent = 0;
-    s->waits[n] = 0;
     for (size_t c = 0; c < s->ncalls; c++) {
         if (p->layout.node_of[s->calls[c].shard] != n)
             continue;
@@ -502,12 +497,10 @@ static int send_append(struct send *s, size_t n, size_t *sent)
             return SEND_RETRY;
         (*sent)++;
     }
-    if (*sent && s->confirm && p->cfg->redis_wait_replicas > 0) {
-        if (lapse_redis_append_wait(p->nodes[n], p->cfg->redis_wait_replicas,
-                                    p->cfg->redis_wait_timeout_ms) < 0)
-            return SEND_RETRY;
-        s->waits[n] = 1;
-    }
+    if (*sent && p->cfg->redis_wait_replicas > 0 &&
+        lapse_redis_append_wait(p->nodes[n], p->cfg->redis_wait_replicas,
+                                p->cfg->redis_wait_timeout_ms) < 0)
+        return SEND_RETRY;
     return SEND_OK;
 }
 
@@ -516,7 +509,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
 {
     lapse_producer *p = s->p;
     lapse_redis *r = p->nodes[n];
-    int rc = SEND_OK;
+    int rc = SEND_OK, had = sent > 0;
     for (size_t c = 0; c < s->ncalls && sent; c++) {
         const struct send_call *call = &s->calls[c];
         if (p->layout.node_of[call->shard] != n)
@@ -542,7 +535,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
     }
     /* fewer replicas than asked took the writes: they may die with the
      * primary, so they are not applied yet; send them again */
-    if (s->waits[n] &&
+    if (had && p->cfg->redis_wait_replicas > 0 &&
         lapse_redis_wait_reply(r, p->cfg->redis_wait_replicas, p->cfg->redis_wait_timeout_ms) < 0)
         return SEND_RETRY;
     return rc;
@@ -617,8 +610,6 @@ static void send_free(struct send *s)
     free(s->argvlen);
     free(s->nums);
     free(s->sent);
-    free(s->waits);
-    free(s->witness);
     free(s);
 }
 
@@ -637,11 +628,8 @@ static struct send *send_new(lapse_producer *p)
     s->argvlen = malloc(ARGV_MAX * sizeof *s->argvlen);
     s->nums = malloc(APPLY_CHUNK * sizeof *s->nums);
     s->sent = calloc(p->cfg->nnodes, sizeof *s->sent);
-    s->waits = calloc(p->cfg->nnodes, sizeof *s->waits);
-    s->witness = calloc(p->cfg->nnodes, sizeof *s->witness);
-    s->confirm = 1;
     if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
-        !s->sent || !s->waits || !s->witness) {
+        !s->sent) {
         send_free(s);
         return NULL;
     }
@@ -671,21 +659,11 @@ struct send *producer_send_start(lapse_producer *p)
         return NULL;
     }
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
-    /* with redis.wait_replicas, a later WAIT from a second connection
-     * confirms these writes (confirm.c); if it cannot, the careful way */
-    s->confirm = 0;
-    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && c < s->ncalls; c++) {
-        size_t n = p->layout.node_of[s->calls[c].shard];
-        if (!s->witness[n] && (s->witness[n] = confirm_witness(p, n)) == 0) {
-            send_free(s);
-            return NULL;
-        }
-    }
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         if (send_append(s, n, &s->sent[n]) != SEND_OK || lapse_redis_send(p->nodes[n]) < 0) {
             /* drop what is half sent; the replies of earlier sends in
              * flight go with it, so reading them fails and producer.c
-             * sends every unconfirmed batch again, in order */
+             * re-sends those batches, in order (producer_collect_one) */
             for (size_t k = 0; k < p->cfg->nnodes; k++)
                 lapse_redis_disconnect(p->nodes[k]);
             send_free(s);
@@ -694,11 +672,12 @@ struct send *producer_send_start(lapse_producer *p)
     return s;
 }
 
-int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
+int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *errstr,
+                         size_t size)
 {
     int rc = SEND_OK;
+    *resent = 0;
     for (size_t n = 0; n < p->cfg->nnodes; n++) {
-        witness[n] = s->witness[n];
         int res = send_read(s, n, s->sent[n]);
         if (res == SEND_RETRY) {
             rc = res;
@@ -710,9 +689,11 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
     send_free(s);
     if (rc == SEND_OK)
         return 0;
+    /* Not all applied: the careful way, which re-sends the batch. */
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
-    return -1;
+    *resent = 1;
+    return producer_send(p, errstr, size);
 }
 
 void producer_send_abandon(struct send *s) { send_free(s); }

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # 0615-wait-stream-failover: with redis.wait_replicas = 1 a producer that
-# streams full batches (sent in a pipeline, confirmed later by WAITs from a
-# second connection: producer/confirm.c) counts a batch applied only once a
-# replica took it, through a Sentinel failover.
+# streams full batches (several in Redis's pipeline at once) counts a batch
+# applied only once a replica took it, through a Sentinel failover.
 #
 # One node behind Sentinel: primary a, replicas b and c. A producer reads a
 # FIFO: 100,000 touches, which reach both replicas; then both replicas stop
@@ -59,4 +58,11 @@ wait_until 60000 '! proc_alive producer' || fail "the producer did not finish wi
 proc_stop producer 1
 assert_eq "$PROC_RC" 0 "the producer's exit status"
 grep -q ' 0 failed' "$T/producer.log" || fail "the producer's counters: $(tail -n 1 "$T/producer.log")"
-assert_eq "$(held "$p")" 200000 "IDs the promoted replica holds"
+p=$(sentinel_primary lapse-a) # (a loaded machine may see the sentinels fail over once more)
+got=$(held "$p")
+if ((got != 200000)); then # which ones, for the report
+    for s in 0 1; do redis-cli -p "$p" ZRANGE "$NS:z:$s" 0 -1; done | sort >held.txt
+    { sed 's/^touch \([^ ]*\) .*/\1/' part1.txt part2.txt; } | sort | comm -23 - held.txt >missing.txt
+    note "missing: $(wc -l <missing.txt) IDs, from $(head -n 1 missing.txt) to $(tail -n 1 missing.txt)"
+fi
+assert_eq "$got" 200000 "IDs the primary holds"
