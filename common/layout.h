@@ -42,6 +42,8 @@ enum lapse_key_kind {
     LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
     LAPSE_KEY_EPOCH = 'e',    /* string: the layout epoch this shard has seen */
     LAPSE_KEY_LEASE = 'c',    /* string: the shard's last claim lease (claim.lua only) */
+    LAPSE_KEY_WAIT = 'w',     /* counter per node (not shard), INCRed before each
+                                 WAIT so that it covers every earlier write (redis.h) */
 };
 
 /* The keys every shard script takes, in this order (see common/lua). */

@@ -11,6 +11,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "conn.h"
+#include "layout.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
@@ -31,6 +32,7 @@ struct lapse_redis {
     int connected_once;
     int refused;                     /* the last connect failed for good (redis.h) */
     uint64_t reconnects;
+    char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
     char errstr[512];
 };
 
@@ -90,6 +92,7 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
     r->command_timeout_ms = cfg->redis_command_timeout_ms;
     lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     lapse_node_name(node, r->name, sizeof r->name);
+    lapse_key_shard(r->wait_key, sizeof r->wait_key, cfg->ns, LAPSE_KEY_WAIT, (uint32_t)index);
     if (node->host)
         snprintf(r->addr, sizeof r->addr, "%s:%d", node->host, node->port);
     return r;
@@ -534,7 +537,8 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
     if (lapse_redis_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0)
+    if (lapse_conn_append(r->c, "INCR %s", r->wait_key) == 0 &&
+        lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0)
         return 0;
     redis_set_error(r, "redis %s: out of memory", r->name);
     return -1;
@@ -542,11 +546,20 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 
 int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
 {
-    redisReply *reply;
+    redisReply *incr, *reply;
+    if (lapse_redis_get_reply(r, &incr) < 0)
+        return -1;
+    int counted = incr->type == REDIS_REPLY_INTEGER;
+    if (!counted)
+        redis_set_error(r, "redis %s: INCR %s: %.200s", r->name, r->wait_key,
+                        incr->type == REDIS_REPLY_ERROR ? incr->str : "unexpected reply");
+    freeReplyObject(incr);
     if (lapse_redis_get_reply(r, &reply) < 0)
         return -1;
     int rc = -1;
-    if (reply->type != REDIS_REPLY_INTEGER)
+    if (!counted)
+        ; /* the WAIT would cover only earlier writes of this connection */
+    else if (reply->type != REDIS_REPLY_INTEGER)
         redis_set_error(r, "redis %s: WAIT: %.200s", r->name,
                         reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
     else if (reply->integer < replicas)

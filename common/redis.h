@@ -77,14 +77,19 @@ int lapse_redis_send(lapse_redis *r);
 
 /*
  * Durable acknowledgement (redis.wait_replicas): WAIT until `replicas`
- * replicas took every write sent before it on this connection, or
- * timeout_ms passed. append_wait queues it in the pipeline (0 or -1 as
- * append); wait_reply reads its reply: 0 when enough replicas answered, -1
- * with errstr when fewer did (the writes may be lost with the primary: send
- * them again or report them) or on a connection failure (as get_reply).
- * lapse_redis_wait does both; replicas <= 0 returns 0 at once. WAIT is not
- * strong consistency: a write it confirmed survives the loss of the
- * primary only if a replica that has it is the one promoted.
+ * replicas took every write the server applied before it, or timeout_ms
+ * passed. WAIT alone covers only the writes of its own connection, and a
+ * write sent again that changes nothing (it was applied before its reply
+ * was lost) propagates nothing, so a WAIT after it would answer at once.
+ * So an INCR of NS:w:N (N the node's index) goes first: a write of this
+ * connection made after everything the server applied before it.
+ * append_wait queues both in the pipeline (0 or -1 as append); wait_reply
+ * reads their replies: 0 when enough replicas answered, -1 with errstr when
+ * fewer did (the writes may be lost with the primary: send them again or
+ * report them) or on a connection failure (as get_reply). lapse_redis_wait
+ * does both; replicas <= 0 returns 0 at once. WAIT is not strong
+ * consistency: a write it confirmed survives the loss of the primary only
+ * if a replica that has it is the one promoted.
  */
 int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms);
 int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms);

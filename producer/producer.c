@@ -40,7 +40,8 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     p->index_mask = slots - 1;
     p->index = calloc(slots, sizeof *p->index);
     p->nodes = calloc(cfg->nnodes, sizeof *p->nodes);
-    if (!p->index || !p->nodes)
+    p->witness = calloc(FLIGHTS * cfg->nnodes, sizeof *p->witness);
+    if (!p->index || !p->nodes || !p->witness)
         goto oom;
     if (cfg->producer_slack_ms > 0 && !(p->slack = lapse_slack_new()))
         goto oom;
@@ -96,6 +97,8 @@ void lapse_producer_free(lapse_producer *p)
     for (size_t i = 0; p->nodes && i < p->cfg->nnodes; i++)
         lapse_redis_free(p->nodes[i]);
     free(p->nodes);
+    free(p->witness);
+    confirm_free(p);
     lapse_layout_free(&p->layout);
     lapse_slack_free(p->slack);
     free(p->absorbed);
@@ -325,60 +328,99 @@ static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
     return rc;
 }
 
-/* Takes the oldest batch in flight off the ring and settles it: with
- * read_replies, reads its replies (falling back to re-sending it), else
- * re-sends it the careful way without reading them (they were lost with
- * the connections). Sets
- * *resent when it had to be re-sent. Returns as lapse_producer_flush. */
-static int producer_settle_oldest(lapse_producer *p, int read_replies, int *resent, char *errstr,
-                                  size_t size)
+/* The oldest batch in flight is confirmed: it leaves the ring. */
+static void producer_release(lapse_producer *p)
 {
     size_t k = p->flight_first;
-    struct send *s = p->sending[k];
-    p->sending[k] = NULL;
-    p->flight_first = (k + 1) % FLIGHTS;
-    p->nflight--;
     producer_swap(p, &p->flight[k]);
-    int rc;
-    if (read_replies) {
-        rc = producer_send_finish(p, s, resent, errstr, size);
-    } else {
-        producer_send_abandon(s);
-        *resent = 1;
-        rc = producer_send(p, errstr, size);
-    }
-    producer_settled(p, rc);
+    producer_settled(p, 0);
     p->nops = 0; /* counted and unindexed when it was sent */
     p->arena_len = 0;
     producer_swap(p, &p->flight[k]); /* the queue back; flight[k] keeps the buffers */
-    return rc;
+    p->flight_first = (k + 1) % FLIGHTS;
+    p->nflight--;
+    p->nread--;
 }
 
-/* Waits for the oldest batch in flight. If it was not applied it is re-sent,
- * and so, after it and in order, is every later one (their replies went
- * with the dropped connections; every op is idempotent, so applying a batch
- * again is safe, and re-sending them in order keeps each ID's ops in order;
- * IDs in several of them only have bare extends there: producer_overlaps).
- * Returns as lapse_producer_flush. */
-static int producer_collect_one(lapse_producer *p, char *errstr, size_t size)
+/*
+ * Something in flight fell short (a lost connection, a failover, a WAIT that
+ * saw too few replicas, a changed layout): every batch in flight is sent
+ * again the careful way, oldest first, the read ones too (their writes may
+ * die with the primary before a replica took them). Every op is idempotent,
+ * so applying a batch again is safe; sending them in order keeps each ID's
+ * ops in order (IDs in several of them only have bare extends there:
+ * producer_overlaps). Returns as lapse_producer_flush.
+ */
+static int producer_resend(lapse_producer *p, char *errstr, size_t size)
 {
-    int resent = 0;
-    int rc = producer_settle_oldest(p, 1, &resent, errstr, size);
-    while (resent && p->nflight > 0) {
-        int later = producer_settle_oldest(p, 0, &resent, errstr, size);
+    int rc = 0;
+    /* the replies of batches sent and not read yet are still coming on
+     * these connections: read by the careful sends, they would pass for
+     * theirs (and theirs would never be sent) */
+    for (size_t n = 0; n < p->cfg->nnodes; n++)
+        lapse_redis_disconnect(p->nodes[n]);
+    while (p->nflight > 0) {
+        size_t k = p->flight_first;
+        producer_send_abandon(p->sending[k]);
+        p->sending[k] = NULL;
+        producer_swap(p, &p->flight[k]);
+        int one = producer_send(p, errstr, size);
+        producer_settled(p, one);
+        p->nops = 0;
+        p->arena_len = 0;
+        producer_swap(p, &p->flight[k]);
+        p->flight_first = (k + 1) % FLIGHTS;
+        p->nflight--;
         if (rc == 0)
-            rc = later;
+            rc = one;
     }
+    p->nread = 0;
     return rc;
 }
 
-/* Waits for every batch in flight, oldest first. Returns as
- * lapse_producer_flush. */
+/* Reads the replies of the oldest batch not read yet. With
+ * redis.wait_replicas it then waits for confirm.c, else it leaves the ring.
+ * Returns as lapse_producer_flush. */
+static int producer_read_one(lapse_producer *p, char *errstr, size_t size)
+{
+    size_t k = (p->flight_first + p->nread) % FLIGHTS;
+    struct send *s = p->sending[k];
+    p->sending[k] = NULL;
+    producer_swap(p, &p->flight[k]);
+    int rc = producer_send_finish(p, s, &p->witness[k * p->cfg->nnodes]);
+    producer_swap(p, &p->flight[k]);
+    if (rc < 0)
+        return producer_resend(p, errstr, size);
+    p->read_no[k] = ++p->reads;
+    p->nread++;
+    if (p->cfg->redis_wait_replicas <= 0)
+        producer_release(p);
+    else
+        confirm_kick(p, k);
+    return 0;
+}
+
+/* Confirms the oldest batch in flight (reading it first if need be), and
+ * then every later one already confirmed. Returns as lapse_producer_flush. */
+static int producer_confirm_one(lapse_producer *p, char *errstr, size_t size)
+{
+    if (p->nread == 0)
+        return producer_read_one(p, errstr, size);
+    while (!confirm_done(p, p->flight_first))
+        if (confirm_step(p, p->flight_first) < 0)
+            return producer_resend(p, errstr, size);
+    do
+        producer_release(p);
+    while (p->nread > 0 && confirm_done(p, p->flight_first));
+    return 0;
+}
+
+/* Waits for every batch in flight. Returns as lapse_producer_flush. */
 static int producer_collect(lapse_producer *p, char *errstr, size_t size)
 {
     int rc = 0;
     while (p->nflight > 0) {
-        int one = producer_collect_one(p, errstr, size);
+        int one = producer_confirm_one(p, errstr, size);
         if (rc == 0)
             rc = one;
     }
@@ -420,16 +462,25 @@ static int producer_overlaps(lapse_producer *p)
 
 /*
  * A full batch while operations stream in: send it without waiting for the
- * replies, which are read (oldest first) once FLIGHTS batches are in flight,
+ * replies, which are read (oldest first) once PIPELINE batches are unread,
  * so Redis applies earlier batches while later ones are queued and parsed.
- * Replies come back in the order the batches were sent, and a batch that
- * was not applied is re-sent the careful way with all later ones after it,
- * so per-ID order holds in the end; producer_overlaps keeps the moment in
- * between harmless.
+ * With redis.wait_replicas a read batch stays in the ring until a WAIT
+ * from a second connection confirmed it (confirm.c), which holds neither
+ * this pipeline nor, until the ring is full, the producer. Replies come
+ * back in the order the batches were sent, and when a batch was not
+ * applied or confirmed, every batch in flight is re-sent the careful way,
+ * in order (producer_resend), so per-ID order holds in the end;
+ * producer_overlaps keeps the moment in between harmless.
  */
 static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
 {
-    int rc = p->nflight == FLIGHTS ? producer_collect_one(p, errstr, size) : 0;
+    int rc = 0;
+    while (p->nflight - p->nread >= PIPELINE || p->nflight == FLIGHTS) {
+        int one = p->nflight - p->nread >= PIPELINE ? producer_read_one(p, errstr, size)
+                                                    : producer_confirm_one(p, errstr, size);
+        if (rc == 0)
+            rc = one;
+    }
     if (p->nflight > 0 && producer_overlaps(p)) {
         int all = producer_collect(p, errstr, size);
         if (rc == 0)

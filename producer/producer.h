@@ -16,9 +16,12 @@
  * never blocks, except that reaching producer.batch queued operations sends
  * them: that batch goes out without waiting for Redis's answer; up to four
  * such batches are in flight, their answers read oldest first, so Redis
- * applies earlier batches while later ones are queued. Callers that stream should flush whenever no more input is
- * waiting, so a lone operation is not held back; lapse_producer_flush
- * returns only once everything submitted before it is applied.
+ * applies earlier batches while later ones are queued (with
+ * redis.wait_replicas, read batches are kept, up to 16 in all, until a WAIT
+ * confirmed them). Callers that stream should flush whenever no more input
+ * is waiting, so a lone operation is not held back; lapse_producer_flush
+ * returns only once everything submitted before it is applied (and, with
+ * redis.wait_replicas, confirmed).
  *
  * With producer.slack_ms > 0, extends are coalesced across batches too (see
  * slack.h): an extend already covered by what this producer wrote is

@@ -17,7 +17,8 @@
 #include "slack.h"
 
 #define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
-#define FLIGHTS 4       /* full batches sent whose replies are not read yet, at most */
+#define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
+#define PIPELINE 4      /* of those, sent and not read yet, at most */
 #define KEY_MAX (LAPSE_NS_MAX + 16)
 #define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
@@ -103,12 +104,20 @@ struct lapse_producer {
     char *arena;
     size_t arena_len, arena_cap;
     uint32_t seq, last_seq;         /* the queue's batch number; the last one given */
-    /* Full batches sent, their replies not read yet: a ring, oldest at
-     * flight_first, nflight of them; sending[k] holds flight[k]'s calls
-     * (send.c). Slots not in use keep their (empty) buffers for reuse. */
+    /* Full batches sent and not confirmed yet: a ring, oldest at
+     * flight_first, nflight of them, the oldest nread of which were read
+     * (applied; with redis.wait_replicas waiting for confirm.c).
+     * sending[k] holds flight[k]'s calls while unread (send.c), read_no[k]
+     * its number among the batches read, witness[k * nnodes + n] what
+     * confirm_witness gave node n when it was sent (0: no write there).
+     * Slots not in use keep their (empty) buffers. */
     struct producer_batch flight[FLIGHTS];
     struct send *sending[FLIGHTS];
-    size_t flight_first, nflight;
+    uint64_t read_no[FLIGHTS];
+    uint64_t *witness;
+    size_t flight_first, nflight, nread;
+    uint64_t reads;                 /* batches read so far */
+    struct confirm_waiter *waiters; /* per node, with redis.wait_replicas (confirm.c) */
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct producer_absorbed *absorbed; /* while their covering write is unsettled */
     size_t nabsorbed, cap_absorbed;
@@ -123,29 +132,78 @@ int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off
 /* (Re)reads the layout and the shard key names. 0, or -1 with errstr. */
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 
-/* Applies every queued op (send.c). 0, or -1 with errstr after reporting
- * each op that could not be applied through on_error. */
+/* Applies every queued op (send.c), reading each reply as it comes: no
+ * reply of a producer_send_start may still be due on the connections (read
+ * them first, or drop the connections). 0, or -1 with errstr after
+ * reporting each op that could not be applied through on_error. */
 int producer_send(lapse_producer *p, char *errstr, size_t size);
 
 /* Sends every queued op without waiting for the replies, when nothing
  * needs a careful send (a fresh layout; during a split, no moving ID whose
- * old shard is on another node, unless the moved-ID cache knows it settled).
- * Returns what
- * producer_send_finish takes, or NULL when the caller should use
- * producer_send. Calls of several such sends may be in flight at once; their
- * replies are read in the order they were sent. */
+ * old shard is on another node, unless the moved-ID cache knows it settled)
+ * and, with redis.wait_replicas, every node it writes has a witness
+ * (confirm_witness). Returns what producer_send_finish takes, or NULL when
+ * the caller should use producer_send (then every batch in flight must be
+ * sent again: the connections may have been dropped). Calls of several such
+ * sends may be in flight at once; their replies are read in the order they
+ * were sent. */
 struct send *producer_send_start(lapse_producer *p);
 
 /* Reads the replies of what producer_send_start sent (s; freed), with those
- * ops queued again (the batch swapped back in); anything short of applied
- * falls back to producer_send, and then *resent is set: the connections
- * were dropped with the replies of every later send in flight. Returns as
- * producer_send. */
-int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *errstr,
-                         size_t size);
+ * ops queued again (the batch swapped back in), and leaves in witness[n]
+ * the witness of each node it wrote (0 for the others). Returns 0 when it
+ * was applied (with redis.wait_replicas, not yet confirmed: confirm.c), or
+ * -1 when anything fell short: then the connections were dropped, with the
+ * replies of every later send in flight, and every unconfirmed batch must
+ * be sent again with producer_send. */
+int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness);
 
 /* Forgets what producer_send_start sent without reading its replies
  * (frees s; accepts NULL). */
 void producer_send_abandon(struct send *s);
+
+/*
+ * confirm — durable acknowledgement of pipelined batches (redis.wait_replicas).
+ *
+ * WAIT holds the connection it runs on until the replicas answered, so a
+ * WAIT in the batches' own pipeline would stop Redis from running the
+ * batches queued behind it for that long, once per WAIT. Instead each node
+ * has a second connection, the waiter, which confirms batches already read:
+ * an INCR of NS:w:N (N the node's index) then WAIT; WAIT covers the writes
+ * of the connection it runs on, and the INCR is one, made after the
+ * batches ran, so it covers everything the server applied before it.
+ * That holds only on the server that applied them: a batch counts as
+ * confirmed only by a WAIT from a waiter connection that was up, to the
+ * address the batch was sent to, before the batch was sent and stayed up
+ * until the WAIT answered (so no restart or failover came in between).
+ */
+struct confirm_waiter {
+    lapse_redis *r;            /* the second connection to the node */
+    uint64_t asked;            /* reads covered by the WAIT in flight; 0: none */
+    uint64_t asked_witness;    /* the connection it was sent on */
+    uint64_t confirmed;        /* reads covered by the last WAIT that succeeded */
+    uint64_t confirmed_witness;
+};
+
+/* Connects node n's waiter if needed; returns its witness (which connection
+ * it is, never 0), or 0 when it cannot confirm writes sent to the node now
+ * (not connected, or not to the address the node's connection is on). */
+uint64_t confirm_witness(lapse_producer *p, size_t n);
+
+/* 1 when batch slot k is confirmed on every node it wrote. */
+int confirm_done(const lapse_producer *p, size_t k);
+
+/* Makes progress towards confirming batch slot k: asks for a WAIT covering
+ * every batch read so far where none is in flight, or else waits for the
+ * answer of one in flight. 0, or -1 when the batch can no longer be
+ * confirmed (too few replicas, a lost or replaced connection: send it
+ * again). */
+int confirm_step(lapse_producer *p, size_t k);
+
+/* Asks for a WAIT on each node batch slot k (just read) wrote, where none
+ * is in flight, so that it runs while more batches are sent. */
+void confirm_kick(lapse_producer *p, size_t k);
+
+void confirm_free(lapse_producer *p); /* the waiters; accepts none */
 
 #endif

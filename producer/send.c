@@ -100,6 +100,11 @@ struct send {
     size_t *argvlen;
     char (*nums)[3][32];    /* per op of a call: number strings */
     size_t *sent;           /* per node: calls sent, replies not yet read */
+    unsigned char *waits;   /* per node: a WAIT follows them */
+    int confirm;            /* append WAITs (redis.wait_replicas); not when pipelined */
+    uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
+    uint64_t *conn;         /* pipelined: per node, the connection the calls went out
+                               on (lapse_redis_reconnects) */
     char epoch[24];
     char plain[24];         /* apply.lua's count of plain pairs */
 };
@@ -482,11 +487,13 @@ static int send_took(struct send *s, const struct send_call *c, const redisReply
 }
 
 /* Appends node n's calls to its pipeline, and with redis.wait_replicas a
- * WAIT after them; the number of calls in *sent. */
+ * WAIT after them unless the send is pipelined (confirm.c confirms those);
+ * the number of calls in *sent. */
 static int send_append(struct send *s, size_t n, size_t *sent)
 {
     lapse_producer *p = s->p;
     *sent = 0;
+    s->waits[n] = 0;
     for (size_t c = 0; c < s->ncalls; c++) {
         if (p->layout.node_of[s->calls[c].shard] != n)
             continue;
@@ -497,10 +504,12 @@ static int send_append(struct send *s, size_t n, size_t *sent)
             return SEND_RETRY;
         (*sent)++;
     }
-    if (*sent && p->cfg->redis_wait_replicas > 0 &&
-        lapse_redis_append_wait(p->nodes[n], p->cfg->redis_wait_replicas,
-                                p->cfg->redis_wait_timeout_ms) < 0)
-        return SEND_RETRY;
+    if (*sent && s->confirm && p->cfg->redis_wait_replicas > 0) {
+        if (lapse_redis_append_wait(p->nodes[n], p->cfg->redis_wait_replicas,
+                                    p->cfg->redis_wait_timeout_ms) < 0)
+            return SEND_RETRY;
+        s->waits[n] = 1;
+    }
     return SEND_OK;
 }
 
@@ -509,7 +518,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
 {
     lapse_producer *p = s->p;
     lapse_redis *r = p->nodes[n];
-    int rc = SEND_OK, had = sent > 0;
+    int rc = SEND_OK;
     for (size_t c = 0; c < s->ncalls && sent; c++) {
         const struct send_call *call = &s->calls[c];
         if (p->layout.node_of[call->shard] != n)
@@ -535,7 +544,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
     }
     /* fewer replicas than asked took the writes: they may die with the
      * primary, so they are not applied yet; send them again */
-    if (had && p->cfg->redis_wait_replicas > 0 &&
+    if (s->waits[n] &&
         lapse_redis_wait_reply(r, p->cfg->redis_wait_replicas, p->cfg->redis_wait_timeout_ms) < 0)
         return SEND_RETRY;
     return rc;
@@ -610,6 +619,9 @@ static void send_free(struct send *s)
     free(s->argvlen);
     free(s->nums);
     free(s->sent);
+    free(s->waits);
+    free(s->witness);
+    free(s->conn);
     free(s);
 }
 
@@ -628,8 +640,12 @@ static struct send *send_new(lapse_producer *p)
     s->argvlen = malloc(ARGV_MAX * sizeof *s->argvlen);
     s->nums = malloc(APPLY_CHUNK * sizeof *s->nums);
     s->sent = calloc(p->cfg->nnodes, sizeof *s->sent);
+    s->waits = calloc(p->cfg->nnodes, sizeof *s->waits);
+    s->witness = calloc(p->cfg->nnodes, sizeof *s->witness);
+    s->conn = calloc(p->cfg->nnodes, sizeof *s->conn);
+    s->confirm = 1;
     if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
-        !s->sent) {
+        !s->sent || !s->waits || !s->witness || !s->conn) {
         send_free(s);
         return NULL;
     }
@@ -659,26 +675,41 @@ struct send *producer_send_start(lapse_producer *p)
         return NULL;
     }
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
-    for (size_t n = 0; n < p->cfg->nnodes; n++)
+    /* with redis.wait_replicas, a later WAIT from a second connection
+     * confirms these writes (confirm.c); if it cannot, the careful way */
+    s->confirm = 0;
+    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && c < s->ncalls; c++) {
+        size_t n = p->layout.node_of[s->calls[c].shard];
+        if (!s->witness[n] && (s->witness[n] = confirm_witness(p, n)) == 0) {
+            send_free(s);
+            return NULL;
+        }
+    }
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
         if (send_append(s, n, &s->sent[n]) != SEND_OK || lapse_redis_send(p->nodes[n]) < 0) {
             /* drop what is half sent; the replies of earlier sends in
              * flight go with it, so reading them fails and producer.c
-             * re-sends those batches, in order (producer_collect_one) */
+             * sends every unconfirmed batch again, in order */
             for (size_t k = 0; k < p->cfg->nnodes; k++)
                 lapse_redis_disconnect(p->nodes[k]);
             send_free(s);
             return NULL;
         }
+        s->conn[n] = lapse_redis_reconnects(p->nodes[n]);
+    }
     return s;
 }
 
-int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *errstr,
-                         size_t size)
+int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
 {
     int rc = SEND_OK;
-    *resent = 0;
     for (size_t n = 0; n < p->cfg->nnodes; n++) {
-        int res = send_read(s, n, s->sent[n]);
+        witness[n] = s->witness[n];
+        /* on a connection made since, these replies will never come, and
+         * what comes instead is another send's */
+        int res = s->sent[n] && lapse_redis_reconnects(p->nodes[n]) != s->conn[n]
+                      ? SEND_RETRY
+                      : send_read(s, n, s->sent[n]);
         if (res == SEND_RETRY) {
             rc = res;
             break;
@@ -689,11 +720,9 @@ int producer_send_finish(lapse_producer *p, struct send *s, int *resent, char *e
     send_free(s);
     if (rc == SEND_OK)
         return 0;
-    /* Not all applied: the careful way, which re-sends the batch. */
     for (size_t n = 0; n < p->cfg->nnodes; n++)
         lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
-    *resent = 1;
-    return producer_send(p, errstr, size);
+    return -1;
 }
 
 void producer_send_abandon(struct send *s) { send_free(s); }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 0615-wait-stream-failover: with redis.wait_replicas = 1 a producer that
-# streams full batches (several in Redis's pipeline at once) counts a batch
-# applied only once a replica took it, through a Sentinel failover.
+# streams full batches (sent in a pipeline, confirmed later by WAITs from a
+# second connection: producer/confirm.c) counts a batch applied only once a
+# replica took it, through a Sentinel failover.
 #
 # One node behind Sentinel: primary a, replicas b and c. A producer reads a
 # FIFO: 100,000 touches, which reach both replicas; then both replicas stop
