@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "slot.h"
 
 const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS] = {
     LAPSE_KEY_DUE,   LAPSE_KEY_PAYLOAD, LAPSE_KEY_INFLIGHT, LAPSE_KEY_REPEAT,
@@ -15,6 +16,19 @@ int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind 
                     uint32_t shard)
 {
     return snprintf(buf, size, "%s:%c:%u", ns, (char)kind, shard);
+}
+
+int lapse_key_tagged(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
+                     uint32_t shard)
+{
+    return snprintf(buf, size, "%s:%c:{%s:%u}", ns, (char)kind, ns, shard);
+}
+
+uint16_t lapse_shard_slot(const char *ns, uint32_t shard)
+{
+    char tag[LAPSE_NS_MAX + 16];
+    int len = snprintf(tag, sizeof tag, "%s:%u", ns, shard);
+    return lapse_slot(tag, len > 0 && (size_t)len < sizeof tag ? (size_t)len : 0);
 }
 
 void lapse_layout_free(struct lapse_layout *l)

@@ -54,6 +54,13 @@ extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                     uint32_t shard);
 
+/* The same key with the shard's hash tag, "NS:K:{NS:SHARD}", as on a Redis
+ * Cluster: every key of one shard then hashes to one slot (cluster.h), the
+ * one lapse_shard_slot returns. Returns its length. */
+int lapse_key_tagged(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
+                     uint32_t shard);
+uint16_t lapse_shard_slot(const char *ns, uint32_t shard);
+
 /*
  * Reads the layout of cfg->ns through `home` (the connection to
  * cfg->nodes[0]) into `out`. Returns 0; 1 if the namespace has no layout yet
