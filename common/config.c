@@ -77,8 +77,16 @@ static const struct key config_keys[] = {
     {"namespace", K_NAME, 1, 0, NULL, 1, LAPSE_NS_MAX, CFG(ns),
      "prefix of every Redis key (NS:...); several namespaces share a Redis"},
     {"redis", K_GROUP, 0, 0, NULL, 0, 0, 0, "where the shards live"},
-    {"redis.nodes", K_NODES, 1, 0, NULL, 1, NODES_MAX, 0,
-     "Redis servers; nodes[0] also holds the shard layout"},
+    {"redis.nodes", K_NODES, 0, 0, NULL, 1, NODES_MAX, 0,
+     "Redis servers; nodes[0] also holds the shard layout (or redis.cluster)"},
+    {"redis.cluster", K_ADDRS, 0, CFG(ncluster_seeds), NULL, 1, NODES_MAX, CFG(cluster_seeds),
+     "a Redis Cluster instead of nodes: seed addresses ( \"host:port\", ... )"},
+    {"redis.cluster_username", K_STR, 0, 0, NULL, 1, 255, CFG(cluster_username),
+     "Cluster: ACL user; omit for the default user"},
+    {"redis.cluster_password", K_STR, 0, 0, NULL, 1, 0, CFG(cluster_password),
+     "Cluster: AUTH password; omit for none"},
+    {"redis.cluster_tls", K_BOOL, 0, 0, NULL, 0, 0, CFG(cluster_tls),
+     "Cluster: TLS (redis.tls) to every node"},
     {"redis.connect_timeout_ms", K_INT, 0, 1000, NULL, 10, 60000,
      CFG(redis_connect_timeout_ms), "give up connecting to a node after this"},
     {"redis.command_timeout_ms", K_INT, 0, 5000, NULL, 10, 600000,
@@ -345,7 +353,9 @@ static int load_addrs(struct ctx *x, const config_setting_t *s, const struct key
 
 const char *lapse_node_name(const struct lapse_redis_node *n, char *buf, size_t size)
 {
-    if (n->master)
+    if (n->nseeds)
+        snprintf(buf, size, "cluster");
+    else if (n->master)
         snprintf(buf, size, "%s", n->master);
     else
         snprintf(buf, size, "%s:%d", n->host ? n->host : "", n->port);
@@ -669,6 +679,37 @@ static int check_tls(struct ctx *x, const config_t *lc)
                 "cert_file and key_file)");
 }
 
+/* redis.nodes or redis.cluster, one of them; the cluster becomes nodes[0]. */
+static int check_cluster(struct ctx *x, const config_t *lc)
+{
+    struct lapse_config *c = x->cfg;
+    if (!c->ncluster_seeds) {
+        if (c->nnodes)
+            return c->cluster_username || c->cluster_password || c->cluster_tls
+                       ? fail(x, config_lookup(lc, "redis"), "redis.cluster",
+                              "missing (redis.cluster_* keys need it)")
+                       : 0;
+        return fail(x, NULL, "redis.nodes", "missing (or redis.cluster)");
+    }
+    if (c->nnodes)
+        return fail(x, config_lookup(lc, "redis.cluster"), "redis.cluster",
+                    "redis.nodes is given too: a namespace lives on nodes or on a cluster");
+    if (c->cluster_username && !c->cluster_password)
+        return fail(x, config_lookup(lc, "redis.cluster_username"), "redis.cluster_password",
+                    "missing (redis.cluster_username needs it)");
+    if (!(c->nodes = calloc(1, sizeof *c->nodes)))
+        return oom(x, "redis.cluster");
+    c->nnodes = 1;
+    c->cluster = 1;
+    struct lapse_redis_node *n = &c->nodes[0];
+    n->seeds = c->cluster_seeds, n->nseeds = c->ncluster_seeds;
+    c->cluster_seeds = NULL, c->ncluster_seeds = 0;
+    n->username = c->cluster_username, n->password = c->cluster_password;
+    c->cluster_username = c->cluster_password = NULL;
+    n->tls = c->cluster_tls;
+    return 0;
+}
+
 /* Topics that must differ: reading the event topic or the dead-letter topic
  * as ingress would feed lapse's own output back into it. */
 static int check_topics(struct ctx *x, const config_t *lc)
@@ -730,7 +771,7 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     else if (walk(&x, config_root_setting(&lc), config_keys, NKEYS(config_keys), seen, cfg, "",
                   "") == 0 &&
              fill(&x, config_keys, NKEYS(config_keys), seen, cfg, "") == 0)
-        rc = check_tls(&x, &lc) < 0 ? -1 : check_topics(&x, &lc);
+        rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 ? -1 : check_topics(&x, &lc);
     config_destroy(&lc);
     if (rc < 0)
         lapse_config_free(cfg);
@@ -757,7 +798,13 @@ void lapse_config_free(struct lapse_config *cfg)
         for (size_t k = 0; k < n->nsentinels; k++)
             free(n->sentinels[k]);
         free(n->sentinels);
+        for (size_t k = 0; k < n->nseeds; k++)
+            free(n->seeds[k]);
+        free(n->seeds);
     }
+    for (size_t k = 0; k < cfg->ncluster_seeds; k++)
+        free(cfg->cluster_seeds[k]);
+    free(cfg->cluster_seeds);
     for (size_t i = 0; i < cfg->ningress_rules; i++)
         free_strings(rule_keys, NKEYS(rule_keys), &cfg->ingress_rules[i]);
     for (size_t i = 0; i < cfg->nkafka_props; i++) {

@@ -35,12 +35,16 @@ struct lapse_redis_node {
     int tls;                 /* 1: TLS (redis.tls) to the node and its sentinels */
     char *was;               /* Sentinel: "host:port" the layout may still name it
                               * by (a plain node moved behind Sentinel), or NULL */
+    char **seeds;            /* Cluster: "host:port" of nodes to learn the slot map
+                              * from (redis.cluster); the node is then the whole
+                              * cluster, each command routed by its key's slot */
+    size_t nseeds;
 };
 
 #define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */
 
 /* The node's name in the layout record: "host:port" for a plain node, the
- * master name for a Sentinel one. Returns buf. */
+ * master name for a Sentinel one, "cluster" for a Redis Cluster. Returns buf. */
 const char *lapse_node_name(const struct lapse_redis_node *n, char *buf, size_t size);
 
 struct lapse_kv {
@@ -71,8 +75,16 @@ struct lapse_config {
     char *ns;                        /* namespace: prefix of every Redis key */
     int log_level;                   /* enum lapse_log_level */
 
-    struct lapse_redis_node *nodes;  /* redis.nodes; nodes[0] holds the layout */
+    struct lapse_redis_node *nodes;  /* redis.nodes; nodes[0] holds the layout. With
+                                      * redis.cluster: one node, the cluster (seeds,
+                                      * username, password, tls from redis.cluster*) */
     size_t nnodes;
+    int cluster;                     /* 1: redis.cluster (then shard keys carry a hash tag) */
+    char **cluster_seeds;            /* redis.cluster, as loaded (moved into nodes[0]) */
+    size_t ncluster_seeds;
+    char *cluster_username;          /* redis.cluster_username, or NULL */
+    char *cluster_password;          /* redis.cluster_password, or NULL */
+    int cluster_tls;                 /* redis.cluster_tls */
     int redis_connect_timeout_ms;    /* redis.connect_timeout_ms */
     int redis_command_timeout_ms;    /* redis.command_timeout_ms */
     int redis_retry_timeout_ms;      /* redis.retry_timeout_ms: a write is retried this long */

@@ -31,6 +31,19 @@ uint16_t lapse_shard_slot(const char *ns, uint32_t shard)
     return lapse_slot(tag, len > 0 && (size_t)len < sizeof tag ? (size_t)len : 0);
 }
 
+int lapse_key(char *buf, size_t size, const struct lapse_config *cfg, enum lapse_key_kind kind,
+              uint32_t shard)
+{
+    return cfg->cluster ? lapse_key_tagged(buf, size, cfg->ns, kind, shard)
+                        : lapse_key_shard(buf, size, cfg->ns, kind, shard);
+}
+
+int lapse_key_layout(char *buf, size_t size, const struct lapse_config *cfg, const char *which)
+{
+    return cfg->cluster ? snprintf(buf, size, "%s:%s:{%s}", cfg->ns, which, cfg->ns)
+                        : snprintf(buf, size, "%s:%s", cfg->ns, which);
+}
+
 void lapse_layout_free(struct lapse_layout *l)
 {
     free(l->node_of);
@@ -91,16 +104,17 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
                       struct lapse_layout *out, char *errstr, size_t size)
 {
     memset(out, 0, sizeof *out);
-    redisReply *r = lapse_redis_command(home, "HMGET %s:%s shards prev_shards epoch state nodes",
-                                        cfg->ns, which);
+    char key[LAPSE_NS_MAX * 2 + 32];
+    lapse_key_layout(key, sizeof key, cfg, which);
+    redisReply *r = lapse_redis_command(home, "HMGET %s shards prev_shards epoch state nodes", key);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
         return -1;
     }
     int rc = -1;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
-        snprintf(errstr, size, "redis %s: HMGET %s:%s: %s", lapse_redis_name(home), cfg->ns,
-                 which, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        snprintf(errstr, size, "redis %s: HMGET %s: %s", lapse_redis_name(home), key,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
         goto out;
     }
     if (r->element[0]->type != REDIS_REPLY_STRING) {
@@ -171,8 +185,8 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
         snprintf(errstr, size, "out of memory");
         return -1;
     }
-    char key[LAPSE_NS_MAX + 16];
-    snprintf(key, sizeof key, "%s:layout", cfg->ns);
+    char key[LAPSE_NS_MAX * 2 + 32];
+    lapse_key_layout(key, sizeof key, cfg, "layout");
     redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s", layout_init_lua, key, shards,
                                         nodes);
     free(nodes);

@@ -46,6 +46,9 @@ enum lapse_key_kind {
                                  WAIT so that it covers every earlier write (redis.h) */
 };
 
+/* A key's length at most, with its NUL (lapse_key, lapse_key_layout). */
+#define LAPSE_KEY_MAX (2 * LAPSE_NS_MAX + 32)
+
 /* The keys every shard script takes, in this order (see common/lua). */
 #define LAPSE_SHARD_NKEYS 7
 extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
@@ -60,6 +63,18 @@ int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind 
 int lapse_key_tagged(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                      uint32_t shard);
 uint16_t lapse_shard_slot(const char *ns, uint32_t shard);
+
+/* The key lapse uses for shard `shard`'s `kind` in cfg's namespace:
+ * lapse_key_tagged on a Redis Cluster (redis.cluster), lapse_key_shard on
+ * plain and Sentinel nodes (their keys keep the names they always had, so
+ * no data moves). Returns its length. */
+int lapse_key(char *buf, size_t size, const struct lapse_config *cfg, enum lapse_key_kind kind,
+              uint32_t shard);
+
+/* The key of layout record `which` ("layout" or "layout:next"): NS:which,
+ * and NS:which:{NS} on a cluster, where both records must share a slot (a
+ * split publishes one into the other in one script). Returns its length. */
+int lapse_key_layout(char *buf, size_t size, const struct lapse_config *cfg, const char *which);
 
 /*
  * Reads the layout of cfg->ns through `home` (the connection to

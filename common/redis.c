@@ -7,38 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "backoff.h"
 #include "clock.h"
-#include "conn.h"
-#include "layout.h"
+#include "redis_priv.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 1000
-
-struct lapse_redis {
-    lapse_conn *c;                   /* NULL while disconnected */
-    lapse_tls *tls;                  /* node.tls: made at the first connect */
-    char *tls_files[4];              /* redis.tls: ca, cert, key, server_name */
-    char name[LAPSE_NODE_NAME_MAX];  /* the node's name: host:port or master name */
-    char addr[300];                  /* host:port connected to (or last tried) */
-    struct lapse_redis_node node;    /* deep copy of the config's entry */
-    size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
-    int connect_timeout_ms, command_timeout_ms;
-    char sha[LAPSE_SCRIPT_COUNT][41];
-    int scripts_loaded;              /* 0: load before the next call */
-    int64_t next_attempt_ms;         /* monotonic: earliest reconnect */
-    struct lapse_backoff backoff;    /* between failed connects */
-    int connected_once;
-    int refused;                     /* the last connect failed for good (redis.h) */
-    uint64_t reconnects;
-    char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
-    char errstr[512];
-};
-
-static void redis_set_error(lapse_redis *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void redis_set_error(lapse_redis *r, const char *fmt, ...)
+void redis_set_error(lapse_redis *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -77,6 +51,13 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
         r->tls_files[2] = redis_dup(cfg->redis_tls_key_file, &oom);
         r->tls_files[3] = redis_dup(cfg->redis_tls_server_name, &oom);
     }
+    if (node->nseeds && (n->seeds = calloc(node->nseeds, sizeof *n->seeds))) {
+        n->nseeds = node->nseeds;
+        for (size_t i = 0; i < node->nseeds; i++)
+            n->seeds[i] = redis_dup(node->seeds[i], &oom);
+    } else if (node->nseeds) {
+        oom = 1;
+    }
     if (node->nsentinels && (n->sentinels = calloc(node->nsentinels, sizeof *n->sentinels))) {
         n->nsentinels = node->nsentinels;
         for (size_t i = 0; i < node->nsentinels; i++)
@@ -84,7 +65,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
     } else if (node->nsentinels) {
         oom = 1;
     }
-    if (oom) {
+    r->ns = cfg->ns;
+    if (oom || (n->nseeds && redis_cluster_new(r) < 0)) {
         lapse_redis_free(r);
         return NULL;
     }
@@ -103,6 +85,7 @@ void lapse_redis_free(lapse_redis *r)
     if (!r)
         return;
     lapse_conn_free(r->c);
+    redis_cluster_free(r);
     lapse_tls_free(r->tls);
     for (size_t i = 0; i < 4; i++)
         free(r->tls_files[i]);
@@ -116,11 +99,16 @@ void lapse_redis_free(lapse_redis *r)
     for (size_t i = 0; i < n->nsentinels; i++)
         free(n->sentinels[i]);
     free(n->sentinels);
+    for (size_t i = 0; i < n->nseeds; i++)
+        free(n->seeds[i]);
+    free(n->seeds);
     free(r);
 }
 
 void lapse_redis_disconnect(lapse_redis *r)
 {
+    if (r->cl)
+        redis_cluster_disconnect(r);
     lapse_conn_free(r->c);
     r->c = NULL;
     r->scripts_loaded = 0;
@@ -142,24 +130,26 @@ static void redis_fail(lapse_redis *r, const char *what)
  * the sentinels for a Sentinel node) and retried by the caller. Returns 1
  * (reply freed, connection dropped, errstr set) or 0.
  */
-static int redis_failover_reply(lapse_redis *r, redisReply *reply)
+int redis_gone(const char *msg)
 {
     static const char *const gone[] = {"READONLY", "LOADING", "MASTERDOWN"};
-    if (!reply || reply->type != REDIS_REPLY_ERROR)
-        return 0;
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
-        if (strncmp(reply->str, gone[i], strlen(gone[i])) == 0) {
-            redis_set_error(r, "redis %s: %.200s", r->name, reply->str);
-            freeReplyObject(reply);
-            lapse_redis_disconnect(r);
+        if (strncmp(msg, gone[i], strlen(gone[i])) == 0)
             return 1;
-        }
     return 0;
 }
 
-/* An error reply that retrying will not change: a wrong password, an
- * unknown user, a command or key the ACL denies. */
-static int redis_refusal(const char *msg)
+static int redis_failover_reply(lapse_redis *r, redisReply *reply)
+{
+    if (!reply || reply->type != REDIS_REPLY_ERROR || !redis_gone(reply->str))
+        return 0;
+    redis_set_error(r, "redis %s: %.200s", r->name, reply->str);
+    freeReplyObject(reply);
+    lapse_redis_disconnect(r);
+    return 1;
+}
+
+int redis_refusal(const char *msg)
 {
     static const char *const never[] = {"WRONGPASS", "NOPERM", "NOAUTH", "ERR invalid password",
                                         "ERR AUTH", "ERR Client sent AUTH"};
@@ -169,25 +159,35 @@ static int redis_refusal(const char *msg)
     return 0;
 }
 
-static int redis_load_scripts(lapse_redis *r)
+int redis_load_scripts_on(lapse_redis *r, lapse_conn *c, char *err, size_t size)
 {
     for (int s = 0; s < LAPSE_SCRIPT_COUNT; s++) {
-        redisReply *reply = lapse_conn_command(r->c, "SCRIPT LOAD %s", lapse_script_source(s));
+        redisReply *reply = lapse_conn_command(c, "SCRIPT LOAD %s", lapse_script_source(s));
         if (!reply) {
-            r->refused = lapse_conn_refused(r->c);
-            redis_fail(r, "SCRIPT LOAD");
+            r->refused = lapse_conn_refused(c);
+            snprintf(err, size, "SCRIPT LOAD: %s", lapse_conn_errstr(c));
             return -1;
         }
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-            redis_set_error(r, "redis %s: SCRIPT LOAD: %s", r->name,
-                            reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+            snprintf(err, size, "SCRIPT LOAD: %.200s",
+                     reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
             r->refused = reply->type == REDIS_REPLY_ERROR && redis_refusal(reply->str);
             freeReplyObject(reply);
-            lapse_redis_disconnect(r);
             return -1;
         }
         memcpy(r->sha[s], reply->str, 41);
         freeReplyObject(reply);
+    }
+    return 0;
+}
+
+static int redis_load_scripts(lapse_redis *r)
+{
+    char err[300];
+    if (redis_load_scripts_on(r, r->c, err, sizeof err) < 0) {
+        redis_set_error(r, "redis %s: %s", r->name, err);
+        lapse_redis_disconnect(r);
+        return -1;
     }
     r->scripts_loaded = 1;
     return 0;
@@ -195,7 +195,7 @@ static int redis_load_scripts(lapse_redis *r)
 
 /* Splits "host:port" ("[v6]:port" too) into host (at most hsize - 1 bytes)
  * and port; 0, or -1 if malformed. */
-static int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
+int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
 {
     const char *colon = strrchr(a, ':');
     if (!colon || colon == a)
@@ -253,6 +253,18 @@ static int redis_auth(lapse_conn *c, const char *user, const char *password, cha
     redisReply *reply = user ? lapse_conn_command(c, "AUTH %s %s", user, password)
                              : lapse_conn_command(c, "AUTH %s", password);
     return redis_expect_ok(c, reply, "AUTH", err, size);
+}
+
+lapse_conn *redis_open_auth(lapse_redis *r, const char *host, int port, char *err, size_t size)
+{
+    lapse_conn *c = redis_open(r, host, port, err, size);
+    int rc = c ? redis_auth(c, r->node.username, r->node.password, err, size) : 0;
+    if (rc) {
+        r->refused = rc == -2;
+        lapse_conn_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Asks the sentinels, in turn from the one that answered last, where the
@@ -374,6 +386,8 @@ static int redis_connect(lapse_redis *r)
 
 int lapse_redis_ensure(lapse_redis *r)
 {
+    if (r->cl)
+        return redis_cluster_ensure(r);
     if (r->c && r->scripts_loaded)
         return 0;
     int fresh = 0;
@@ -400,14 +414,52 @@ int lapse_redis_ensure(lapse_redis *r)
 
 int lapse_redis_backoff_ms(const lapse_redis *r)
 {
-    if (r->c)
+    if (r->c || (r->cl && r->scripts_loaded))
         return 0;
     int64_t left = r->next_attempt_ms - lapse_clock_mono_ms();
     return left > 0 ? (int)left : 0;
 }
 
+/* A cluster node's command: formatted here, routed by its key. */
+static redisReply *redis_cluster_vcommand(lapse_redis *r, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    if (len < 0) {
+        redis_set_error(r, "redis %s: out of memory", r->name);
+        return NULL;
+    }
+    /* back into argv: *N then $len + bytes per argument, as hiredis wrote it */
+    enum { ARGS = 16 };
+    const char *argv[ARGS];
+    size_t argvlen[ARGS];
+    int argc = 0;
+    const char *p = cmd + 1;
+    long n = strtol(p, (char **)&p, 10);
+    p += 2;
+    for (; argc < n && argc < ARGS; argc++) {
+        size_t l = (size_t)strtoul(p + 1, (char **)&p, 10);
+        argv[argc] = p + 2, argvlen[argc] = l;
+        p += 2 + l + 2;
+    }
+    redisReply *reply = NULL;
+    if (argc != n)
+        redis_set_error(r, "redis %s: a command of more than %d arguments", r->name, ARGS);
+    else
+        reply = lapse_redis_command_argv(r, argc, argv, argvlen);
+    redisFreeCommand(cmd);
+    return reply;
+}
+
 redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
 {
+    if (r->cl) {
+        va_list ap;
+        va_start(ap, fmt);
+        redisReply *reply = redis_cluster_vcommand(r, fmt, ap);
+        va_end(ap);
+        return reply;
+    }
     if (lapse_redis_ensure(r) < 0)
         return NULL;
     va_list ap;
@@ -419,9 +471,30 @@ redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
     return redis_failover_reply(r, reply) ? NULL : reply;
 }
 
+/* Which argument of argv is the key a cluster routes by: the first key of
+ * EVAL/EVALSHA, argv[1] of anything else; -1 for keyless commands. */
+static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
+{
+    if ((argvlen[0] == 4 && strncasecmp(argv[0], "EVAL", 4) == 0) ||
+        (argvlen[0] == 7 && strncasecmp(argv[0], "EVALSHA", 7) == 0))
+        return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
+    static const char *const keyless[] = {"INFO", "WAIT", "PING", "CLUSTER", "HELLO", "SCRIPT"};
+    for (size_t i = 0; i < sizeof keyless / sizeof keyless[0]; i++)
+        if (argvlen[0] == strlen(keyless[i]) && strncasecmp(argv[0], keyless[i], argvlen[0]) == 0)
+            return -1;
+    return argc > 1 ? 1 : -1;
+}
+
 redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
                                      const size_t *argvlen)
 {
+    if (r->cl) {
+        redisReply *reply = NULL;
+        if (redis_cluster_append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen)) < 0 ||
+            redis_cluster_get_reply(r, &reply) < 0)
+            return NULL;
+        return reply;
+    }
     if (lapse_redis_ensure(r) < 0)
         return NULL;
     redisReply *reply = lapse_conn_command_argv(r->c, argc, argv, argvlen);
@@ -458,18 +531,21 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     v[2] = nk, l[2] = (size_t)nklen;
     memcpy(v + 3, argv, (size_t)argc * sizeof *v);
     memcpy(l + 3, argvlen, (size_t)argc * sizeof *l);
-    int rc = lapse_conn_append_argv(r->c, argc + 3, v, l);
+    int rc = r->cl ? redis_cluster_append(r, argc + 3, v, l, nkeys > 0 ? 3 : -1)
+                   : lapse_conn_append_argv(r->c, argc + 3, v, l);
     if (v != sv) {
         free(v);
         free(l);
     }
-    if (rc < 0)
+    if (rc < 0 && !r->cl)
         redis_set_error(r, "redis %s: out of memory", r->name);
     return rc;
 }
 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen)
 {
+    if (r->cl)
+        return redis_cluster_append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen));
     if (lapse_redis_ensure(r) < 0)
         return -1;
     if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0)
@@ -480,6 +556,8 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
 
 int lapse_redis_send(lapse_redis *r)
 {
+    if (r->cl)
+        return redis_cluster_send(r);
     if (!r->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
@@ -493,6 +571,8 @@ int lapse_redis_send(lapse_redis *r)
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;
+    if (r->cl)
+        return redis_cluster_get_reply(r, reply);
     if (!r->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
@@ -511,6 +591,8 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply)
 {
     if (reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        if (r->cl)
+            redis_cluster_noscript(r);
         r->scripts_loaded = 0;
         return 1;
     }
@@ -535,6 +617,8 @@ redisReply *lapse_redis_eval(lapse_redis *r, enum lapse_script s, int nkeys, int
 
 int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
+    if (r->cl)
+        return redis_cluster_append_wait(r, replicas, timeout_ms);
     if (lapse_redis_ensure(r) < 0)
         return -1;
     if (lapse_conn_append(r->c, "INCR %s", r->wait_key) == 0 &&
@@ -546,6 +630,8 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 
 int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
 {
+    if (r->cl)
+        return redis_cluster_wait_reply(r, replicas, timeout_ms);
     redisReply *incr, *reply;
     if (lapse_redis_get_reply(r, &incr) < 0)
         return -1;
@@ -586,3 +672,8 @@ const char *lapse_redis_name(const lapse_redis *r) { return r->name; }
 const char *lapse_redis_addr(const lapse_redis *r) { return r->addr; }
 int lapse_redis_is_sentinel(const lapse_redis *r) { return r->node.master != NULL; }
 uint64_t lapse_redis_reconnects(const lapse_redis *r) { return r->reconnects; }
+int lapse_redis_is_cluster(const lapse_redis *r) { return r->cl != NULL; }
+const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot)
+{
+    return r->cl ? redis_cluster_owner(r, slot) : r->addr;
+}

@@ -115,4 +115,21 @@ const char *lapse_redis_addr(const lapse_redis *r);
 int lapse_redis_is_sentinel(const lapse_redis *r); /* 1 for a Sentinel node */
 uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects after the first */
 
+/*
+ * A Redis Cluster node (redis.cluster) is the whole cluster: it reads the
+ * slot map from its seeds (cluster.h) and keeps one connection per primary;
+ * each command goes to the primary that owns its key's slot (the first key
+ * of EVAL/EVALSHA, else argv[1]; keyless ones to the first primary), and
+ * pipelined replies are read back in the order the calls were appended,
+ * each from its primary, so a pipeline costs one round trip per primary.
+ * A MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply, like READONLY, drops every
+ * connection and fails the call as a lost connection: the caller retries,
+ * after the map is read again. WAIT goes to every primary written since
+ * the last one. Every command of a pipeline must keep to one slot.
+ */
+int lapse_redis_is_cluster(const lapse_redis *r);
+/* The "host:port" of the primary serving `slot` on a cluster node (NULL if
+ * none does, or before the map was read); any other node's address. */
+const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot);
+
 #endif

@@ -8,7 +8,7 @@
 #include "clock.h"
 #include "hash.h"
 
-#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define KEY_MAX LAPSE_KEY_MAX
 #define SCAN_COUNT 1000
 #define MOVE_CHUNK 256
 
@@ -21,7 +21,7 @@ struct shard_keys {
 static void shard_keys(const struct lapse_config *cfg, uint32_t shard, struct shard_keys *k)
 {
     for (int i = 0; i < LAPSE_SHARD_NKEYS; i++) {
-        k->len[i] = (size_t)lapse_key_shard(k->name[i], KEY_MAX, cfg->ns, lapse_shard_keys[i], shard);
+        k->len[i] = (size_t)lapse_key(k->name[i], KEY_MAX, cfg, lapse_shard_keys[i], shard);
         k->argv[i] = k->name[i];
     }
 }
@@ -47,14 +47,15 @@ static int split_write(lapse_redis *home, const struct lapse_config *cfg, const 
         snprintf(errstr, size, "out of memory");
         return -1;
     }
+    char key[KEY_MAX];
+    lapse_key_layout(key, sizeof key, cfg, which);
     redisReply *r = lapse_redis_command(
-        home, "HSET %s:%s shards %u prev_shards %u epoch %lld state %s nodes %s", cfg->ns, which,
-        l->shards, l->prev_shards, (long long)l->epoch, l->splitting ? "splitting" : "stable",
-        nodes);
+        home, "HSET %s shards %u prev_shards %u epoch %lld state %s nodes %s", key, l->shards,
+        l->prev_shards, (long long)l->epoch, l->splitting ? "splitting" : "stable", nodes);
     free(nodes);
     int ok = r && r->type == REDIS_REPLY_INTEGER;
     if (!ok)
-        snprintf(errstr, size, "%s: writing %s:%s: %s", lapse_redis_name(home), cfg->ns, which,
+        snprintf(errstr, size, "%s: writing %s: %s", lapse_redis_name(home), key,
                  r ? r->str : lapse_redis_errstr(home));
     if (r)
         freeReplyObject(r);
@@ -73,7 +74,10 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
                               "return #KEYS\n";
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
-    for (size_t n = 0; n < cfg->nnodes; n++) {
+    /* one call per node; per shard on a cluster, where each has its own slot */
+    uint32_t calls = cfg->cluster ? l->shards : 1;
+    for (size_t n = 0; n < cfg->nnodes; n++)
+    for (uint32_t only = 0; only < calls; only++) {
         const char **argv = malloc((l->shards + 4) * sizeof *argv);
         size_t *lens = malloc((l->shards + 4) * sizeof *lens);
         char(*keys)[KEY_MAX] = malloc(l->shards * sizeof *keys);
@@ -86,8 +90,8 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
         }
         int argc = 3;
         for (uint32_t s = 0; s < l->shards; s++)
-            if (l->node_of[s] == n) {
-                lens[argc] = (size_t)lapse_key_shard(keys[s], KEY_MAX, cfg->ns, LAPSE_KEY_EPOCH, s);
+            if (l->node_of[s] == n && (!cfg->cluster || s == only)) {
+                lens[argc] = (size_t)lapse_key(keys[s], KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
                 argv[argc++] = keys[s];
             }
         char nkeys[16];
@@ -123,8 +127,8 @@ static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
                               "redis.call('PUBLISH', KEYS[1], ARGV[1])\n"
                               "return 1\n";
     char layout[KEY_MAX], nextkey[KEY_MAX];
-    snprintf(layout, sizeof layout, "%s:layout", cfg->ns);
-    snprintf(nextkey, sizeof nextkey, "%s:layout:next", cfg->ns);
+    lapse_key_layout(layout, sizeof layout, cfg, "layout");
+    lapse_key_layout(nextkey, sizeof nextkey, cfg, "layout:next");
     redisReply *r = lapse_redis_command(nodes[0], "EVAL %s 2 %s %s %lld", lua, layout, nextkey,
                                         (long long)next->epoch);
     int ok = r && r->type == REDIS_REPLY_INTEGER;
@@ -201,7 +205,7 @@ static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
 {
     lapse_redis *r = nodes[l->node_of[shard]];
     char z[KEY_MAX], cursor[32] = "0";
-    lapse_key_shard(z, sizeof z, cfg->ns, LAPSE_KEY_DUE, shard);
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     do {
         redisReply *rep = lapse_redis_command(r, "ZSCAN %s %s COUNT %d", z, cursor, SCAN_COUNT);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
@@ -491,7 +495,7 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
     /* The moved sets served the split only. */
     for (uint32_t j = cur.prev_shards; j < cur.shards; j++) {
         char m[KEY_MAX];
-        lapse_key_shard(m, sizeof m, cfg->ns, LAPSE_KEY_MOVED, j);
+        lapse_key(m, sizeof m, cfg, LAPSE_KEY_MOVED, j);
         redisReply *r = lapse_redis_command(nodes[cur.node_of[j]], "DEL %s", m);
         if (r)
             freeReplyObject(r);

@@ -19,7 +19,7 @@
 #define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
 #define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
 #define PIPELINE 4      /* of those, sent and not read yet, at most */
-#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define KEY_MAX LAPSE_KEY_MAX
 #define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */

@@ -122,7 +122,7 @@ static struct producer_routes *send_routes_new(const lapse_producer *p, const st
         return NULL;
     for (uint32_t s = 0; s < l->shards; s++)
         for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-            lapse_key_shard(rt->keys[s][k], KEY_MAX, p->cfg->ns, lapse_shard_keys[k], s);
+            lapse_key(rt->keys[s][k], KEY_MAX, p->cfg, lapse_shard_keys[k], s);
     if (cache) {
         rt->moved = (struct moved_slot *)((char *)rt + head);
         rt->moved_ids = (char *)(rt->moved + MOVED_SLOTS);
@@ -208,7 +208,10 @@ static void send_route(lapse_producer *p)
         op->shard = lapse_shard_of(op->hash, l->shards);
         op->moving = l->splitting && (op->hash & l->prev_shards) && !send_moved(p, op);
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
-        op->local = op->moving && l->node_of[op->old_shard] == l->node_of[op->shard];
+        /* on a cluster each shard has a slot of its own: a script never
+         * takes two shards' keys */
+        op->local = op->moving && !p->cfg->cluster &&
+                    l->node_of[op->old_shard] == l->node_of[op->shard];
         op->twin = 0;
     }
 }
@@ -676,9 +679,12 @@ struct send *producer_send_start(lapse_producer *p)
     }
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
     /* with redis.wait_replicas, a later WAIT from a second connection
-     * confirms these writes (confirm.c); if it cannot, the careful way */
-    s->confirm = 0;
-    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && c < s->ncalls; c++) {
+     * confirms these writes (confirm.c); if it cannot, the careful way. A
+     * cluster has no one address to confirm from: there the WAITs follow
+     * the calls in their own pipeline (redis.h). */
+    s->confirm = p->cfg->cluster;
+    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && !p->cfg->cluster && c < s->ncalls;
+         c++) {
         size_t n = p->layout.node_of[s->calls[c].shard];
         if (!s->witness[n] && (s->witness[n] = confirm_witness(p, n)) == 0) {
             send_free(s);

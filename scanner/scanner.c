@@ -72,8 +72,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->shard = shard;
     s->settle_tail = &s->settle;
     for (int k = 0; k < NKEYS; k++)
-        lapse_key_shard(s->keys[k], KEY_MAX, cfg->ns, lapse_shard_keys[k], shard);
-    lapse_key_shard(s->lease_key, KEY_MAX, cfg->ns, LAPSE_KEY_LEASE, shard);
+        lapse_key(s->keys[k], KEY_MAX, cfg, lapse_shard_keys[k], shard);
+    lapse_key(s->lease_key, KEY_MAX, cfg, LAPSE_KEY_LEASE, shard);
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;

@@ -23,7 +23,7 @@
                                     * more than linger.ms (sink.c), whose batches
                                     * answer a claim over several round trips */
 #define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
-#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define KEY_MAX LAPSE_KEY_MAX
 #define NKEYS LAPSE_SHARD_NKEYS
 
 /*

@@ -47,7 +47,7 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
             if (s->layout.node_of[j] != node)
                 continue;
             char key[KEY_MAX];
-            lapse_key_shard(key, sizeof key, s->cfg->ns, LAPSE_KEY_MOVED, j);
+            lapse_key(key, sizeof key, s->cfg, LAPSE_KEY_MOVED, j);
             const char *argv[3] = {"SISMEMBER", key, fl[i].id};
             size_t argvlen[3] = {9, strlen(key), fl[i].id_len};
             if (!peer && !(peer = twins_peer(s, node))) {

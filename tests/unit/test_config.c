@@ -118,7 +118,7 @@ TEST(config_example_documents_every_key)
         "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
         "lease_ms", "max_inflight", "ingress", "group", "dead_letter_topic", "rules",
         "id_field", "id_prefix", "match_field", "match_value", "time", "time_field",
-        "timeout_ms",
+        "timeout_ms", "cluster", "cluster_username", "cluster_password", "cluster_tls",
     };
     FILE *f = fopen("lapse.conf.example", "r");
     REQUIRE(f != NULL);
@@ -272,8 +272,8 @@ TEST(config_out_of_range)
 TEST(config_missing_required)
 {
     expect_err(MIN_REDIS MIN_KAFKA, "FILE: namespace: missing");
-    expect_err(MIN_NS MIN_KAFKA, "FILE: redis.nodes: missing");
-    expect_err(MIN_NS "redis = { };\n" MIN_KAFKA, "FILE: redis.nodes: missing");
+    expect_err(MIN_NS MIN_KAFKA, "FILE: redis.nodes: missing (or redis.cluster)");
+    expect_err(MIN_NS "redis = { };\n" MIN_KAFKA, "FILE: redis.nodes: missing (or redis.cluster)");
     expect_err(MIN_NS MIN_REDIS, "FILE: kafka.brokers: missing");
     expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; };\n", "FILE: kafka.topic: missing");
     expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; } ); };\n" MIN_KAFKA,
@@ -681,4 +681,39 @@ TEST(config_ingress_rule_errors)
     CHECK(c.ningress_rules == 256 && c.ingress_rules[255].timeout_ms == 256);
     lapse_config_free(&c);
 #undef RULES
+}
+
+/* A Redis Cluster instead of nodes: it becomes the one node, named "cluster",
+ * with the redis.cluster_* credentials. */
+TEST(config_cluster)
+{
+#define CLUSTER(extra) MIN_NS "redis = {\n  cluster = ( \"10.0.2.1:6379\", \"10.0.2.2:6380\" );\n" extra "};\n" MIN_KAFKA
+    struct lapse_config c;
+    REQUIRE(load_text(&c, CLUSTER("  cluster_username = \"lapse\"; cluster_password = \"pw\";\n"
+                                  "  cluster_tls = true;\n")) == 0);
+    CHECK(c.cluster == 1 && c.nnodes == 1);
+    const struct lapse_redis_node *n = &c.nodes[0];
+    REQUIRE(n->nseeds == 2);
+    CHECK_STR(n->seeds[0], "10.0.2.1:6379");
+    CHECK_STR(n->seeds[1], "10.0.2.2:6380");
+    CHECK_STR(n->username, "lapse");
+    CHECK_STR(n->password, "pw");
+    CHECK(n->tls == 1 && n->host == NULL && n->master == NULL);
+    char name[LAPSE_NODE_NAME_MAX];
+    CHECK_STR(lapse_node_name(n, name, sizeof name), "cluster");
+    lapse_config_free(&c);
+    CHECK(all_zero(&c));
+
+    expect_err(CLUSTER("  nodes = ( { host = \"h\"; port = 1; } );\n"),
+               "FILE:3: redis.cluster: redis.nodes is given too: a namespace lives on nodes or on "
+               "a cluster");
+    expect_err(CLUSTER("  cluster_username = \"u\";\n"),
+               "FILE:4: redis.cluster_password: missing (redis.cluster_username needs it)");
+    expect_err(MIN_NS "redis = { cluster = ( \"a\" ); };\n" MIN_KAFKA,
+               "FILE:2: redis.cluster[0]: expected \"host:port\" (port 1..65535)");
+    expect_err(MIN_NS "redis = { cluster = ( ); };\n" MIN_KAFKA,
+               "FILE:2: redis.cluster: must list 1..64 addresses");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } ); cluster_tls = true; };\n"
+               MIN_KAFKA, "FILE:2: redis.cluster: missing (redis.cluster_* keys need it)");
+#undef CLUSTER
 }

@@ -1,0 +1,79 @@
+/*
+ * redis_priv — the redis module's own: the handle's fields and the helpers
+ * redis.c shares with redis_cluster.c (a Redis Cluster as one node, each
+ * command routed by its key's slot). Included by those two files only.
+ */
+#ifndef LAPSE_REDIS_PRIV_H
+#define LAPSE_REDIS_PRIV_H
+
+#include <stdint.h>
+
+#include "backoff.h"
+#include "config.h"
+#include "conn.h"
+#include "layout.h"
+#include "redis.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 1000
+
+struct redis_cluster;
+
+struct lapse_redis {
+    lapse_conn *c;                   /* NULL while disconnected (not used for a cluster) */
+    struct redis_cluster *cl;        /* a Redis Cluster node (redis_cluster.c), or NULL */
+    lapse_tls *tls;                  /* node.tls: made at the first connect */
+    char *tls_files[4];              /* redis.tls: ca, cert, key, server_name */
+    char name[LAPSE_NODE_NAME_MAX];  /* the node's name: host:port, master name or "cluster" */
+    char addr[300];                  /* host:port connected to (or last tried) */
+    struct lapse_redis_node node;    /* deep copy of the config's entry */
+    const char *ns;                  /* the namespace (the config's) */
+    size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
+    int connect_timeout_ms, command_timeout_ms;
+    char sha[LAPSE_SCRIPT_COUNT][41];
+    int scripts_loaded;              /* 0: load before the next call */
+    int64_t next_attempt_ms;         /* monotonic: earliest reconnect */
+    struct lapse_backoff backoff;    /* between failed connects */
+    int connected_once;
+    int refused;                     /* the last connect failed for good (redis.h) */
+    uint64_t reconnects;
+    char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
+    char errstr[512];
+};
+
+void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A connection to host:port, authenticated as the node's user (AUTH), over
+ * TLS for a node with tls = true; NULL with the reason in err, and
+ * r->refused set when trying again cannot help. */
+lapse_conn *redis_open_auth(lapse_redis *r, const char *host, int port, char *err, size_t size);
+
+/* SCRIPT LOADs every script on c (their SHAs into r->sha). 0, or -1 with
+ * "SCRIPT LOAD: reason" in err (r->refused set for an ACL denial). */
+int redis_load_scripts_on(lapse_redis *r, lapse_conn *c, char *err, size_t size);
+
+/* 1 for an error reply that retrying will not change (a wrong password, an
+ * unknown user, a command or key the ACL denies). */
+int redis_refusal(const char *msg);
+
+/* 1 for READONLY, LOADING, MASTERDOWN: not applied, try again elsewhere. */
+int redis_gone(const char *msg);
+
+/* "host:port" ("[v6]:port" too) into host and port; 0, or -1 if malformed. */
+int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
+
+/* redis_cluster.c: the same calls as redis.h's, for a cluster node. */
+int redis_cluster_new(lapse_redis *r);
+void redis_cluster_free(lapse_redis *r);
+int redis_cluster_ensure(lapse_redis *r);
+int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
+                         int key);
+int redis_cluster_get_reply(lapse_redis *r, redisReply **reply);
+int redis_cluster_send(lapse_redis *r);
+void redis_cluster_disconnect(lapse_redis *r);
+void redis_cluster_noscript(lapse_redis *r);
+int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms);
+int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
+const char *redis_cluster_owner(lapse_redis *r, uint16_t slot);
+
+#endif
