@@ -86,19 +86,20 @@ $(LIB_SO): $(PIC_OBJ) lapse-producer.map
 # Paths under PREFIX are written as ${prefix}/..., so the file can be used
 # where it was staged (pkg-config --define-variable=prefix=DESTDIR/PREFIX).
 pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
-$(LIB_PC): lapse-producer.pc.in install.mk
+$(LIB_PC): lapse-producer.pc.in install.mk FORCE
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|g' \
 	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(LAPSE_VERSION)|g' \
 	    $< > $@
-# (it depends on PREFIX and friends: written afresh for every install)
-.PHONY: $(LIB_PC)
+# (FORCE: they depend on PREFIX and friends, so they are written afresh for
+# every install; not .PHONY, which would skip the pattern rule)
+FORCE:
+.PHONY: FORCE
 
 # Units name the installed programs and config directory.
-$(BUILD)/systemd/%.service: deploy/systemd/%.service.in
+$(BUILD)/systemd/%.service: deploy/systemd/%.service.in FORCE
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
-.PHONY: $(UNITS:%=$(BUILD)/systemd/%)
 
 install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
