@@ -24,9 +24,11 @@ P=/opt/lapse-test # PREFIX: not the default, so nothing can come from /usr/local
 R=$D$P            # where the files land
 
 # make_in TARGET: make in the repo with the test's DESTDIR and PREFIX (not
-# the jobserver of a make that may have started the tests)
+# the jobserver of a make that may have started the tests; one make at a
+# time in the tree, since tests run side by side)
 make_in() {
-    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+    mkdir -p "$LAPSE_ROOT/build"
+    flock -w 300 "$LAPSE_ROOT/build/.install.lock" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
         make -C "$LAPSE_ROOT" --no-print-directory "$1" DESTDIR="$D" PREFIX="$P" \
         ${san:+SANITIZE=$san} >>"$T/make.log" 2>&1 || {
         tail -n 30 "$T/make.log" >&2
