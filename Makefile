@@ -9,6 +9,9 @@
 #                           T=0030 runs only the integration tests matching it
 #   make run                the embedded demo (local Redis + lapse-kafka-dev)
 #   make SANITIZE=address   build with AddressSanitizer (or =undefined)
+#   make install            programs, man pages, the producer library, systemd
+#                           units; PREFIX (/usr/local), DESTDIR (install.mk)
+#   make uninstall          removes what install put there
 
 CC      ?= cc
 CSTD    := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L
@@ -57,7 +60,7 @@ UNIT_BIN := $(BUILD)/tests/unit/run-unit
 .PHONY: all test unit run clean deps
 .SECONDARY:
 .DELETE_ON_ERROR: # (a generated file cut short by a failed command is not kept)
-all: $(PROGRAMS) $(EXAMPLES)
+all: $(PROGRAMS) $(EXAMPLES) lib-build
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -123,3 +126,5 @@ clean:
 
 # Fuzz targets and benchmarks bring their own rules.
 include tests/fuzz/fuzz.mk tests/bench/bench.mk tests/bench/scanner.mk
+# The producer library and make install / uninstall.
+include install.mk

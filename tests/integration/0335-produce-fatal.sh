@@ -8,7 +8,7 @@
 # shard must keep being served: either the scanner survives (it recreates its
 # Kafka producer; the IDs of the dead producer come back when their leases
 # run out), or it exits with a status the shipped unit restarts
-# (deploy/lapse-scanner@.service has RestartPreventExitStatus=2 3, so not 2
+# (deploy/systemd/lapse-scanner@.service.in has RestartPreventExitStatus=2 3, so not 2
 # or 3) — then this test starts it again, as systemd would after
 # RestartSec — and either way all 50 IDs are delivered within 8 s, never
 # early, and Redis ends empty.
@@ -46,7 +46,7 @@ while (($(events_unique events.json) < 51)); do
         proc_stop "$first" 1
         note "the scanner exited with status $PROC_RC: $(grep -m1 -i 'fatal' "$T/$first.log" | cut -c1-200)"
         [[ $PROC_RC != 2 && $PROC_RC != 3 ]] ||
-            fail "the scanner exited with status $PROC_RC after one OUT_OF_ORDER_SEQUENCE_NUMBER answer; deploy/lapse-scanner@.service (RestartPreventExitStatus=2 3) never restarts it, so the shard stays unserved"
+            fail "the scanner exited with status $PROC_RC after one OUT_OF_ORDER_SEQUENCE_NUMBER answer; deploy/systemd/lapse-scanner@.service.in (RestartPreventExitStatus=2 3) never restarts it, so the shard stays unserved"
         sleep 1 # RestartSec
         scanner_start 0
         restarted=1

@@ -1,0 +1,134 @@
+# install.mk — the embeddable producer library, `make install` and
+# `make uninstall` (included by the Makefile).
+#
+#   make install   [PREFIX=/usr/local] [DESTDIR=/stage] [BINDIR=...] ...
+#   make uninstall (the same variables: removes exactly what install put there)
+#
+# Installed: the operators' programs (lapse-producer, lapse-scanner,
+# lapse-scale) and their man pages, lapse.conf(5), the producer library
+# (static, shared with its soname and development link, its headers under
+# include/lapse/, lapse-producer.pc), the example configs as documentation,
+# and the systemd units with the installed paths written in. Not installed:
+# lapse-kafka-dev, lapse-kafka-put/-get and lapse-tail, which stand in for a
+# Kafka cluster and its tools in development and tests; production has the
+# real ones (kcat, kafka-console-consumer).
+#
+# The library is built from its own -fPIC objects ($(BUILD)/pic/), so the
+# programs' objects stay as they are; the static archive uses them too, so
+# it links into position-independent executables and other shared objects.
+
+PREFIX         ?= /usr/local
+EXEC_PREFIX    ?= $(PREFIX)
+BINDIR         ?= $(EXEC_PREFIX)/bin
+LIBDIR         ?= $(EXEC_PREFIX)/lib
+INCLUDEDIR     ?= $(PREFIX)/include
+DATAROOTDIR    ?= $(PREFIX)/share
+MANDIR         ?= $(DATAROOTDIR)/man
+DOCDIR         ?= $(DATAROOTDIR)/doc/lapse
+# /etc for a system install (PREFIX=/usr), PREFIX/etc otherwise (GNU).
+SYSCONFDIR     ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
+# systemd reads units from /usr/local/lib/systemd/system as well as /lib/...
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL        ?= install
+
+# The library's version: MAJOR changes with any incompatible change of
+# producer.h (or the headers it includes), MINOR with additions.
+LAPSE_VERSION  := 0.1.0
+SO_MAJOR       := 0
+SO_MINOR       := 1
+SO_NAME        := liblapse-producer.so.$(SO_MAJOR)
+SO_FILE        := $(SO_NAME).$(SO_MINOR)
+
+PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(COMMON_SRC) $(PRODUCER_LIB)) \
+             $(BUILD)/pic/common/lua_scripts.o
+LIB_A     := $(BUILD)/lib/liblapse-producer.a
+LIB_SO    := $(BUILD)/lib/$(SO_FILE)
+LIB_PC    := $(BUILD)/lib/lapse-producer.pc
+# What a program compiling against the library includes: producer.h and the
+# two headers it includes. None of them includes anything but <stddef.h> and
+# <stdint.h>, so the dependencies' headers are not needed.
+LIB_HEADERS := producer/producer.h producer/line.h common/config.h
+
+INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
+MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
+MAN5 := man/lapse.conf.5
+DOCS := lapse.conf.example deploy/lapse.conf.production
+UNITS := lapse-scanner@.service lapse-ingress@.service
+
+.PHONY: lib lib-build install uninstall
+lib: lib-build $(LIB_PC)
+# (make all builds the archive and the shared object, so a change that breaks
+# the library breaks the build; the .pc depends on PREFIX: made at install)
+lib-build: $(LIB_A) $(LIB_SO)
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (pic)")
+	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/pic/common/lua_scripts.o: $(BUILD)/common/lua_scripts.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(LIB_A): $(PIC_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+# Only the API is exported (lapse-producer.map); --no-undefined makes a
+# missing object a link error here, not in the user's program.
+$(LIB_SO): $(PIC_OBJ) lapse-producer.map
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=lapse-producer.map \
+	    -Wl,--no-undefined $(LDFLAGS) $(PIC_OBJ) $(LDLIBS) -o $@
+
+# Paths under PREFIX are written as ${prefix}/..., so the file can be used
+# where it was staged (pkg-config --define-variable=prefix=DESTDIR/PREFIX).
+pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+$(LIB_PC): lapse-producer.pc.in install.mk FORCE
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|g' \
+	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(LAPSE_VERSION)|g' \
+	    $< > $@
+# (FORCE: they depend on PREFIX and friends, so they are written afresh for
+# every install; not .PHONY, which would skip the pattern rule)
+FORCE:
+.PHONY: FORCE
+
+# Units name the installed programs and config directory.
+$(BUILD)/systemd/%.service: deploy/systemd/%.service.in FORCE
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
+
+install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(INCLUDEDIR)/lapse $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(INSTALL) -m 0755 $(INSTALL_PROGRAMS:%=$(BIN)/%) $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)
+	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
+	$(INSTALL) -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)
+	$(INSTALL) -m 0644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/lapse
+	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
+	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)
+	$(INSTALL) -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(SYSTEMDUNITDIR)
+	@# the dynamic linker's cache, when installing for this very machine
+	$(if $(DESTDIR),,-ldconfig 2>/dev/null)
+
+# Only our files, and only the directories that are ours alone.
+uninstall:
+	rm -f $(INSTALL_PROGRAMS:%=$(DESTDIR)$(BINDIR)/%)
+	rm -f $(DESTDIR)$(LIBDIR)/liblapse-producer.a $(DESTDIR)$(LIBDIR)/$(SO_FILE) \
+	    $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/lapse-producer.pc
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(notdir $(LIB_HEADERS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/lapse 2>/dev/null
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5)))
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	rm -f $(UNITS:%=$(DESTDIR)$(SYSTEMDUNITDIR)/%)
