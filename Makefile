@@ -45,6 +45,7 @@ LUA_LIB      := $(wildcard common/lua/lib/*.lua)
 PRODUCER_LIB := $(filter-out producer/main.c,$(wildcard producer/*.c))
 SCANNER_LIB  := $(filter-out scanner/main.c,$(wildcard scanner/*.c))
 TOOLS_SRC    := $(wildcard tools/*.c)
+SCALE_SRC    := $(wildcard tools/scale/*.c) # lapse-scale's commands, beside tools/scale.c
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 
 COMMON_OBJ   := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/lua_scripts.o
@@ -88,6 +89,10 @@ $(BIN)/lapse-producer: $(BUILD)/producer/main.o $(LIBS)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/lapse-scanner: $(BUILD)/scanner/main.o $(LIBS)
+	@mkdir -p $(BIN)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/lapse-scale: $(BUILD)/tools/scale.o $(SCALE_SRC:%.c=$(BUILD)/%.o) $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -9,6 +9,13 @@
  *                     replicas, and per shard: node, pending, due, in
  *                     flight, oldest overdue, the active scanner; during a
  *                     split also the IDs left to move per old shard
+ *   status --watch [--interval S] [--count N]
+ *                     the shards' counters refreshed (tools/scale/watch.c)
+ *   get ID [--json]   where an ID lives and what is held for it
+ *                     (tools/scale/get.c, common/inspect.c)
+ *   check [--max-overdue S] [--json]
+ *                     exit 0 when every shard has an active scanner and
+ *                     nothing is overdue (tools/scale/check.c)
  *   split [--to NODES] [--start-cmd CMD]
  *                     double the shards online; new shards on NODES
  *                     (host:port,...) or beside their old twins; prints, or
@@ -25,9 +32,14 @@
 
 #include "config.h"
 #include "hash.h"
+#include "health.h"
+#include "inspect.h"
 #include "layout.h"
 #include "redis.h"
 #include "split.h"
+#include "scale/check.h"
+#include "scale/get.h"
+#include "scale/watch.h"
 
 static void usage(FILE *out)
 {
@@ -35,58 +47,27 @@ static void usage(FILE *out)
             "usage: lapse-scale -c FILE COMMAND\n"
             "  init N                         create the layout with N shards (a power of two)\n"
             "  status [--json]                the layout and every shard's backlog and scanner\n"
+            "  status --watch [--interval S] [--count N]\n"
+            "                                 the same, refreshed every S seconds (default 2): on a\n"
+            "                                 terminal redrawn, else one block per refresh; during a\n"
+            "                                 split the IDs left in old shards, their rate and when\n"
+            "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
+            "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
+            "                                 in flight (lease, deadline dispatched), payload,\n"
+            "                                 repeat, and during a split its twin; reads only\n"
+            "                                 (an ID starting with '-': get -- ID)\n"
+            "  check [--max-overdue S] [--json]\n"
+            "                                 exit 0 when every shard has an active scanner and no\n"
+            "                                 due ID is more than S seconds (default 60) overdue;\n"
+            "                                 else one line per problem on stdout\n"
             "  split [--to HOST:PORT,...] [--start-cmd 'CMD %%d']\n"
             "                                 double the shards online; new shards on the given\n"
             "                                 nodes (listed in the config) or beside their twins;\n"
             "                                 prints, or runs per new shard, what starts their scanners\n"
             "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
-            "                                 one; --drain moves those first, N a second (5000)\n");
-}
-
-struct shard_stat {
-    long long pending, due, inflight, oldest_due_ms; /* oldest_due_ms -1: none */
-    char holder[128];                                /* the active scanner's token, "" if none */
-};
-
-/* Reads one shard's counters in one Lua call, so "now" is the shard's clock
- * and all counts agree. */
-static int shard_stat(lapse_redis *r, const char *ns, uint32_t shard, struct shard_stat *st)
-{
-    char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16], l[LAPSE_NS_MAX + 16];
-    lapse_key_shard(z, sizeof z, ns, LAPSE_KEY_DUE, shard);
-    lapse_key_shard(f, sizeof f, ns, LAPSE_KEY_INFLIGHT, shard);
-    lapse_key_shard(l, sizeof l, ns, LAPSE_KEY_LOCK, shard);
-    static const char lua[] =
-        "local t = redis.call('TIME')\n"
-        "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-        "local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
-        "local oldest = -1\n"
-        "if first[2] and tonumber(first[2]) <= now then oldest = math.floor(tonumber(first[2])) end\n"
-        /* in flight: the IDs holding a lease that has a record (common/lua/lib/inflight.lua) */
-        "local inflight = 0\n"
-        "for _, l in ipairs(redis.call('HKEYS', KEYS[2])) do\n"
-        "    if string.find(l, '.', 1, true) and tonumber(l) then\n"
-        "        inflight = inflight + redis.call('ZCOUNT', KEYS[1], l, l)\n"
-        "    end\n"
-        "end\n"
-        "return { redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now),\n"
-        "         inflight, oldest, now, redis.call('GET', KEYS[3]) or '' }\n";
-    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", lua, z, f, l);
-    if (!rep)
-        return -1;
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 6;
-    if (ok) {
-        st->pending = rep->element[0]->integer;
-        st->due = rep->element[1]->integer;
-        st->inflight = rep->element[2]->integer;
-        st->oldest_due_ms = rep->element[3]->integer >= 0
-                                ? rep->element[4]->integer - rep->element[3]->integer
-                                : -1;
-        snprintf(st->holder, sizeof st->holder, "%s",
-                 rep->element[5]->type == REDIS_REPLY_STRING ? rep->element[5]->str : "");
-    }
-    freeReplyObject(rep);
-    return ok ? 0 : -1;
+            "                                 one; --drain moves those first, N a second (5000)\n"
+            "exit status: 0 success; 1 failure (check: a problem was found); 2 usage or config\n"
+            "error, a bad ID; 3 (check) Redis unreachable\n");
 }
 
 static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
@@ -189,11 +170,11 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
                "inflight", "oldest_due", "to_move", "scanner");
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
-        struct shard_stat st;
+        struct lapse_health st;
         struct lapse_split_left left;
-        if (shard_stat(r, cfg->ns, i, &st) < 0 ||
+        if (lapse_health_read(r, cfg->ns, i, &st, err, sizeof err) < 0 ||
             lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
-            fprintf(stderr, "lapse-scale: shard %u: %s\n", i, lapse_redis_errstr(r));
+            fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
             json_decref(shards);
             json_decref(node_info);
             lapse_layout_free(&l);
@@ -204,10 +185,11 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         to_move += left.ids;
         if (left.last_due_ms > last_due)
             last_due = left.last_due_ms;
-        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
+        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
                               lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
                               (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
-                              "oldest_due_ms", (json_int_t)st.oldest_due_ms, "scanner",
+                              "oldest_due_ms", (json_int_t)st.oldest_due_ms, "oldest_inflight_ms",
+                              (json_int_t)st.oldest_inflight_ms, "scanner",
                               st.holder[0] ? st.holder : NULL);
         if (l.splitting && i < l.prev_shards) {
             json_object_set_new(o, "to_move", json_integer((json_int_t)left.ids));
@@ -218,7 +200,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         if (!as_json) {
             char oldest[32] = "-", move[32] = "-";
             if (st.oldest_due_ms >= 0)
-                snprintf(oldest, sizeof oldest, "%lld ms", st.oldest_due_ms);
+                snprintf(oldest, sizeof oldest, "%lld ms", (long long)st.oldest_due_ms);
             if (l.splitting && i < l.prev_shards)
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
             printf("%-6u %-22s %10lld %10lld %9lld %12s %10s  %s\n", i, lapse_redis_name(r),
@@ -377,7 +359,8 @@ static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int d
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, drain = 0, rate = 5000;
+    int as_json = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0;
+    int64_t max_overdue_ms = 60000;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
@@ -385,6 +368,10 @@ int main(int argc, char **argv)
         {"start-cmd", required_argument, NULL, 's'},
         {"drain", no_argument, NULL, 'd'},
         {"rate", required_argument, NULL, 'r'},
+        {"watch", no_argument, NULL, 'w'},
+        {"interval", required_argument, NULL, 'i'},
+        {"count", required_argument, NULL, 'n'},
+        {"max-overdue", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -403,6 +390,29 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'w': watch = 1; break;
+        case 'i':
+        case 'm': {
+            char *end;
+            double sec = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(sec >= (ch == 'i' ? 0.1 : 0)) || sec > 86400) {
+                fprintf(stderr, "lapse-scale: --%s: \"%s\" is not a number of seconds (%s..86400)\n",
+                        ch == 'i' ? "interval" : "max-overdue", optarg, ch == 'i' ? "0.1" : "0");
+                return 2;
+            }
+            if (ch == 'i')
+                interval_ms = (int)(sec * 1000);
+            else
+                max_overdue_ms = (int64_t)(sec * 1000);
+            break;
+        }
+        case 'n':
+            count = atoi(optarg);
+            if (count < 1) {
+                fprintf(stderr, "lapse-scale: --count: \"%s\" is not a positive number\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -413,16 +423,25 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[optind];
     int nargs = argc - optind - 1;
-    int known = (strcmp(cmd, "init") == 0 && nargs == 1) ||
+    int known = ((strcmp(cmd, "init") == 0 || strcmp(cmd, "get") == 0) && nargs == 1) ||
                 ((strcmp(cmd, "status") == 0 || strcmp(cmd, "split") == 0 ||
-                  strcmp(cmd, "finish") == 0) && nargs == 0);
+                  strcmp(cmd, "finish") == 0 || strcmp(cmd, "check") == 0) && nargs == 0);
     if (!known) {
         fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s\n", cmd);
         usage(stderr);
         return 2;
     }
-    struct lapse_config cfg;
     char err[512];
+    if (strcmp(cmd, "get") == 0 &&
+        lapse_inspect_id_check(argv[optind + 1], strlen(argv[optind + 1]), err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: get: %s\n", err);
+        return 2;
+    }
+    if (watch && (strcmp(cmd, "status") != 0 || as_json)) {
+        fprintf(stderr, "lapse-scale: --watch goes with status, without --json\n");
+        return 2;
+    }
+    struct lapse_config cfg;
     if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
@@ -433,8 +452,17 @@ int main(int argc, char **argv)
         nodes[i] = lapse_redis_new(&cfg, i);
     if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
-    else if (lapse_redis_ensure(nodes[0]) < 0)
+    else if (lapse_redis_ensure(nodes[0]) < 0 && !(strcmp(cmd, "status") == 0 && watch) &&
+             strcmp(cmd, "check") != 0)
+        /* (check reports it with its own status; a watch says so in each
+         * refresh and goes on until the node answers) */
         fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(nodes[0]));
+    else if (strcmp(cmd, "get") == 0)
+        rc = lapse_scale_get(&cfg, nodes, argv[optind + 1], as_json);
+    else if (strcmp(cmd, "check") == 0)
+        rc = lapse_scale_check(&cfg, nodes, max_overdue_ms, as_json);
+    else if (strcmp(cmd, "status") == 0 && watch)
+        rc = lapse_scale_watch(&cfg, nodes, interval_ms, count);
     else if (strcmp(cmd, "init") == 0)
         rc = cmd_init(&cfg, nodes[0], argv[optind + 1]);
     else if (strcmp(cmd, "status") == 0)

@@ -1,0 +1,90 @@
+/*
+ * health — see health.h. The script only reads (TIME, ZRANGE, ZCOUNT,
+ * HKEYS, HGET, GET), so it may run against a replica-backed primary under
+ * any load without changing what the scanners see.
+ */
+#include "health.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+
+/*
+ * In flight: the IDs holding a lease that has a record in f
+ * (common/lua/lib/inflight.lua: field = lease, value = "id deadline ..."
+ * or a space and cmsgpack). The earliest deadline being dispatched counts
+ * only IDs that still hold the record's lease: a reset or cancelled one
+ * left the record but is no longer in flight. A field that is not a lease
+ * (an entry of lapse before records) is skipped, as claim.lua does.
+ */
+static const char health_lua[] =
+    "local z, f = KEYS[1], KEYS[2]\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')\n"
+    "local oldest = -1\n"
+    "if first[2] and tonumber(first[2]) <= now then oldest = math.floor(tonumber(first[2])) end\n"
+    "local inflight, earliest = 0, -1\n"
+    "for _, l in ipairs(redis.call('HKEYS', f)) do\n"
+    "    if string.find(l, '.', 1, true) and tonumber(l) then\n"
+    "        local held = redis.call('ZRANGEBYSCORE', z, l, l)\n"
+    "        inflight = inflight + #held\n"
+    "        if #held > 0 then\n"
+    "            local set = {}\n"
+    "            for i = 1, #held do set[held[i]] = true end\n"
+    "            local rec, list = redis.call('HGET', f, l), {}\n"
+    "            if rec and string.byte(rec, 1) == 32 then list = cmsgpack.unpack(string.sub(rec, 2))\n"
+    "            elseif rec then\n"
+    "                for id, d in string.gmatch(rec, '([^ ]+) ([^ ]+)') do\n"
+    "                    list[#list + 1] = id; list[#list + 1] = d\n"
+    "                end\n"
+    "            end\n"
+    "            for i = 1, #list, 2 do\n"
+    "                local d = tonumber(list[i + 1])\n"
+    "                if set[list[i]] and d and (earliest < 0 or d < earliest) then earliest = d end\n"
+    "            end\n"
+    "        end\n"
+    "    end\n"
+    "end\n"
+    "return { redis.call('ZCARD', z), redis.call('ZCOUNT', z, '-inf', now),\n"
+    "         inflight, oldest, now, redis.call('GET', KEYS[3]) or '', earliest }\n";
+
+int lapse_health_read(lapse_redis *r, const char *ns, uint32_t shard, struct lapse_health *out,
+                      char *errstr, size_t size)
+{
+    char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16], l[LAPSE_NS_MAX + 16];
+    lapse_key_shard(z, sizeof z, ns, LAPSE_KEY_DUE, shard);
+    lapse_key_shard(f, sizeof f, ns, LAPSE_KEY_INFLIGHT, shard);
+    lapse_key_shard(l, sizeof l, ns, LAPSE_KEY_LOCK, shard);
+    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", health_lua, z, f, l);
+    if (!rep) {
+        snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+        return -1;
+    }
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 7;
+    for (size_t i = 0; ok && i < 7; i++)
+        ok = rep->element[i]->type == (i == 5 ? REDIS_REPLY_STRING : REDIS_REPLY_INTEGER);
+    if (ok) {
+        long long now = rep->element[4]->integer, oldest = rep->element[3]->integer;
+        long long earliest = rep->element[6]->integer;
+        out->now_ms = now;
+        out->pending = rep->element[0]->integer;
+        out->due = rep->element[1]->integer;
+        out->inflight = rep->element[2]->integer;
+        out->oldest_due_ms = oldest >= 0 ? now - oldest : -1;
+        out->oldest_inflight_ms = earliest >= 0 && earliest <= now ? now - earliest : -1;
+        snprintf(out->holder, sizeof out->holder, "%s", rep->element[5]->str);
+    } else {
+        snprintf(errstr, size, "%s: shard %u: unexpected reply to the counters' script%s%s",
+                 lapse_redis_name(r), shard, rep->type == REDIS_REPLY_ERROR ? ": " : "",
+                 rep->type == REDIS_REPLY_ERROR ? rep->str : "");
+    }
+    freeReplyObject(rep);
+    return ok ? 0 : -1;
+}
+
+int64_t lapse_health_overdue_ms(const struct lapse_health *h)
+{
+    return h->oldest_due_ms > h->oldest_inflight_ms ? h->oldest_due_ms : h->oldest_inflight_ms;
+}

@@ -1,0 +1,40 @@
+/*
+ * health — one shard's counters as an operator reads them: how many IDs
+ * it holds, how many are due, how many are in flight, how late the oldest
+ * undelivered deadline is, and whether a scanner holds its lock.
+ *
+ * Read in one read-only Lua call per shard, so "now" is the shard's own
+ * Redis clock and every count agrees with the others; nothing is written.
+ * Used by lapse-scale status, status --watch and check.
+ */
+#ifndef LAPSE_HEALTH_H
+#define LAPSE_HEALTH_H
+
+#include <stdint.h>
+
+#include "redis.h"
+
+struct lapse_health {
+    int64_t now_ms;          /* the shard's Redis clock when read */
+    long long pending;       /* IDs in the shard (in flight included) */
+    long long due;           /* scores at or before now: the backlog */
+    long long inflight;      /* IDs holding a lease that has a record */
+    int64_t oldest_due_ms;   /* age of the lowest score if due, else -1 */
+    int64_t oldest_inflight_ms; /* age of the earliest deadline being dispatched
+                                   (or leased, its lease run out), -1 if none */
+    char holder[128];        /* the lock holder's token, "" when no scanner is active */
+};
+
+/*
+ * Reads shard `shard` of namespace `ns` through r (the shard's node).
+ * Returns 0, or -1 with the reason in errstr (a lost connection, an
+ * unexpected reply); *out is unspecified then.
+ */
+int lapse_health_read(lapse_redis *r, const char *ns, uint32_t shard, struct lapse_health *out,
+                      char *errstr, size_t size);
+
+/* How late the shard's oldest undelivered deadline is, in ms (pending and
+ * due, or in flight): the larger of the two ages, -1 when nothing is due. */
+int64_t lapse_health_overdue_ms(const struct lapse_health *h);
+
+#endif

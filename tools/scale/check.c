@@ -1,0 +1,120 @@
+/*
+ * check — see check.h. The counters are common/health.c's: "overdue"
+ * counts both a due ID nobody claimed and one in flight whose deadline
+ * passed long ago (Kafka down: it is claimed again and again, so its
+ * score is a lease in the future, yet it is late all the same).
+ */
+#include "check.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "health.h"
+#include "layout.h"
+
+struct verdict {
+    json_t *problems; /* [{shard, problem, message}] */
+    int unreachable;  /* a node could not be asked */
+    int as_json;
+};
+
+static void problem(struct verdict *v, long shard, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* One problem: a line on stdout (text) and an entry of .problems. */
+static void problem(struct verdict *v, long shard, const char *kind, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!v->as_json)
+        printf("%s\n", msg);
+    json_t *o = json_pack("{s:s, s:s}", "problem", kind, "message", msg);
+    if (o && shard >= 0)
+        json_object_set_new(o, "shard", json_integer(shard));
+    json_array_append_new(v->problems, o);
+}
+
+int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64_t max_overdue_ms,
+                      int as_json)
+{
+    struct verdict v = {.problems = json_array(), .as_json = as_json};
+    json_t *info = json_array();
+    char err[512];
+    double max_s = (double)max_overdue_ms / 1000;
+    struct lapse_layout l = {0};
+    int rc = lapse_layout_load(nodes[0], cfg, &l, err, sizeof err);
+    if (rc == 1) {
+        problem(&v, -1, "not_initialised", "namespace %s: not initialised (lapse-scale init N)",
+                cfg->ns);
+    } else if (rc < 0) {
+        v.unreachable = lapse_redis_ensure(nodes[0]) < 0;
+        problem(&v, -1, v.unreachable ? "unreachable" : "layout", "layout: %s", err);
+    } else {
+        struct lapse_layout next;
+        if (lapse_layout_read(nodes[0], cfg, "layout:next", &next, err, sizeof err) == 0) {
+            problem(&v, -1, "interrupted",
+                    "namespace %s: a %s to epoch %" PRId64 " was interrupted: writers and "
+                    "scanners are paused until lapse-scale %s runs again",
+                    cfg->ns, next.splitting ? "split" : "finish", next.epoch,
+                    next.splitting ? "split" : "finish");
+            lapse_layout_free(&next);
+        }
+        for (uint32_t i = 0; i < l.shards; i++) {
+            lapse_redis *r = nodes[l.node_of[i]];
+            struct lapse_health h;
+            if (lapse_health_read(r, cfg->ns, i, &h, err, sizeof err) < 0) {
+                /* (a node that failed is not tried again for each of its
+                 * shards: its back-off answers at once) */
+                int down = lapse_redis_ensure(r) < 0;
+                v.unreachable |= down;
+                problem(&v, i, down ? "unreachable" : "redis", "shard %u: %s%s", i,
+                        down ? "unreachable: " : "", err);
+                continue;
+            }
+            int64_t overdue = lapse_health_overdue_ms(&h);
+            if (!h.holder[0])
+                problem(&v, i, "no_scanner", "shard %u: no active scanner", i);
+            /* (tenths below 100 s: "1.4 s overdue (max 1)", not "1 s") */
+            if (overdue > max_overdue_ms && overdue < 100000)
+                problem(&v, i, "overdue", "shard %u: oldest due ID is %.1f s overdue (max %g)", i,
+                        (double)overdue / 1000, max_s);
+            else if (overdue > max_overdue_ms)
+                problem(&v, i, "overdue", "shard %u: oldest due ID is %" PRId64 " s overdue (max %g)",
+                        i, overdue / 1000, max_s);
+            json_array_append_new(info, json_pack("{s:i, s:s, s:s?, s:o, s:I, s:I}", "shard",
+                                                  (int)i, "node", lapse_redis_name(r), "scanner",
+                                                  h.holder[0] ? h.holder : NULL, "overdue_ms",
+                                                  overdue >= 0 ? json_integer(overdue) : json_null(),
+                                                  "due", (json_int_t)h.due, "inflight",
+                                                  (json_int_t)h.inflight));
+        }
+    }
+    size_t nproblems = json_array_size(v.problems);
+    int status = v.unreachable ? LAPSE_CHECK_UNREACHABLE
+                 : nproblems   ? LAPSE_CHECK_PROBLEM
+                               : LAPSE_CHECK_OK;
+    if (as_json) {
+        json_t *o = json_pack("{s:s, s:b, s:i, s:f, s:i, s:O, s:O}", "ns", cfg->ns, "ok",
+                              status == LAPSE_CHECK_OK, "status", status, "max_overdue_s", max_s,
+                              "shards", (int)l.shards, "problems", v.problems, "shard_info", info);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    } else if (status == LAPSE_CHECK_OK) {
+        printf("ok: namespace %s, %u shards, each with an active scanner, nothing overdue beyond "
+               "%g s\n", cfg->ns, l.shards, max_s);
+    }
+    json_decref(v.problems);
+    json_decref(info);
+    lapse_layout_free(&l);
+    return status;
+}

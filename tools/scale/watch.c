@@ -1,0 +1,173 @@
+/*
+ * watch — see watch.h. The split's progress is measured here, between
+ * refreshes: the IDs left in the old shards (common/split.h: a ZSCAN of
+ * each old shard) sampled with the monotonic clock; the rate is the drop
+ * over the last RATE_SAMPLES refreshes, so a drain that starts or stops
+ * mid-watch shows within a few of them. Without a drain the last moving ID
+ * leaves when it falls due at the latest, which bounds the estimate.
+ */
+#include "watch.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "health.h"
+#include "inspect.h"
+#include "layout.h"
+#include "split.h"
+
+#define RATE_SAMPLES 10
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+struct progress {
+    int64_t epoch;                 /* the split the samples belong to */
+    int n;                         /* samples held */
+    int64_t at_ms[RATE_SAMPLES];   /* monotonic ms, oldest first */
+    uint64_t left[RATE_SAMPLES];   /* IDs left in the old shards then */
+};
+
+static void progress_add(struct progress *pg, int64_t epoch, int64_t at, uint64_t left)
+{
+    if (pg->epoch != epoch)
+        pg->n = 0, pg->epoch = epoch;
+    if (pg->n == RATE_SAMPLES) {
+        memmove(pg->at_ms, pg->at_ms + 1, (RATE_SAMPLES - 1) * sizeof pg->at_ms[0]);
+        memmove(pg->left, pg->left + 1, (RATE_SAMPLES - 1) * sizeof pg->left[0]);
+        pg->n--;
+    }
+    pg->at_ms[pg->n] = at;
+    pg->left[pg->n++] = left;
+}
+
+/* The IDs gone from the old shards per second over the samples; -1 until
+ * there are two. */
+static double progress_rate(const struct progress *pg)
+{
+    if (pg->n < 2 || pg->at_ms[pg->n - 1] <= pg->at_ms[0])
+        return -1;
+    return ((double)pg->left[0] - (double)pg->left[pg->n - 1]) * 1000 /
+           (double)(pg->at_ms[pg->n - 1] - pg->at_ms[0]);
+}
+
+/* One refresh: prints the block. */
+static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct progress *pg,
+                    int interval_ms, int tty)
+{
+    char iso[40], err[512];
+    printf("[%s] ", lapse_inspect_iso(lapse_clock_ms(), iso, sizeof iso));
+    struct lapse_layout l;
+    int rc = lapse_layout_load(nodes[0], cfg, &l, err, sizeof err);
+    if (rc != 0) {
+        printf("namespace %s: %s\n", cfg->ns, rc == 1 ? "not initialised" : err);
+        return;
+    }
+    printf("namespace %s: %u shards, %s", cfg->ns, l.shards, l.splitting ? "splitting" : "stable");
+    if (l.splitting)
+        printf(" %u -> %u", l.prev_shards, l.shards);
+    printf(", epoch %" PRId64, l.epoch);
+    if (tty)
+        printf("   (every %g s; Ctrl-C ends)", interval_ms / 1000.0);
+    printf("\n%-6s %-22s %10s %10s %9s %11s %9s  %s\n", "shard", "node", "pending", "backlog",
+           "inflight", "overdue", "to_move", "scanner");
+    uint64_t to_move = 0;
+    int64_t last_due = -1;
+    int complete = 1; /* every old shard counted: the total means something */
+    for (uint32_t i = 0; i < l.shards && !stop; i++) {
+        lapse_redis *r = nodes[l.node_of[i]];
+        struct lapse_health h;
+        if (lapse_health_read(r, cfg->ns, i, &h, err, sizeof err) < 0) {
+            printf("%-6u %-22s %s\n", i, lapse_redis_name(r), err);
+            complete = 0;
+            continue;
+        }
+        char overdue[32] = "-", move[32] = "-";
+        int64_t od = lapse_health_overdue_ms(&h);
+        if (od >= 0)
+            snprintf(overdue, sizeof overdue, "%" PRId64 ".%" PRId64 " s", od / 1000,
+                     od % 1000 / 100);
+        if (l.splitting && i < l.prev_shards) {
+            struct lapse_split_left left;
+            if (lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
+                complete = 0;
+                snprintf(move, sizeof move, "?");
+            } else {
+                to_move += left.ids;
+                if (left.last_due_ms > last_due)
+                    last_due = left.last_due_ms;
+                snprintf(move, sizeof move, "%" PRIu64, left.ids);
+            }
+        }
+        printf("%-6u %-22s %10lld %10lld %9lld %11s %9s  %s\n", i, lapse_redis_name(r), h.pending,
+               h.due, h.inflight, overdue, move, h.holder[0] ? h.holder : "NONE (no active scanner)");
+    }
+    if (l.splitting && complete && !stop) {
+        progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
+        double rate = progress_rate(pg);
+        printf("split %u -> %u: %" PRIu64 " IDs left to check in the old shards", l.prev_shards,
+               l.shards, to_move);
+        if (to_move == 0)
+            printf("; none left: lapse-scale finish ends the split\n");
+        else if (rate < 0)
+            printf("; rate: measuring (next refresh)");
+        else if (rate <= 0)
+            printf("; not going down now");
+        else
+            printf("; going down %.1f/s, ends in ~%.0f s at this rate", rate, to_move / rate);
+        if (to_move > 0 && last_due >= 0)
+            printf("; at the latest when the last falls due, %s\n",
+                   lapse_inspect_iso(last_due, iso, sizeof iso));
+        else if (to_move > 0)
+            printf("\n");
+    }
+    lapse_layout_free(&l);
+}
+
+/* Sleeps until `ms` have passed or a signal asked to stop. */
+static void pause_ms(int ms)
+{
+    int64_t end = lapse_clock_mono_ms() + ms;
+    for (int64_t left = ms; left > 0 && !stop; left = end - lapse_clock_mono_ms()) {
+        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
+            break;
+    }
+}
+
+int lapse_scale_watch(const struct lapse_config *cfg, lapse_redis **nodes, int interval_ms,
+                      int count)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read or sleep ends at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int tty = isatty(STDOUT_FILENO);
+    struct progress pg = {.epoch = -1};
+    for (int n = 0; !stop && (count <= 0 || n < count); n++) {
+        if (n > 0)
+            pause_ms(interval_ms);
+        if (stop)
+            break;
+        if (tty)
+            printf("\033[H\033[2J"); /* home, clear: redraw in place like watch(1) */
+        else if (n > 0)
+            printf("\n");
+        refresh(cfg, nodes, &pg, interval_ms, tty);
+        fflush(stdout);
+    }
+    return 0;
+}
