@@ -50,13 +50,13 @@ static const char health_lua[] =
     "return { redis.call('ZCARD', z), redis.call('ZCOUNT', z, '-inf', now),\n"
     "         inflight, oldest, now, redis.call('GET', KEYS[3]) or '', earliest }\n";
 
-int lapse_health_read(lapse_redis *r, const char *ns, uint32_t shard, struct lapse_health *out,
-                      char *errstr, size_t size)
+int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                      struct lapse_health *out, char *errstr, size_t size)
 {
-    char z[LAPSE_NS_MAX + 16], f[LAPSE_NS_MAX + 16], l[LAPSE_NS_MAX + 16];
-    lapse_key_shard(z, sizeof z, ns, LAPSE_KEY_DUE, shard);
-    lapse_key_shard(f, sizeof f, ns, LAPSE_KEY_INFLIGHT, shard);
-    lapse_key_shard(l, sizeof l, ns, LAPSE_KEY_LOCK, shard);
+    char z[LAPSE_KEY_MAX], f[LAPSE_KEY_MAX], l[LAPSE_KEY_MAX];
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
+    lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
+    lapse_key(l, sizeof l, cfg, LAPSE_KEY_LOCK, shard);
     redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", health_lua, z, f, l);
     if (!rep) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));

@@ -30,7 +30,7 @@ struct lapse_health {
  * Returns 0, or -1 with the reason in errstr (a lost connection, an
  * unexpected reply); *out is unspecified then.
  */
-int lapse_health_read(lapse_redis *r, const char *ns, uint32_t shard, struct lapse_health *out,
+int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard, struct lapse_health *out,
                       char *errstr, size_t size);
 
 /* How late the shard's oldest undelivered deadline is, in ms (pending and

@@ -17,7 +17,7 @@
 
 #include "hash.h"
 
-#define KEY_MAX (LAPSE_NS_MAX + 16)
+#define KEY_MAX LAPSE_KEY_MAX
 
 int lapse_inspect_id_check(const char *id, size_t len, char *errstr, size_t size)
 {
@@ -125,12 +125,12 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
                       int want_moved, struct lapse_inspect_place *p, char *errstr, size_t size)
 {
     char z[KEY_MAX], pk[KEY_MAX], rk[KEY_MAX], lk[KEY_MAX], mk[KEY_MAX], fk[KEY_MAX];
-    lapse_key_shard(z, sizeof z, cfg->ns, LAPSE_KEY_DUE, p->shard);
-    lapse_key_shard(pk, sizeof pk, cfg->ns, LAPSE_KEY_PAYLOAD, p->shard);
-    lapse_key_shard(rk, sizeof rk, cfg->ns, LAPSE_KEY_REPEAT, p->shard);
-    lapse_key_shard(lk, sizeof lk, cfg->ns, LAPSE_KEY_LOCK, p->shard);
-    lapse_key_shard(mk, sizeof mk, cfg->ns, LAPSE_KEY_MOVED, p->shard);
-    lapse_key_shard(fk, sizeof fk, cfg->ns, LAPSE_KEY_INFLIGHT, p->shard);
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, p->shard);
+    lapse_key(pk, sizeof pk, cfg, LAPSE_KEY_PAYLOAD, p->shard);
+    lapse_key(rk, sizeof rk, cfg, LAPSE_KEY_REPEAT, p->shard);
+    lapse_key(lk, sizeof lk, cfg, LAPSE_KEY_LOCK, p->shard);
+    lapse_key(mk, sizeof mk, cfg, LAPSE_KEY_MOVED, p->shard);
+    lapse_key(fk, sizeof fk, cfg, LAPSE_KEY_INFLIGHT, p->shard);
     p->deadline_ms = p->lease_ms = p->dispatching_ms = p->period_ms = -1;
     if (lapse_redis_ensure(r) < 0)
         return reply_fail(r, NULL, NULL, errstr, size);

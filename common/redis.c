@@ -478,7 +478,8 @@ static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
     if ((argvlen[0] == 4 && strncasecmp(argv[0], "EVAL", 4) == 0) ||
         (argvlen[0] == 7 && strncasecmp(argv[0], "EVALSHA", 7) == 0))
         return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
-    static const char *const keyless[] = {"INFO", "WAIT", "PING", "CLUSTER", "HELLO", "SCRIPT"};
+    static const char *const keyless[] = {"INFO",  "WAIT",   "PING",  "CLUSTER",
+                                          "HELLO", "SCRIPT", "CLIENT", "TIME"};
     for (size_t i = 0; i < sizeof keyless / sizeof keyless[0]; i++)
         if (argvlen[0] == strlen(keyless[i]) && strncasecmp(argv[0], keyless[i], argvlen[0]) == 0)
             return -1;
@@ -673,6 +674,23 @@ const char *lapse_redis_addr(const lapse_redis *r) { return r->addr; }
 int lapse_redis_is_sentinel(const lapse_redis *r) { return r->node.master != NULL; }
 uint64_t lapse_redis_reconnects(const lapse_redis *r) { return r->reconnects; }
 int lapse_redis_is_cluster(const lapse_redis *r) { return r->cl != NULL; }
+
+const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
+{
+    return r->cl ? redis_cluster_map(r) : NULL;
+}
+
+redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
+                                     const size_t *argvlen)
+{
+    if (!r->cl)
+        return lapse_redis_command_argv(r, argc, argv, argvlen);
+    redisReply *reply = NULL;
+    if (redis_cluster_append_slot(r, argc, argv, argvlen, -1, slot) < 0 ||
+        redis_cluster_get_reply(r, &reply) < 0)
+        return NULL;
+    return reply;
+}
 const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot)
 {
     return r->cl ? redis_cluster_owner(r, slot) : r->addr;

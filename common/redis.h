@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "script.h"
 
@@ -131,5 +132,13 @@ int lapse_redis_is_cluster(const lapse_redis *r);
 /* The "host:port" of the primary serving `slot` on a cluster node (NULL if
  * none does, or before the map was read); any other node's address. */
 const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot);
+/* A cluster node's slot map (cluster.h; read first if need be), or NULL:
+ * not a cluster, or the map could not be read (errstr says why). */
+const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r);
+/* One command on the primary that owns `slot` (a cluster node; elsewhere
+ * as lapse_redis_command_argv): for keyless ones, like INFO, meant for one
+ * primary. */
+redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
+                                     const size_t *argvlen);
 
 #endif

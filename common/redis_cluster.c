@@ -253,10 +253,16 @@ static int cluster_due_room(struct redis_cluster *cl)
 int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
                          int key)
 {
+    return redis_cluster_append_slot(r, argc, argv, argvlen, key,
+                                     key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0);
+}
+
+int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
+                              const size_t *argvlen, int key, uint16_t slot)
+{
     struct redis_cluster *cl = r->cl;
     if (redis_cluster_ensure(r) < 0)
         return -1;
-    uint16_t slot = key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0;
     const char *owner = lapse_cluster_owner(&cl->map, slot);
     if (!owner) {
         redis_set_error(r, "redis cluster: no primary serves slot %u (is the cluster ok?)", slot);
@@ -388,6 +394,11 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
     }
     cl->nwaited = 0;
     return rc;
+}
+
+const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r)
+{
+    return redis_cluster_ensure(r) < 0 ? NULL : &r->cl->map;
 }
 
 const char *redis_cluster_owner(lapse_redis *r, uint16_t slot)

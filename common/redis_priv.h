@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backoff.h"
+#include "cluster.h"
 #include "config.h"
 #include "conn.h"
 #include "layout.h"
@@ -68,7 +69,11 @@ void redis_cluster_free(lapse_redis *r);
 int redis_cluster_ensure(lapse_redis *r);
 int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
                          int key);
+/* ... with the slot given: to its owner (key: the key's index, or -1) */
+int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
+                              const size_t *argvlen, int key, uint16_t slot);
 int redis_cluster_get_reply(lapse_redis *r, redisReply **reply);
+const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r);
 int redis_cluster_send(lapse_redis *r);
 void redis_cluster_disconnect(lapse_redis *r);
 void redis_cluster_noscript(lapse_redis *r);

@@ -86,11 +86,78 @@ static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, stru
  * replication, or where the ACL forbids INFO (-@dangerous) the count alone
  * from WAIT (lag -1: unknown; it takes a second). Adds it to `out` and
  * prints a line. */
+/* Replicas online and the largest lag from an INFO replication reply;
+ * online stays -1 when the reply is not one. */
+static void replication_of(const redisReply *rep, long *online, long *lag)
+{
+    *online = *lag = -1;
+    if (rep && rep->type == REDIS_REPLY_STRING) {
+        *online = 0;
+        for (const char *p = strstr(rep->str, "\nslave"); p; p = strstr(p + 1, "\nslave")) {
+            const char *eol = strchr(p + 1, '\n'), *st = strstr(p, "state=online");
+            const char *lg = strstr(p, "lag=");
+            if (st && (!eol || st < eol))
+                (*online)++;
+            if (lg && (!eol || lg < eol) && atol(lg + 4) > *lag)
+                *lag = atol(lg + 4);
+        }
+    }
+}
+
+/* The cluster's primaries, as node_status shows a node: each one's
+ * address, replicas online and lag, and how many slots it serves. */
+static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_t *out,
+                           int as_json)
+{
+    const struct lapse_cluster_map *m = lapse_redis_cluster_map(r);
+    if (!m) {
+        fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(r));
+        return;
+    }
+    for (size_t p = 0; p < m->nprimaries; p++) {
+        int first = -1, slots = 0;
+        for (int s = 0; s < LAPSE_SLOTS; s++)
+            if (m->owner[s] == p && (slots++, first < 0))
+                first = s;
+        char addr[LAPSE_CLUSTER_ADDR_MAX];
+        snprintf(addr, sizeof addr, "%s", m->primaries[p]);
+        const char *argv[] = {"INFO", "replication"};
+        size_t lens[] = {4, 11};
+        redisReply *rep = first < 0 ? NULL : lapse_redis_command_slot(r, (uint16_t)first, 2, argv, lens);
+        long online, lag;
+        replication_of(rep, &online, &lag);
+        if (rep)
+            freeReplyObject(rep);
+        m = lapse_redis_cluster_map(r); /* (a failed call may have read it again) */
+        if (!m || p >= m->nprimaries)
+            break;
+        json_array_append_new(out, json_pack("{s:s, s:s, s:b, s:s, s:i, s:o, s:o}", "name",
+                                             "cluster", "via", "cluster", "tls", cfg->nodes[0].tls,
+                                             "primary", addr, "slots", slots, "replicas_online",
+                                             online >= 0 ? json_integer(online) : json_null(),
+                                             "replica_lag_s",
+                                             lag >= 0 ? json_integer(lag) : json_null()));
+        if (as_json)
+            continue;
+        char via[64], reps[32] = "?", lags[32] = "-";
+        snprintf(via, sizeof via, "cluster %d slots%s", slots, cfg->nodes[0].tls ? ", tls" : "");
+        if (online >= 0)
+            snprintf(reps, sizeof reps, "%ld", online);
+        if (lag >= 0)
+            snprintf(lags, sizeof lags, "%ld s", lag);
+        printf("%-22s %-19s %-22s %8s %8s\n", "cluster", via, addr, reps, lags);
+    }
+}
+
 static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r, json_t *out,
                         int as_json)
 {
     const struct lapse_redis_node *nc = &cfg->nodes[n];
     long online = -1, lag = -1;
+    if (lapse_redis_is_cluster(r)) {
+        cluster_status(cfg, r, out, as_json);
+        return;
+    }
     redisReply *rep = lapse_redis_command(r, "INFO replication");
     if (rep && rep->type == REDIS_REPLY_STRING) {
         online = 0;
@@ -172,7 +239,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        if (lapse_health_read(r, cfg->ns, i, &st, err, sizeof err) < 0 ||
+        if (lapse_health_read(r, cfg, i, &st, err, sizeof err) < 0 ||
             lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
             json_decref(shards);
@@ -196,6 +263,15 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
             json_object_set_new(o, "last_to_move_due_ms",
                                 left.ids ? json_integer(left.last_due_ms) : json_null());
         }
+        uint16_t slot = lapse_shard_slot(cfg->ns, i);
+        const char *owner = lapse_redis_is_cluster(r) ? lapse_redis_slot_owner(r, slot) : NULL;
+        char where[LAPSE_NODE_NAME_MAX + 16];
+        snprintf(where, sizeof where, "%s", lapse_redis_name(r));
+        if (lapse_redis_is_cluster(r)) {
+            json_object_set_new(o, "slot", json_integer(slot));
+            json_object_set_new(o, "primary", owner ? json_string(owner) : json_null());
+            snprintf(where, sizeof where, "%u@%s", slot, owner ? owner : "-");
+        }
         json_array_append_new(shards, o);
         if (!as_json) {
             char oldest[32] = "-", move[32] = "-";
@@ -203,7 +279,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
                 snprintf(oldest, sizeof oldest, "%lld ms", (long long)st.oldest_due_ms);
             if (l.splitting && i < l.prev_shards)
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
-            printf("%-6u %-22s %10lld %10lld %9lld %12s %10s  %s\n", i, lapse_redis_name(r),
+            printf("%-6u %-22s %10lld %10lld %9lld %12s %10s  %s\n", i, where,
                    st.pending, st.due, st.inflight, oldest, move, st.holder[0] ? st.holder : "-");
         }
     }

@@ -69,7 +69,7 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
         for (uint32_t i = 0; i < l.shards; i++) {
             lapse_redis *r = nodes[l.node_of[i]];
             struct lapse_health h;
-            if (lapse_health_read(r, cfg->ns, i, &h, err, sizeof err) < 0) {
+            if (lapse_health_read(r, cfg, i, &h, err, sizeof err) < 0) {
                 /* (a node that failed is not tried again for each of its
                  * shards: its back-off answers at once) */
                 int down = lapse_redis_ensure(r) < 0;

@@ -88,7 +88,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
     for (uint32_t i = 0; i < l.shards && !stop; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health h;
-        if (lapse_health_read(r, cfg->ns, i, &h, err, sizeof err) < 0) {
+        if (lapse_health_read(r, cfg, i, &h, err, sizeof err) < 0) {
             printf("%-6u %-22s %s\n", i, lapse_redis_name(r), err);
             complete = 0;
             continue;
