@@ -978,7 +978,15 @@ ns_dump() {
 SP_PORTS=() # every Redis node of the test, node 0 first; empty: just REDIS_PORT
 declare -A SP_FD=() SP_MARK=()
 
-_sp_ports() { if ((${#SP_PORTS[@]})); then echo "${SP_PORTS[@]}"; else echo "$REDIS_PORT"; fi; }
+_sp_ports() {
+    if ((${#CLUSTER_NODES[@]})); then
+        cluster_primaries
+    elif ((${#SP_PORTS[@]})); then
+        echo "${SP_PORTS[@]}"
+    else
+        echo "$REDIS_PORT"
+    fi
+}
 
 sp_cli() { # PORT ARGS...: redis-cli against that node
     local port=$1
@@ -1025,7 +1033,7 @@ sp_where() {
         sp_cli "$p" EVAL "local r = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
                 local s = redis.call('ZSCORE', k, ARGV[2])
-                if s then r[#r + 1] = string.match(k, ':(%d+)$') .. ' ' .. s end
+                if s then r[#r + 1] = string.match(k, ':(%d+)}?$') .. ' ' .. s end
             end
             return r" 0 "$NS" "$1"
     done | sed '/^$/d' # (a node without it answers an empty line)
@@ -1039,7 +1047,7 @@ sp_where_all() {
     for p in $(_sp_ports); do
         sp_cli "$p" EVAL "local r = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-                local sh = string.match(k, ':(%d+)$')
+                local sh = string.match(k, ':(%d+)}?$')
                 for i = 2, #ARGV do
                     local s = redis.call('ZSCORE', k, ARGV[i])
                     if s then r[#r + 1] = ARGV[i] .. ' ' .. sh .. ' ' .. s end
@@ -1328,4 +1336,100 @@ sp_check() {
     [[ -z $bad ]] && return 0
     echo "$bad" | head -n 30 >&2
     fail "$(wc -l <<<"$bad") problems with the delivered events (first 30 above)"
+}
+
+# ---------------------------------------------------------------- Redis Cluster
+# (tests/integration/09NN-cluster-*.sh). A cluster's nodes are redis_start'ed
+# as c1, c2, ... with --cluster-enabled; the sp_* helpers then read every
+# current primary (cluster_primaries), where a shard's keys are
+# NS:K:{NS:I} (redis.cluster: one slot per shard).
+
+CLUSTER_NODES=()             # names of the cluster's nodes, c1 first
+CLUSTER_TIMEOUT_MS=${CLUSTER_TIMEOUT_MS:-2000} # cluster-node-timeout: how soon a failover starts
+
+# cluster_node_start NAME: one more cluster-enabled redis (not yet joined)
+cluster_node_start() {
+    redis_start "$1" --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-node-timeout "$CLUSTER_TIMEOUT_MS" "${@:2}"
+    CLUSTER_NODES+=("$1")
+}
+
+# cluster_start PRIMARIES [REPLICAS]: a Redis Cluster of PRIMARIES primaries,
+# each with REPLICAS replicas (redis-cli --cluster create), all slots
+# assigned, every node agreeing (cluster_wait_ok). REDIS_PORT is c1's.
+cluster_start() {
+    local np=$1 nr=${2:-0} i n addrs=()
+    n=$((np * (1 + nr)))
+    for ((i = 1; i <= n; i++)); do
+        cluster_node_start "c$i"
+        addrs+=("127.0.0.1:$(redis_port "c$i")")
+    done
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$nr" --cluster-yes \
+        >"$T/cluster-create.log" 2>&1 || {
+        tail -n 5 "$T/cluster-create.log" >&2
+        fail "redis-cli --cluster create failed"
+    }
+    cluster_wait_ok 20000
+}
+
+# cluster_wait_ok [TIMEOUT_MS]: every live node says cluster_state:ok with
+# all 16384 slots served and knows as many nodes as are alive
+cluster_wait_ok() {
+    wait_until "${1:-20000}" _cluster_ok || {
+        local c
+        for c in "${CLUSTER_NODES[@]}"; do
+            proc_alive "${_REDIS_PROC[$c]}" || continue
+            echo "$c: $(redis-cli -p "$(redis_port "$c")" CLUSTER INFO | tr -d '\r' | grep -E 'state|slots_ok|known' | tr '\n' ' ')" >&2
+        done
+        fail "the cluster did not settle"
+    }
+}
+_cluster_ok() {
+    local c alive=0 info
+    for c in "${CLUSTER_NODES[@]}"; do proc_alive "${_REDIS_PROC[$c]}" && alive=$((alive + 1)); done
+    for c in "${CLUSTER_NODES[@]}"; do
+        proc_alive "${_REDIS_PROC[$c]}" || continue
+        info=$(redis-cli -p "$(redis_port "$c")" CLUSTER INFO 2>/dev/null | tr -d '\r')
+        [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* ]] || return 1
+    done
+    return 0
+}
+
+# cluster_primaries: the ports of the live nodes that are primaries now
+cluster_primaries() {
+    local c p
+    for c in "${CLUSTER_NODES[@]}"; do
+        proc_alive "${_REDIS_PROC[$c]}" || continue
+        p=$(redis_port "$c")
+        [[ $(redis-cli -p "$p" ROLE 2>/dev/null | head -n 1) == master ]] && echo "$p"
+    done
+    return 0
+}
+
+# cluster_node_of PORT: the name (c1, ...) of the node on PORT
+cluster_node_of() {
+    local c
+    for c in "${CLUSTER_NODES[@]}"; do [[ $(redis_port "$c") == "$1" ]] && echo "$c" && return 0; done
+    fail "no cluster node on port $1"
+}
+
+# cluster_id PORT: the cluster node ID of the node on PORT
+cluster_id() { redis-cli -p "$1" CLUSTER MYID; }
+
+# cluster_config [EXTRA]: write_config with redis.cluster naming every node
+# started so far as a seed, and CLUSTER_REDIS_EXTRA inside the redis group
+cluster_config() {
+    local seeds="" c
+    for c in "${CLUSTER_NODES[@]}"; do seeds+="${seeds:+, }\"127.0.0.1:$(redis_port "$c")\""; done
+    write_config "$CONF" "${1:-}"
+    sed -i "s|^redis = .*|redis = { cluster = ( $seeds ); ${CLUSTER_REDIS_EXTRA:-} };|" "$CONF"
+}
+
+# cluster_shard_port SHARD: the port of the primary serving SHARD's slot,
+# as the cluster says (CLUSTER KEYSLOT of its zset, then CLUSTER SLOTS)
+cluster_shard_port() {
+    local slot
+    slot=$(redis-cli -p "$(cluster_primaries | head -n 1)" CLUSTER KEYSLOT "$NS:z:{$NS:$1}")
+    redis-cli -p "$(cluster_primaries | head -n 1)" --json CLUSTER SLOTS 2>/dev/null |
+        jq -r --argjson s "$slot" '.[] | select(.[0] <= $s and $s <= .[1]) | .[2][1]'
 }
