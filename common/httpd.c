@@ -93,8 +93,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer_copy(c, MHD_HTTP_NOT_FOUND, "not found\n", "text/plain");
 }
 
-lapse_httpd *lapse_httpd_start(const char *bind_addr, int port, const struct lapse_httpd_handlers *h,
-                               char *errstr, size_t size)
+lapse_httpd *lapse_httpd_start(const char *bind_addr, int port,
+                               const struct lapse_httpd_handlers *h, char *errstr, size_t size)
 {
     struct sockaddr_in sa4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};

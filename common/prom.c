@@ -41,7 +41,10 @@ void lapse_prom_escape(char *dst, size_t size, const char *src)
     if (size == 0)
         return;
     for (; *src; src++) {
-        const char *rep = *src == '\\' ? "\\\\" : *src == '"' ? "\\\"" : *src == '\n' ? "\\n" : NULL;
+        const char *rep = *src == '\\' ? "\\\\"
+                          : *src == '"' ? "\\\""
+                          : *src == '\n' ? "\\n"
+                                         : NULL;
         size_t need = rep ? 2 : 1;
         if (j + need >= size)
             break;

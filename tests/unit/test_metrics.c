@@ -121,3 +121,59 @@ TEST(metrics_ready_needs_redis)
     CHECK(lapse_metrics_ready(m, why, sizeof why)); /* standby is ready too */
     free(m);
 }
+
+/* ---------------------------------------------------------------- ingress */
+
+#include "ingress_metrics.h"
+
+TEST(ingress_metrics_render_and_lag)
+{
+    struct lapse_ingress_metrics *m = lapse_ingress_metrics_new("demo");
+    REQUIRE(m);
+    atomic_store(&m->messages, 13);
+    atomic_store(&m->redis_up, 1);
+    lapse_ingress_metrics_reject(m, LAPSE_REJECT_NO_RULE);
+    lapse_ingress_metrics_reject(m, lapse_ingress_metrics_watchdog_reason("rules[0]: bad"));
+    lapse_ingress_metrics_reject(m, lapse_ingress_metrics_watchdog_reason("no watchdog rule matches (x)"));
+    lapse_ingress_metrics_apply(m, 2);    /* le 0.003 */
+    lapse_ingress_metrics_apply(m, 9000); /* le 10 */
+    /* librdkafka's statistics: lag from consumer_lag, or from the consumed
+     * position before any commit; the UA partition (-1), a partition no
+     * longer fetched and one with nothing known are left out */
+    const char *stats =
+        "{\"name\":\"c\",\"topics\":{\"sig\\\"x\":{\"partitions\":{"
+        "\"0\":{\"partition\":0,\"fetch_state\":\"active\",\"consumer_lag\":7,\"hi_offset\":9,"
+        "\"ls_offset\":9,\"app_offset\":5},"
+        "\"1\":{\"partition\":1,\"fetch_state\":\"active\",\"consumer_lag\":-1,\"hi_offset\":9,"
+        "\"ls_offset\":9,\"app_offset\":4},"
+        "\"2\":{\"partition\":2,\"fetch_state\":\"stopped\",\"consumer_lag\":3},"
+        "\"3\":{\"partition\":3,\"fetch_state\":\"active\",\"consumer_lag\":-1,\"hi_offset\":-1,"
+        "\"ls_offset\":-1,\"app_offset\":-1001},"
+        "\"-1\":{\"partition\":-1,\"fetch_state\":\"none\",\"consumer_lag\":-1}}}}}";
+    REQUIRE(lapse_ingress_metrics_stats(m, stats, strlen(stats)) == 0);
+    CHECK(lapse_ingress_metrics_stats(m, "nope", 4) == -1); /* keeps the last table */
+    char buf[16384];
+    int n = lapse_ingress_metrics_render(m, buf, sizeof buf);
+    REQUIRE(n > 0);
+    CHECK_STR(sample(buf, "lapse_ingress_messages_total{ns=\"demo\"}"), "13");
+    CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"no_rule\"}"), "2");
+    CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"bad_signal\"}"), "1");
+    CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"redis_refused\"}"), "0");
+    CHECK_STR(sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"0\"}"), "7");
+    CHECK_STR(sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"1\"}"), "5");
+    CHECK(!strstr(buf, "partition=\"2\"") && !strstr(buf, "partition=\"3\"") &&
+          !strstr(buf, "partition=\"-1\""));
+    CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"0.003\"}"), "1");
+    CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"10\"}"), "2");
+    CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_sum{ns=\"demo\"}"), "9.002000");
+    CHECK(strstr(buf, "# TYPE lapse_ingress_consumer_lag gauge\n"));
+    CHECK(lapse_ingress_metrics_render(m, buf, 200) == -1);
+    char why[128];
+    CHECK(!lapse_ingress_metrics_ready(m, why, sizeof why)); /* not consuming yet */
+    atomic_store(&m->consuming, 1);
+    CHECK(lapse_ingress_metrics_ready(m, why, sizeof why));
+    atomic_store(&m->redis_up, 0);
+    CHECK(!lapse_ingress_metrics_ready(m, why, sizeof why));
+    CHECK(strstr(why, "Redis"));
+    lapse_ingress_metrics_free(m);
+}
