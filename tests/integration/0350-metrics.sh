@@ -15,7 +15,7 @@
 #    due 0, events_failed_total 0; the lateness histogram counts every event
 #    (_count = produced, cumulative buckets never decrease, +Inf = _count,
 #    bounds in seconds), the 40 on-time IDs land in low buckets (le="0.25"
-#    holds at least 40);
+#    holds at least 40); `promtool check metrics` finds nothing to say;
 #  - after `lapse-scale split`: splitting 1 and layout_epoch the new epoch,
 #    without a restart (the scanner follows the layout).
 #
@@ -96,6 +96,9 @@ assert_eq "$(val after.txt inflight)" 0 "inflight after the deliveries"
 assert_eq "$(val after.txt due)" 0 "due after the deliveries"
 assert_eq "$(val after.txt lease_held)" 1 "lease_held"
 assert_eq "$(val after.txt lateness_seconds_count)" "$produced" "lateness_seconds_count"
+for f in idle.txt after.txt; do
+    promtool check metrics <$f >promtool.txt 2>&1 || fail "promtool check metrics ($f): $(head -c 600 promtool.txt)"
+done
 prev=0
 while read -r le count; do
     assert_ge "$count" "$prev" "lateness bucket le=$le (cumulative)"
