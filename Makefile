@@ -19,7 +19,7 @@ WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-format-nonliteral
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -Icommon -Iproducer -Iscanner
-LDLIBS  += -lhiredis -lrdkafka -ljansson -lconfig -lxxhash -lssl -lcrypto -lm -lpthread
+LDLIBS  += -lhiredis -lrdkafka -ljansson -lconfig -lxxhash -lssl -lcrypto -lmicrohttpd -lm -lpthread
 
 # Sanitized builds live in their own tree so switching never mixes objects.
 ifneq ($(SANITIZE),)

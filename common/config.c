@@ -148,6 +148,10 @@ static const struct key config_keys[] = {
      "watchdog rules turning raw signals into extend; the first match wins"},
     {"ingress.properties", K_PROPS, 0, CFG(ningress_props), NULL, 0, 0, CFG(ingress_props),
      "librdkafka properties for the ingress consumer only, after kafka.properties"},
+    {"ingress.metrics_port", K_INT, 0, 0, NULL, 0, 65535, CFG(ingress_metrics_port),
+     "the ingress's /metrics, /healthz and /readyz port; 0 = off"},
+    {"ingress.metrics_bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(ingress_metrics_bind),
+     "address the ingress's metrics endpoint listens on"},
 };
 
 /* One element of ingress.rules; paths are relative to "ingress.rules[i]". */

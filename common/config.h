@@ -121,6 +121,8 @@ struct lapse_config {
     size_t ningress_rules;
     struct lapse_kv *ingress_props;  /* ingress.properties: consumer-only passthrough */
     size_t ningress_props;
+    int ingress_metrics_port;        /* ingress.metrics_port: 0 = no endpoint */
+    char *ingress_metrics_bind;      /* ingress.metrics_bind: its address */
 };
 
 /*

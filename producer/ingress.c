@@ -36,6 +36,8 @@
 #include "clock.h"
 #include "command.h"
 #include "deadletter.h"
+#include "httpd.h"
+#include "ingress_metrics.h"
 #include "kafka.h"
 #include "log.h"
 #include "watchdog.h"
@@ -54,6 +56,7 @@ struct slot {
     char *why;             /* why it is not understood, or what Redis said; or NULL */
     int bad;               /* not understood: counted, logged, dead-lettered */
     int refused;           /* the producer reported an error for its op */
+    char kind;             /* submitted: 'c' a command, 's' a signal's extend */
 };
 
 struct lapse_ingress {
@@ -71,7 +74,13 @@ struct lapse_ingress {
     struct lapse_ingress_stats st, st_logged;
     int64_t stats_at;            /* monotonic ms of the last counters line */
     struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
+    struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
+    lapse_httpd *httpd;          /* ingress.metrics_port, or NULL */
+    int64_t batch_ms;            /* monotonic ms the batch's first message was taken */
 };
+
+#define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
+#define M_SET(f, v) atomic_store_explicit(&ing->metrics->f, (v), memory_order_relaxed)
 
 /* ---------------------------------------------------------------- setup */
 
@@ -116,6 +125,16 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque);
 
+/* librdkafka's statistics (statistics.interval.ms, set with metrics_port):
+ * the consumer lag per partition. Served by our poll, in our thread. */
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    lapse_ingress *ing = opaque;
+    (void)rk;
+    lapse_ingress_metrics_stats(ing->metrics, json, len);
+    return 0; /* librdkafka frees json */
+}
+
 /* Sets `props` in order; "FILE: WHAT: NAME: reason" on error. */
 static int conf_set_all(rd_kafka_conf_t *conf, const struct lapse_config *cfg, const char *what,
                         const struct lapse_kv *props, size_t n, char *errstr, size_t size)
@@ -137,13 +156,15 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
         {"auto.offset.reset", "earliest"}, /* a new group misses no signal */
         {"enable.partition.eof", "false"},
         {"log.queue", "true"},
+        {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag */
     };
     const struct lapse_kv forced[] = { /* the commit rule depends on these */
         {"group.id", cfg->ingress_group},
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
     };
-    rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, 3, errstr, size);
+    rd_kafka_conf_t *conf =
+        lapse_kafka_conf(cfg, defaults, cfg->ingress_metrics_port ? 4 : 3, errstr, size);
     if (!conf)
         return NULL;
     if (conf_set_all(conf, cfg, "ingress.properties", cfg->ingress_props, cfg->ningress_props,
@@ -157,6 +178,7 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
     rd_kafka_conf_set_log_cb(conf, on_kafka_log);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_stats_cb(conf, on_stats);
     char why[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
     if (!rk) {
@@ -181,7 +203,13 @@ lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, s
     ing->cfg = cfg;
     lapse_backoff_init(&ing->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     ing->stats_at = lapse_clock_mono_ms();
-    if ((ing->rk = consumer_new(ing, errstr, size)) == NULL ||
+    if (!(ing->metrics = lapse_ingress_metrics_new(cfg->ns)))
+        snprintf(errstr, size, "out of memory");
+    if (!ing->metrics ||
+        (cfg->ingress_metrics_port &&
+         !(ing->httpd = lapse_ingress_metrics_serve(ing->metrics, cfg->ingress_metrics_bind,
+                                                    cfg->ingress_metrics_port, errstr, size))) ||
+        (ing->rk = consumer_new(ing, errstr, size)) == NULL ||
         (cfg->ingress_dead_letter_topic &&
          (ing->dlq = lapse_deadletter_new(cfg, errstr, size)) == NULL)) {
         lapse_ingress_free(ing);
@@ -205,9 +233,11 @@ void lapse_ingress_free(lapse_ingress *ing)
         return;
     release(ing);
     free(ing->batch);
+    lapse_httpd_stop(ing->httpd); /* before what it reads goes */
     if (ing->rk)
         rd_kafka_destroy(ing->rk);
     lapse_deadletter_free(ing->dlq, 1000);
+    lapse_ingress_metrics_free(ing->metrics);
     free(ing);
 }
 
@@ -237,12 +267,13 @@ void lapse_ingress_on_error(void *ctx, uint64_t tag, const char *reason)
 }
 
 /* Slot i is not understood: count, log, copy. */
-static void mark_bad(lapse_ingress *ing, size_t i, const char *why)
+static void mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r)
 {
     struct slot *s = &ing->batch[i];
     s->bad = 1;
     set_why(s, why);
     ing->st.rejected++;
+    lapse_ingress_metrics_reject(ing->metrics, r);
     lapse_log_limited(&ing->lim_bad, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: %s/%d/%lld: %s",
                       topic_of(s->m), (int)s->m->partition, (long long)s->m->offset,
                       s->why ? s->why : "?");
@@ -356,21 +387,33 @@ static int settle(lapse_ingress *ing, int sync)
     char why[WHY_MAX];
     if (ing->n == 0)
         return 0;
-    if (lapse_producer_flush(ing->p, why, sizeof why) < 0)
+    if (lapse_producer_flush(ing->p, why, sizeof why) < 0) {
+        M_INC(redis_errors);
+        M_SET(redis_up, 0);
         return batch_failed(ing, why);
+    }
+    M_SET(redis_up, 1);
     for (size_t i = 0; i < ing->n; i++)
         if (ing->batch[i].refused && !ing->batch[i].bad && transient(ing->batch[i].why)) {
             snprintf(why, sizeof why, "Redis: %s", ing->batch[i].why ? ing->batch[i].why : "?");
+            M_INC(redis_errors);
             return batch_failed(ing, why);
         }
     for (size_t i = 0; i < ing->n; i++)
         if (ing->batch[i].refused && !ing->batch[i].bad) {
             snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
-            mark_bad(ing, i, why);
+            mark_bad(ing, i, why, LAPSE_REJECT_REDIS_REFUSED);
         }
     if (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
         return batch_failed(ing, why);
     commit(ing, sync);
+    size_t kinds[2] = {0, 0}; /* commands, signals applied */
+    for (size_t i = 0; i < ing->n; i++)
+        if (!ing->batch[i].bad && ing->batch[i].kind)
+            kinds[ing->batch[i].kind == 's']++;
+    lapse_ingress_metrics_settled(ing->metrics, ing->p,
+                                  ing->dlq ? lapse_deadletter_acked(ing->dlq) : 0, kinds[0],
+                                  kinds[1], lapse_clock_mono_ms() - ing->batch_ms);
     ing->st.batches++;
     ing->backoff_ms = 0;
     lapse_backoff_reset(&ing->backoff);
@@ -397,6 +440,9 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     memset(&ing->batch[i], 0, sizeof ing->batch[i]);
     ing->batch[i].m = m;
     ing->st.messages++;
+    M_INC(messages);
+    if (i == 0)
+        ing->batch_ms = lapse_clock_mono_ms();
 
     char why[WHY_MAX], jerr[256] = "no value";
     json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
@@ -420,12 +466,14 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     if (rc < 0) {
         json_decref(j);
-        mark_bad(ing, i, why);
+        mark_bad(ing, i, why, is_cmd ? LAPSE_REJECT_BAD_COMMAND
+                                     : lapse_ingress_metrics_watchdog_reason(why));
         return;
     }
     rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
     json_decref(j); /* submit copied the bytes */
     if (rc == 0) {
+        ing->batch[i].kind = is_cmd ? 'c' : 's';
         if (is_cmd)
             ing->st.commands++;
         else
@@ -435,10 +483,12 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     /* -1: refused before queueing; -2: queued, and an automatic send failed
      * (this op's batch or one in flight before it: all of them hold only
      * messages since the last commit, which settle() flushes first). */
-    if (rc == -1)
-        mark_bad(ing, i, why);
-    else
+    if (rc == -1) {
+        mark_bad(ing, i, why, LAPSE_REJECT_INVALID);
+    } else {
+        M_INC(redis_errors);
         batch_failed(ing, why);
+    }
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -522,6 +572,9 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         log_error("ingress: subscribe %s: %s", ing->cfg->ingress_topic, rd_kafka_err2str(err));
         return -1;
     }
+    M_SET(consuming, 1); /* waiting for partitions or holding some */
+    if (ing->httpd)
+        lapse_ingress_metrics_probe(ing->metrics, p);
     log_info("ingress: consuming %s as group %s, %zu watchdog rules, dead letters %s",
              ing->cfg->ingress_topic, ing->cfg->ingress_group, ing->cfg->ningress_rules,
              ing->cfg->ingress_dead_letter_topic ? ing->cfg->ingress_dead_letter_topic : "off");
@@ -533,6 +586,8 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         if (!m) { /* nothing more ready: apply what we have now */
             settle(ing, 0);
             log_stats(ing, 0);
+            if (ing->httpd && !ing->n) /* Redis's state while no writes tell it */
+                lapse_ingress_metrics_probe(ing->metrics, p);
             continue;
         }
         if (m->err) {
@@ -546,6 +601,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
     }
 
     int rc = 0;
+    M_SET(consuming, 0);
     if (ing->fatal) {
         release(ing); /* never committed: read again by whoever comes next */
         rc = -1;

@@ -123,4 +123,11 @@ struct lapse_producer_stats {
 };
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out);
 
+/* PINGs every node (producer/probe.c). Returns how many did not answer (0:
+ * all up), with the nodes' reconnects so far in *reconnects (may be NULL);
+ * or -1, touching nothing, while operations are queued or in flight (call
+ * it after a flush). A node in its reconnect back-off counts as down
+ * without a connection attempt. */
+int lapse_producer_probe(lapse_producer *p, uint64_t *reconnects);
+
 #endif

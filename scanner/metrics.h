@@ -1,10 +1,11 @@
 /*
- * metrics — a scanner's counters and its Prometheus text endpoint.
+ * metrics — a scanner's counters and what it serves on scanner.metrics_port
+ * (/metrics, /healthz, /readyz: common/httpd.h).
  *
  * The scanner thread updates the counters (atomics, relaxed: each is an
- * independent tally); a small thread serves "GET /metrics" on a loopback
- * port (scanner.metrics_port) by rendering a snapshot. Rendering is a pure
- * function so it is unit-tested without sockets.
+ * independent tally or a gauge read on its own); the HTTP thread renders a
+ * snapshot. Rendering is a pure function of the struct, unit-tested without
+ * sockets. Names follow Prometheus conventions (base units: seconds).
  */
 #ifndef LAPSE_METRICS_H
 #define LAPSE_METRICS_H
@@ -13,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Upper bounds (ms) of the lateness histogram's buckets; +Inf follows. */
+/* Upper bounds (ms) of the lateness histogram's buckets, rendered in
+ * seconds (le="0.001" ...); +Inf follows. */
 #define LAPSE_LATENESS_BUCKETS 12
 extern const int64_t lapse_lateness_bounds[LAPSE_LATENESS_BUCKETS];
 
@@ -35,6 +37,10 @@ struct lapse_metrics {
     atomic_int_fast64_t due;           /* due IDs left after the last claim */
     atomic_int_fast64_t oldest_overdue_ms; /* age of the oldest due ID, 0 if none */
     atomic_int_fast64_t lease_held;    /* 1 while this scanner is the active one */
+    atomic_int_fast64_t redis_up;      /* 1: the shard's Redis answered the last call */
+    atomic_int_fast64_t attached;      /* 1 once the layout was read and the shard's node known */
+    atomic_int_fast64_t splitting;     /* 1 while the layout followed is splitting */
+    atomic_int_fast64_t layout_epoch;  /* epoch of the layout followed */
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
 };
@@ -46,12 +52,16 @@ void lapse_metrics_lateness(struct lapse_metrics *m, int64_t late_ms);
  * it did not fit. */
 int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size);
 
+/* /readyz: 1 when the shard's Redis answered the last call and the scanner
+ * holds the lease or stands by; else 0 with the reason in why. */
+int lapse_metrics_ready(struct lapse_metrics *m, char *why, size_t size);
+
 typedef struct lapse_metrics_server lapse_metrics_server;
 
-/* Starts serving `m` on bind:port from a thread of its own. NULL with errstr
- * if the port cannot be opened. `m` must outlive the server. */
+/* Starts serving `m` on bind:port (common/httpd.h). NULL with errstr if the
+ * port cannot be opened. `m` must outlive the server. */
 lapse_metrics_server *lapse_metrics_serve(struct lapse_metrics *m, const char *bind, int port,
                                           char *errstr, size_t size);
-void lapse_metrics_stop(lapse_metrics_server *srv); /* joins the thread; accepts NULL */
+void lapse_metrics_stop(lapse_metrics_server *srv); /* joins the HTTP thread; accepts NULL */
 
 #endif

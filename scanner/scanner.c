@@ -122,6 +122,13 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r
                       : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
+/* Publishes the layout followed (metrics: splitting, layout_epoch). */
+static void scanner_layout_gauges(lapse_scanner *s)
+{
+    SET(splitting, s->layout.splitting ? 1 : 0);
+    SET(layout_epoch, (int64_t)s->layout.epoch);
+}
+
 /* Reads the layout and opens the shard's node, waiting out a Redis outage
  * for up to redis.retry_timeout_ms (a start before Redis, a failover).
  * Returns 0, or -1 on a lasting problem (not initialised, bad shard,
@@ -149,6 +156,7 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
             log_error("%s", lapse_redis_errstr(s->home));
             return -1;
         }
+        SET(redis_up, 0);
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
                           lapse_redis_errstr(s->home));
         lapse_clock_sleep_ms(200);
@@ -167,6 +175,9 @@ static int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
         return -1;
     }
     s->peers[0] = s->home;
+    scanner_layout_gauges(s);
+    SET(redis_up, 1);
+    SET(attached, 1);
     if (n == 0)
         s->node = s->home;
     else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
@@ -193,6 +204,7 @@ static void scanner_reload(lapse_scanner *s)
                  l.shards, l.splitting ? ", splitting" : "");
     lapse_layout_free(&s->layout);
     s->layout = l;
+    scanner_layout_gauges(s);
 }
 
 /* Runs a shard script with the shard's keys and lock, then `args`. */
@@ -205,7 +217,9 @@ redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char 
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
     for (int i = 0; i < nargs; i++)
         argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = lens ? lens[i] : strlen(args[i]);
-    return lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
+    redisReply *r = lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
+    SET(redis_up, r != NULL); /* NULL: the node did not answer (redis.h) */
+    return r;
 }
 
 /* Reads and drops the reply of a claim sent ahead, if one is out: its IDs
@@ -483,6 +497,7 @@ static int scanner_claim(lapse_scanner *s, int want)
          * mid-batch). */
         lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
         r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
+        SET(redis_up, r != NULL);
     }
     enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&

@@ -4,16 +4,20 @@
 #
 #  - idle, right after start: every series
 #    labelled {ns="demo",shard="0"} with HELP and TYPE; lease_held 1,
-#    takeovers_total 1, all traffic counters 0;
+#    takeovers_total 1, redis_up 1, splitting 0, layout_epoch the epoch
+#    lapse-scale status reports, all traffic counters 0;
 #  - while acks take 300 ms and max_inflight = 10 holds back a backlog of 60
 #    due IDs: the inflight gauge reads 1..10, the due gauge > 0, and
-#    oldest_overdue_ms > 0;
+#    oldest_overdue_seconds > 0;
 #  - after 100 deliveries (60 + 40 falling due over 400 ms, acks fast again):
 #    claimed_total = events_produced_total = events_acked_total =
 #    settled_total = the IDs delivered (no retries happened), inflight 0,
 #    due 0, events_failed_total 0; the lateness histogram counts every event
-#    (_count = produced, cumulative buckets never decrease, +Inf = _count),
-#    the 40 on-time IDs land in low buckets (le="250" holds at least 40).
+#    (_count = produced, cumulative buckets never decrease, +Inf = _count,
+#    bounds in seconds), the 40 on-time IDs land in low buckets (le="0.25"
+#    holds at least 40); `promtool check metrics` finds nothing to say;
+#  - after `lapse-scale split`: splitting 1 and layout_epoch the new epoch,
+#    without a restart (the scanner follows the layout).
 #
 # Catches: counters that are not updated or updated in the wrong place (an
 # ack counted at send, a settle never counted), a gauge left stale, a
@@ -34,17 +38,23 @@ wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the l
 # ---- idle
 metrics_get "$mp" >idle.txt
 for name in claimed_total events_produced_total events_acked_total events_failed_total settled_total \
-    inflight due oldest_overdue_ms lease_held takeovers_total recovered_total fenced_total \
-    redis_errors_total redis_reconnects_total kafka_errors_total; do
+    inflight due oldest_overdue_seconds lease_held takeovers_total recovered_total fenced_total \
+    redis_errors_total redis_reconnects_total redis_up kafka_errors_total splitting layout_epoch; do
     assert_file_match idle.txt "^# HELP lapse_scanner_$name " "HELP of $name"
     assert_file_match idle.txt "^# TYPE lapse_scanner_$name (counter|gauge)\$" "TYPE of $name"
-    assert_file_match idle.txt "^lapse_scanner_$name\\{ns=\"$NS\",shard=\"0\"\\} [0-9]+\$" "sample of $name"
+    assert_file_match idle.txt "^lapse_scanner_$name\\{ns=\"$NS\",shard=\"0\"\\} [0-9]+(\\.[0-9]+)?\$" "sample of $name"
 done
-assert_file_match idle.txt '^# TYPE lapse_scanner_lateness_ms histogram$' "TYPE of lateness_ms"
+assert_file_match idle.txt '^# TYPE lapse_scanner_lateness_seconds histogram$' "TYPE of lateness_seconds"
+if grep -E '^lapse_scanner_[a-z_]*_ms[_{ ]' idle.txt; then fail "a metric name still in milliseconds"; fi
 val() { awk -v n="lapse_scanner_$2" '{ split($1, a, "{") } a[1] == n { print $2; exit }' "$1"; }
+ms() { awk -v v="$1" 'BEGIN { printf "%d\n", v * 1000 }'; } # seconds -> integer ms
+epoch=$(scale status --json | jq -r .epoch)
 assert_eq "$(val idle.txt lease_held)" 1 "lease_held (idle)"
 assert_eq "$(val idle.txt takeovers_total)" 1 "takeovers_total (idle)"
-for name in claimed_total events_produced_total events_acked_total settled_total inflight due lateness_ms_count; do
+assert_eq "$(val idle.txt redis_up)" 1 "redis_up (idle)"
+assert_eq "$(val idle.txt splitting)" 0 "splitting (stable layout)"
+assert_eq "$(val idle.txt layout_epoch)" "$epoch" "layout_epoch (lapse-scale status says $epoch)"
+for name in claimed_total events_produced_total events_acked_total settled_total inflight due lateness_seconds_count; do
     assert_eq "$(val idle.txt $name)" 0 "$name (idle)"
 done
 
@@ -56,14 +66,14 @@ for ((k = 0; k < 10; k++)); do
     metrics_get "$mp" >busy.txt
     v=$(val busy.txt inflight); ((v > max_inflight)) && max_inflight=$v
     v=$(val busy.txt due); ((v > max_due)) && max_due=$v
-    v=$(val busy.txt oldest_overdue_ms); ((v > max_age)) && max_age=$v
+    v=$(ms "$(val busy.txt oldest_overdue_seconds)"); ((v > max_age)) && max_age=$v
     sleep 0.1
 done
 note "while held back: inflight up to $max_inflight, due up to $max_due, oldest overdue up to $max_age ms"
 assert_ge "$max_inflight" 1 "inflight gauge while acks are slow"
 assert_le "$max_inflight" 10 "inflight gauge (max_inflight 10)"
 assert_ge "$max_due" 1 "due gauge while max_inflight holds the backlog back"
-assert_ge "$max_age" 1 "oldest_overdue_ms while the backlog waits"
+assert_ge "$max_age" 1 "oldest_overdue_seconds (in ms) while the backlog waits"
 kafka_ctl "rtt 1 0"
 
 # ---- counters after deliveries
@@ -85,14 +95,23 @@ assert_eq "$(val after.txt events_failed_total)" 0 "events_failed_total"
 assert_eq "$(val after.txt inflight)" 0 "inflight after the deliveries"
 assert_eq "$(val after.txt due)" 0 "due after the deliveries"
 assert_eq "$(val after.txt lease_held)" 1 "lease_held"
-assert_eq "$(val after.txt lateness_ms_count)" "$produced" "lateness_ms_count"
+assert_eq "$(val after.txt lateness_seconds_count)" "$produced" "lateness_seconds_count"
+for f in idle.txt after.txt; do
+    promtool check metrics <$f >promtool.txt 2>&1 || fail "promtool check metrics ($f): $(head -c 600 promtool.txt)"
+done
 prev=0
 while read -r le count; do
     assert_ge "$count" "$prev" "lateness bucket le=$le (cumulative)"
     prev=$count
-done < <(sed -n 's/^lapse_scanner_lateness_ms_bucket{.*le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p' after.txt)
+done < <(sed -n 's/^lapse_scanner_lateness_seconds_bucket{.*le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p' after.txt)
 assert_eq "$prev" "$produced" "lateness bucket le=+Inf"
-assert_file_match after.txt '^lapse_scanner_lateness_ms_bucket\{ns="demo",shard="0",le="\+Inf"\} ' "+Inf bucket"
-assert_ge "$(sed -n 's/^lapse_scanner_lateness_ms_bucket{.*le="250"} //p' after.txt)" 40 "events at most 250 ms late"
+assert_file_match after.txt '^lapse_scanner_lateness_seconds_bucket\{ns="demo",shard="0",le="\+Inf"\} ' "+Inf bucket"
+assert_ge "$(sed -n 's/^lapse_scanner_lateness_seconds_bucket{.*le="0.25"} //p' after.txt)" 40 "events at most 250 ms late"
 assert_never_early events.json
+
+# ---- a split: the scanner follows the layout
+scale split >/dev/null
+epoch=$(scale status --json | jq -r .epoch)
+wait_until 5000 'metrics_get "$mp" >split.txt; [[ $(val split.txt splitting) == 1 && $(val split.txt layout_epoch) == "$epoch" ]]' ||
+    fail "after the split: splitting $(val split.txt splitting), layout_epoch $(val split.txt layout_epoch) (status: epoch $epoch)"
 scanner_stop

@@ -82,6 +82,10 @@ static void check_defaults(const struct lapse_config *c)
     CHECK(c->scanner_max_inflight == 20000);
     CHECK(c->ingress_dead_letter_topic == NULL);
     CHECK(c->ningress_props == 0 && c->ingress_props == NULL);
+    CHECK(c->scanner_metrics_port == 0);
+    CHECK_STR(c->scanner_metrics_bind, "127.0.0.1");
+    CHECK(c->ingress_metrics_port == 0);
+    CHECK_STR(c->ingress_metrics_bind, "127.0.0.1");
 }
 
 TEST(config_example_loads)
@@ -716,4 +720,22 @@ TEST(config_cluster)
     expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } ); cluster_tls = true; };\n"
                MIN_KAFKA, "FILE:2: redis.cluster: missing (redis.cluster_* keys need it)");
 #undef CLUSTER
+}
+
+TEST(config_ingress_metrics)
+{
+    struct lapse_config c;
+    REQUIRE(load_text(&c, MIN "ingress = { metrics_port = 9464; metrics_bind = \"0.0.0.0\"; };\n") == 0);
+    CHECK(c.ingress_metrics_port == 9464);
+    CHECK_STR(c.ingress_metrics_bind, "0.0.0.0");
+    lapse_config_free(&c);
+    REQUIRE(load_text(&c, MIN "ingress = { metrics_port = 9464; };\n") == 0);
+    CHECK_STR(c.ingress_metrics_bind, "127.0.0.1"); /* the default */
+    lapse_config_free(&c);
+    expect_err(MIN "ingress = {\n  metrics_port = 65536;\n};\n",
+               "FILE:5: ingress.metrics_port: must be 0..65535 (got 65536)");
+    expect_err(MIN "ingress = {\n  metrics_port = \"9464\";\n};\n",
+               "FILE:5: ingress.metrics_port: expected an integer");
+    expect_err(MIN "ingress = {\n  metrics_bind = \"\";\n};\n",
+               "FILE:5: ingress.metrics_bind: must be 1..255 bytes");
 }
