@@ -60,7 +60,7 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
     redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", health_lua, z, f, l);
     if (!rep) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
-        return -1;
+        return -2;
     }
     int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 7;
     for (size_t i = 0; ok && i < 7; i++)

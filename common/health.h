@@ -27,8 +27,9 @@ struct lapse_health {
 
 /*
  * Reads shard `shard` of namespace `ns` through r (the shard's node).
- * Returns 0, or -1 with the reason in errstr (a lost connection, an
- * unexpected reply); *out is unspecified then.
+ * Returns 0; -2 with the reason in errstr when no reply came (a lost
+ * connection, a failover, a cluster slot moving: trying again may help);
+ * -1 with it on an unexpected reply. *out is unspecified then.
  */
 int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard, struct lapse_health *out,
                       char *errstr, size_t size);

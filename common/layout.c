@@ -109,7 +109,7 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     redisReply *r = lapse_redis_command(home, "HMGET %s shards prev_shards epoch state nodes", key);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
-        return -1;
+        return -2;
     }
     int rc = -1;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {

@@ -79,8 +79,10 @@ int lapse_key_layout(char *buf, size_t size, const struct lapse_config *cfg, con
 /*
  * Reads the layout of cfg->ns through `home` (the connection to
  * cfg->nodes[0]) into `out`. Returns 0; 1 if the namespace has no layout yet
- * (not initialised); -1 with errstr on a Redis error or a malformed record
- * (including a node the config does not list). `out` is left empty unless 0
+ * (not initialised); -2 with errstr when no reply came (a lost connection,
+ * a failover, a cluster slot moving: trying again may help); -1 with it on
+ * an error reply or a malformed record (including a node the config does
+ * not list). `out` is left empty unless 0
  * is returned; free it with lapse_layout_free.
  */
 int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,

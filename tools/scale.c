@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "hash.h"
 #include "health.h"
@@ -73,7 +74,14 @@ static void usage(FILE *out)
 static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
 {
     char err[512];
-    int rc = lapse_layout_load(nodes[0], cfg, l, err, sizeof err);
+    int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
+    int rc, wait = 10;
+    /* no reply: a failover or a cluster moving the record's slot, for a moment */
+    while ((rc = lapse_layout_load(nodes[0], cfg, l, err, sizeof err)) == -2 &&
+           !lapse_redis_refused(nodes[0]) && lapse_clock_mono_ms() < give_up) {
+        lapse_clock_sleep_ms(wait);
+        wait = wait < 500 ? 2 * wait : 500;
+    }
     if (rc == 1)
         fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
                 cfg->ns, cfg->path);
@@ -82,10 +90,6 @@ static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, stru
     return rc == 0 ? 0 : -1;
 }
 
-/* How node r is doing: replicas online and the largest lag (s), from INFO
- * replication, or where the ACL forbids INFO (-@dangerous) the count alone
- * from WAIT (lag -1: unknown; it takes a second). Adds it to `out` and
- * prints a line. */
 /* Replicas online and the largest lag from an INFO replication reply;
  * online stays -1 when the reply is not one. */
 static void replication_of(const redisReply *rep, long *online, long *lag)
@@ -149,6 +153,10 @@ static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_
     }
 }
 
+/* How node r is doing: replicas online and the largest lag (s), from INFO
+ * replication, or where the ACL forbids INFO (-@dangerous) the count alone
+ * from WAIT (lag -1: unknown; it takes a second). Adds it to `out` and
+ * prints a line. */
 static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r, json_t *out,
                         int as_json)
 {
@@ -203,6 +211,25 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
     printf("%-22s %-19s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
 }
 
+/* Shard i's counters (and what a split has left to move there), read again
+ * for up to redis.retry_timeout_ms while no reply comes: a failover, or a
+ * cluster moving the shard's slot (TRYAGAIN, MOVED), lasts a moment. */
+static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
+                      const struct lapse_layout *l, uint32_t i, struct lapse_health *st,
+                      struct lapse_split_left *left, char *err, size_t size)
+{
+    lapse_redis *r = nodes[l->node_of[i]];
+    int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
+    for (int wait = 10;; wait = wait < 500 ? 2 * wait : 500) {
+        int rc = lapse_health_read(r, cfg, i, st, err, size);
+        if (rc == 0)
+            return lapse_split_left(nodes, cfg, l, i, left, err, size);
+        if (rc != -2 || lapse_redis_refused(r) || lapse_clock_mono_ms() >= give_up)
+            return -1;
+        lapse_clock_sleep_ms(wait);
+    }
+}
+
 static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
     struct lapse_layout l;
@@ -239,8 +266,7 @@ static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int a
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        if (lapse_health_read(r, cfg, i, &st, err, sizeof err) < 0 ||
-            lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
+        if (shard_read(cfg, nodes, &l, i, &st, &left, err, sizeof err) < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
             json_decref(shards);
             json_decref(node_info);
