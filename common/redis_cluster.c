@@ -43,8 +43,9 @@ struct redis_cluster {
     size_t nroutes, cap_routes;
     size_t *due;                 /* route of each reply still due, oldest at head */
     size_t head, ndue, cap_due;
-    size_t *waited;              /* routes given an INCR + WAIT by append_wait */
-    size_t nwaited;
+    size_t *waits;               /* per append_wait not yet read, oldest first: how many
+                                    routes it sent an INCR + WAIT (wait_reply reads them) */
+    size_t wait_head, nwaits, cap_waits;
 };
 
 int redis_cluster_new(lapse_redis *r)
@@ -73,7 +74,7 @@ void redis_cluster_free(lapse_redis *r)
     lapse_cluster_map_free(&r->cl->map);
     free(r->cl->routes);
     free(r->cl->due);
-    free(r->cl->waited);
+    free(r->cl->waits);
     free(r->cl);
     r->cl = NULL;
 }
@@ -88,7 +89,7 @@ void redis_cluster_disconnect(lapse_redis *r)
         cl->routes[i].c = NULL;
         cl->routes[i].wrote = 0;
     }
-    cl->head = cl->ndue = cl->nwaited = 0;
+    cl->head = cl->ndue = cl->wait_head = cl->nwaits = 0;
     if (had)
         r->reconnects++; /* replies due on the old connections never come */
 }
@@ -335,12 +336,23 @@ int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
     struct redis_cluster *cl = r->cl;
     if (redis_cluster_ensure(r) < 0)
         return -1;
-    if (!cl->waited && !(cl->waited = malloc(LAPSE_CLUSTER_PRIMARIES_MAX * sizeof *cl->waited))) {
-        redis_set_error(r, "redis cluster: out of memory");
-        return -1;
+    if (cl->wait_head + cl->nwaits == cl->cap_waits) { /* room for one more group */
+        if (cl->wait_head > 0) {
+            memmove(cl->waits, cl->waits + cl->wait_head, cl->nwaits * sizeof *cl->waits);
+            cl->wait_head = 0;
+        } else {
+            size_t cap = cl->cap_waits ? 2 * cl->cap_waits : 16;
+            size_t *w = realloc(cl->waits, cap * sizeof *w);
+            if (!w) {
+                redis_set_error(r, "redis cluster: out of memory");
+                return cluster_fail(r, 0);
+            }
+            cl->waits = w;
+            cl->cap_waits = cap;
+        }
     }
-    cl->nwaited = 0;
-    for (size_t i = 0; i < cl->nroutes && cl->nwaited < LAPSE_CLUSTER_PRIMARIES_MAX; i++) {
+    size_t group = 0;
+    for (size_t i = 0; i < cl->nroutes; i++) {
         struct route *rt = &cl->routes[i];
         if (!rt->c || !rt->wrote)
             continue;
@@ -362,17 +374,25 @@ int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
         }
         cl->due[cl->head + cl->ndue++] = i;
         rt->wrote = 0;
-        cl->waited[cl->nwaited++] = i;
+        group++;
     }
+    cl->waits[cl->wait_head + cl->nwaits++] = group;
     return 0;
 }
 
 int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
 {
     struct redis_cluster *cl = r->cl;
+    if (cl->nwaits == 0) {
+        redis_set_error(r, "redis cluster: no WAIT is due");
+        return cluster_fail(r, 0);
+    }
+    size_t group = cl->waits[cl->wait_head++];
+    cl->nwaits--;
     int rc = 0;
-    for (size_t k = 0, n = cl->nwaited; k < n; k++) {
-        const char *addr = cl->routes[cl->waited[k]].addr;
+    for (size_t k = 0; k < group; k++) {
+        char addr[LAPSE_CLUSTER_ADDR_MAX];
+        snprintf(addr, sizeof addr, "%s", cl->ndue ? cl->routes[cl->due[cl->head]].addr : "?");
         redisReply *incr, *wait;
         if (redis_cluster_get_reply(r, &incr) < 0)
             return -1;
@@ -392,7 +412,6 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
             rc = -1;
         freeReplyObject(wait);
     }
-    cl->nwaited = 0;
     return rc;
 }
 

@@ -316,7 +316,8 @@ redis_start() {
         free_port >/dev/null
         port=$FREE_PORT
         if _redis_launch "$name" "$port" "$@"; then
-            _REDIS_ARGS[$name]=$(printf '%q ' "$@")
+            _REDIS_ARGS[$name]=
+            (($# == 0)) || _REDIS_ARGS[$name]=$(printf '%q ' "$@") # (no args: no '' either)
             [[ -n $REDIS_PORT ]] || REDIS_PORT=$port
             return 0
         fi
@@ -1373,7 +1374,7 @@ cluster_start() {
 }
 
 # cluster_wait_ok [TIMEOUT_MS]: every live node says cluster_state:ok with
-# all 16384 slots served and knows as many nodes as are alive
+# all 16384 slots served, and every live replica is in sync with its primary
 cluster_wait_ok() {
     wait_until "${1:-20000}" _cluster_ok || {
         local c
@@ -1391,6 +1392,9 @@ _cluster_ok() {
         proc_alive "${_REDIS_PROC[$c]}" || continue
         info=$(redis-cli -p "$(redis_port "$c")" CLUSTER INFO 2>/dev/null | tr -d '\r')
         [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* ]] || return 1
+        # a replica has its primary's data (WAIT can count it)
+        info=$(redis-cli -p "$(redis_port "$c")" INFO replication 2>/dev/null | tr -d '\r')
+        [[ $info == *role:master* || $info == *master_link_status:up* ]] || return 1
     done
     return 0
 }
