@@ -392,6 +392,11 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
 {
     static uint16_t to[LAPSE_MAX_SHARDS];
     size_t nto = 0;
+    if (to_list && cfg->cluster) {
+        fprintf(stderr, "lapse-scale: split --to: on a Redis Cluster the cluster places the new "
+                "shards (their slots); move load with redis-cli --cluster reshard\n");
+        return 2;
+    }
     if (to_list && parse_nodes(cfg, to_list, to, &nto) < 0)
         return 2;
     struct lapse_layout l;

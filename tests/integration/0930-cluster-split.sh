@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# 0930-cluster-split: `lapse-scale split` 4 -> 8 shards on a Redis Cluster
+# (3 primaries) while producers write and scanners fire. The new shards'
+# slots are wherever the cluster has them, so an ID's old and new shard are
+# on different slots, often different primaries: producers always move
+# twins with take, seed and drop (never one script over two shards), and the
+# epoch fence is set shard by shard. Producer A keeps the 4-shard layout in
+# memory and learns of the split only from the fence (STALE): its writes of
+# moving IDs land in their new shards. As 0500: every one-shot ID fires
+# once with its final deadline and payload, cancelled IDs never, repeats on
+# their grid, nothing early; then finish. `split --to` is refused there.
+. "$(dirname "$0")/../lib.sh"
+
+cluster_start 3
+kafka_start --brokers 1
+cluster_config
+scale init 4 >/dev/null || fail "init: exit status $?"
+for s in 0 1 2 3; do scanner_start "$s"; done
+events_follow events.json
+
+# stale_count: STALE replies over every primary
+stale_count() {
+    local p n sum=0
+    for p in $(cluster_primaries); do
+        n=$(redis-cli -p "$p" INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
+        sum=$((sum + ${n:-0}))
+    done
+    echo "$sum"
+}
+
+{ seq -f 's%03g' 0 299; echo mk.A.2; } >ids.txt
+sp_hashes ids.txt >hashes.txt
+SP_LEAD_MS=6000
+t0=$(now_ms)
+sp_workload "$t0" 300 930
+tA=$(local_ms)
+sp_producer A
+sp_feed A pre.txt
+stale0=$(stale_count)
+epoch0=$(sp_status .epoch)
+
+scale split --to "127.0.0.1:$(redis_port c1)" >/dev/null 2>to.err && fail "split --to on a cluster: exit 0"
+assert_file_match to.err "the cluster places the new shards" "split --to refused"
+scale split >split.out || fail "split: exit status $?"
+for s in 4 5 6 7; do scanner_start "$s"; done
+assert_eq "$(sp_status '[.state, .shards, .prev_shards] | @tsv' | tr '\t' ' ')" "splitting 8 4" \
+    "state, shards, prev_shards after split"
+assert_eq "$(sp_status .to_move)" "$(awk '$2 % 8 >= 4' hashes.txt | wc -l)" "status .to_move right after split"
+
+sp_producer B
+sp_feed B b1.txt
+tA1=$(local_ms)
+sp_feed A a1.txt
+sp_feed B b2.txt
+t1=$(now_ms)
+note "writes done $((t1 - t0)) ms after t0; A's first write after the split $((tA1 - tA)) ms after it started"
+((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+if ((tA1 - tA < 900)); then
+    assert_ge "$(stale_count)" $((stale0 + 1)) "STALE replies to producer A after the split"
+else
+    note "A's first write came $((tA1 - tA)) ms after its start: it may have re-read the layout by itself"
+fi
+
+sp_wait_delivered events.json expect.tsv
+{
+    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
+    sp_marker_cancels
+} | produce || fail "cancelling the repeats: exit status $?"
+wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
+scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
+assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
+    "stable 8 8 $((epoch0 + 2))" "state, shards, prev_shards, epoch after finish"
+for p in A B; do
+    proc_stop "$p" 10
+    assert_eq "$PROC_RC" 0 "producer $p's exit status"
+done
+sp_wait_no_data 3000
+sleep 0.5 # let a wrong extra fire show
+events_follow_stop
+
+sp_check events.json expect.tsv hashes.txt 4 8
+assert_never_early events.json
