@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# 0940-cluster-rebalance: a fourth primary joins the cluster (redis-cli
+# --cluster add-node) and `rebalance --cluster-use-empty-masters` moves a
+# share of every primary's slots to it, while a producer replays resets,
+# extends and cancels and 200 IDs fall due: the programs follow the moved
+# slots by themselves. Nothing is lost or early, resets and cancels hold
+# (sp_check), status answers throughout and names the new primary for the
+# shards whose slots it took.
+. "$(dirname "$0")/../lib.sh"
+
+cluster_start 3
+kafka_start --brokers 1
+cluster_config
+scale init 8 >/dev/null || fail "init: exit status $?"
+for s in 0 1 2 3 4 5 6 7; do scanner_start "$s"; done
+events_follow events.json
+
+{ seq -f 's%03g' 0 299; seq -f 'f%03g' 0 199; echo mk.A.2; } >ids.txt
+sp_hashes ids.txt >hashes.txt
+SP_LEAD_MS=15000
+t0=$(now_ms)
+sp_workload "$t0" 300 940
+# and 200 IDs falling due every 25 ms while the slots move, to fire then
+for ((i = 0; i < 200; i++)); do
+    printf 'f%03d\tonce\t%d\t-\t0\t0\n' "$i" $((t0 + 4000 + i * 25)) >>expect.tsv
+    printf 'touch f%03d @%d\n' "$i" $((t0 + 4000 + i * 25)) >>pre.txt
+done
+sp_producer A
+sp_feed A pre.txt
+
+cluster_node_start c4
+p4=$(redis_port c4)
+redis-cli --cluster add-node "127.0.0.1:$p4" "127.0.0.1:$(redis_port c1)" >add-node.log 2>&1 ||
+    fail "add-node: $(tail -n 3 add-node.log)"
+id4=$(cluster_id "$p4")
+# every node knows the newcomer (gossip) before slots move to it
+knows_c4() {
+    local c
+    for c in c1 c2 c3; do
+        redis-cli -p "$(redis_port "$c")" CLUSTER NODES | grep "^$id4 " | grep -q connected || return 1
+    done
+}
+# ... and every node, the newcomer too, sees the cluster ok and agrees on it
+wait_until 20000 'knows_c4 && _cluster_ok &&
+    redis-cli --cluster check "127.0.0.1:$(redis_port c1)" >/dev/null 2>&1' ||
+    fail "the fourth primary did not join within 20 s"
+SPAWN_STDIN=/dev/null spawn reshard redis-cli --cluster rebalance "127.0.0.1:$(redis_port c1)" \
+    --cluster-use-empty-masters --cluster-yes
+# the workload's later writes (resets, extends, cancels, repeats), again
+# and again while slots move: replaying them ends in the same state, and
+# nothing falls due before t0 + SP_LEAD_MS
+rounds=0
+while :; do
+    sp_feed A b1.txt
+    sp_feed A a1.txt
+    sp_feed A b2.txt
+    scale status --json >st.json || fail "status failed while slots moved: exit status $?"
+    rounds=$((rounds + 1))
+    proc_alive reshard && (($(now_ms) < t0 + SP_LEAD_MS - 3000)) && ((rounds < 100)) || break
+done
+t1=$(now_ms)
+note "$rounds rounds of writes, done $((t1 - t0)) ms after t0; the rebalance $(proc_alive reshard && echo still runs || echo is over)"
+((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+
+wait_until 60000 '! proc_alive reshard' || fail "the rebalance did not end within 60 s"
+proc_stop reshard 1
+assert_eq "$PROC_RC" 0 "redis-cli --cluster rebalance's exit status"
+cluster_wait_ok 20000
+took=$(redis-cli -p "$p4" --json CLUSTER SLOTS | jq --argjson p "$p4" '[.[] | select(.[2][1] == $p) | .[1] - .[0] + 1] | add // 0')
+note "the fourth primary serves $took slots"
+assert_ge "$took" 3000 "slots on the fourth primary after rebalance"
+for s in 0 1 2 3 4 5 6 7; do
+    assert_eq "$(sp_status ".shard_info[$s].primary")" "127.0.0.1:$(cluster_shard_port "$s")" "status: shard $s's primary"
+done
+
+sp_wait_delivered events.json expect.tsv
+{
+    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
+    sp_marker_cancels
+} | produce || fail "cancelling the repeats: exit status $?"
+proc_stop A 10
+assert_eq "$PROC_RC" 0 "producer A's exit status"
+sp_wait_no_data 5000
+sleep 0.5 # let a wrong extra fire show
+events_follow_stop
+
+sp_check events.json expect.tsv hashes.txt 8 8
+assert_never_early events.json
