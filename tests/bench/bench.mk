@@ -12,16 +12,21 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha
+.PHONY: bench bench-producer bench-ha bench-cluster
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
+	@$(MAKE) --no-print-directory bench-cluster
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
 # Sentinel, WAIT and TLS against the same runs without them (tests/bench/ha-run).
 bench-ha: all
 	@LAPSE_BIN=$(BIN) tests/bench/ha-run
+
+# A 3-primary Redis Cluster against one plain node (tests/bench/cluster-run).
+bench-cluster: all
+	@LAPSE_BIN=$(BIN) tests/bench/cluster-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
