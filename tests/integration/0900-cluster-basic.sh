@@ -70,7 +70,8 @@ assert_file_match err2.txt "cluster support disabled" "the producer's error"
 p3=$(cluster_shard_port 3)
 slot3=$(redis-cli -p "$p3" CLUSTER KEYSLOT "$NS:z:{$NS:3}")
 for p in $(cluster_primaries); do redis-cli -p "$p" CLUSTER DELSLOTS "$slot3" >/dev/null 2>&1; done
-sed "s|^redis = { cluster = \(.*\); };|redis = { cluster = \1; retry_timeout_ms = 500; };|" "$CONF" >down.conf
+sed "s|^redis = { cluster = \(([^)]*)\);|redis = { cluster = \1; retry_timeout_ms = 500;|" "$CONF" >down.conf
+grep -q "retry_timeout_ms = 500" down.conf || fail "could not set redis.retry_timeout_ms"
 wait_until 10000 '! "$LAPSE_SCRIPTS/lapse-scale" -c down.conf status >/dev/null 2>&1' ||
     fail "status still succeeds with slot $slot3 unserved"
 "$LAPSE_SCRIPTS/lapse-scale" -c down.conf status >/dev/null 2>err3.txt && fail "status: exit 0"
