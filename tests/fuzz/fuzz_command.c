@@ -28,39 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_command"
+#include "check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Longest error accepted. jansson's own text ("invalid JSON: ...") can reach
  * about 200 characters; lapse's errstr buffers are 128 and cut it. */
 #define ERR_MAX 256
 
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz_command: invariant broken: %s%s%s\n", what, detail ? ": " : "",
-            detail ? detail : "");
-    abort();
-}
 
-#define ASSERT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail(#cond, NULL);                                                 \
-    } while (0)
-
-static void check_err_text(const char *err, size_t cap)
-{
-    const char *nul = memchr(err, '\0', cap);
-    if (nul == NULL)
-        fail("error message not NUL-terminated", NULL);
-    size_t n = (size_t)(nul - err);
-    if (n == 0)
-        fail("empty error message", NULL);
-    if (n >= ERR_MAX)
-        fail("error message too long", err);
-    for (size_t i = 0; i < n; i++)
-        if (err[i] < 0x20 || err[i] > 0x7e)
-            fail("error message has a non-printable byte", err);
-}
+static void check_err_text(const char *err, size_t cap) { (void)fuzz_error_text(err, cap, ERR_MAX); }
 
 /* ---- the reference reading ---------------------------------------------- */
 

@@ -30,22 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_event"
+#include "check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HEADER 32
 
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz_event: invariant broken: %s%s%s\n", what, detail ? ": " : "",
-            detail ? detail : "");
-    abort();
-}
-
-#define ASSERT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail(#cond, NULL);                                                 \
-    } while (0)
 
 static uint64_t le(const uint8_t *p, int n)
 {

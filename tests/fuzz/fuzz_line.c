@@ -24,22 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_line"
+#include "check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ERR_SHORT 128 /* the size lapse's errstr buffers have */
 
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz_line: invariant broken: %s%s%s\n", what, detail ? ": " : "",
-            detail ? detail : "");
-    abort();
-}
-
-#define ASSERT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail(#cond, NULL);                                                 \
-    } while (0)
 
 /* ---- the reference reading ---------------------------------------------- */
 
@@ -242,16 +233,7 @@ static void check_ok(const uint8_t *data, size_t size, const struct lapse_cmd *c
 
 static void check_error_text(const char *err, size_t cap, const struct ref *r, enum lapse_op op)
 {
-    const char *nul = memchr(err, '\0', cap);
-    ASSERT(nul != NULL);
-    size_t n = (size_t)(nul - err);
-    if (n == 0)
-        fail("empty error message", NULL);
-    if (n >= ERR_SHORT)
-        fail("error message too long", err);
-    for (size_t i = 0; i < n; i++)
-        if (err[i] < 0x20 || err[i] > 0x7e)
-            fail("error message has a non-printable byte", NULL);
+    (void)fuzz_error_text(err, cap, ERR_SHORT);
 
     const char *want = r->err_prefix;
     char usage[64];
