@@ -64,6 +64,8 @@
 #include "hash.h"
 #include "layout.h"
 
+#include "glue.h"
+
 #define ID_FMT "dev-%08" PRIu64
 #define SLICE_MS 10
 #define COUNT_MAX 100000000ULL /* IDs stay 12 bytes */
@@ -130,12 +132,6 @@ static int gen_zadd_resp(const char *ns, uint32_t shards, uint64_t count, uint64
         return -1;
     fprintf(stderr, "commands=%" PRIu64 "\n", count);
     return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* See "lone" above. The latency includes our poll's round trip (~0.1 ms). */
@@ -247,12 +243,8 @@ int main(int argc, char **argv)
 {
     uint64_t a, b, c, base = 0;
     int rc;
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        usage(stdout);
+    if (glue_start(argc, argv, usage))
         return 0;
-    }
-    static char obuf[1 << 16];
-    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
     if (argc == 5 && !strcmp(argv[1], "ids")) {
         if (parse_u64(argv[3], COUNT_MAX - 1, &a) < 0) {
             fprintf(stderr, "lapse-bench-gen: COUNT must be 0..%llu\n", COUNT_MAX - 1);

@@ -43,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "glue.h"
+
 #define PROG "lapse-bench-scanner-feed"
 #define SLICE_MS 5
 #define PROGRESS_MS 100
@@ -62,24 +64,6 @@ static void usage(FILE *out)
     fprintf(out, "usage: " PROG " due COUNT RATE START_MS LEAD_MS PREFIX\n"
                  "       " PROG " resets POP RATE SECONDS FIRE_LEAD_MS HOLD_LEAD_MS FIRE_EVERY PREFIX\n"
                  "(see tests/bench/scanner_feed.c)\n");
-}
-
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_until_ms(int64_t t)
@@ -183,12 +167,8 @@ int main(int argc, char **argv)
 {
     int64_t a, b, c, d, e, f;
     int rc;
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        usage(stdout);
+    if (glue_start(argc, argv, usage))
         return 0;
-    }
-    static char obuf[1 << 16];
-    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART; /* a write in progress completes: whole lines only */

@@ -37,6 +37,8 @@
 #include "hash.h"
 #include "layout.h"
 
+#include "glue.h"
+
 #define PROG "lapse-bench-scanner-redis"
 #define LOAD_MEMBERS 1000 /* members per ZADD */
 #define LOAD_PIPELINE 16  /* ZADDs per round trip */
@@ -63,24 +65,6 @@ static void usage(FILE *out)
                  "       " PROG " bare HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS\n"
                  "       " PROG " watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS\n"
                  "(see tests/bench/scanner_redis.c)\n");
-}
-
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(int ms)

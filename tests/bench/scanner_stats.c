@@ -32,6 +32,8 @@
 
 #include "hash.h"
 
+#include "glue.h"
+
 #define PROG "lapse-bench-scanner-stats"
 #define MAX_GROUPS 16
 
@@ -58,12 +60,6 @@ static int field_i64(const char *line, const char *name, int64_t *out)
         return -1;
     *out = v;
     return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int cmp_u64(const void *a, const void *b)
