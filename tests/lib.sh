@@ -1271,6 +1271,46 @@ sp_wait_delivered() {
     fail "$left IDs of $(wc -l <"$2") not delivered (repeats: twice) within $SP_LATE_MS ms of the last deadline"
 }
 
+# sp_end_repeats: the workload's end: cancels every repeating ID of
+# expect.tsv and each producer's last marker, so nothing is left to fire
+sp_end_repeats() {
+    {
+        awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
+        sp_marker_cancels
+    } | produce || fail "cancelling the repeats: exit status $?"
+}
+
+# sp_finish SHARDS EPOCH: once no ID is left to move, `lapse-scale finish`;
+# the layout is then stable with SHARDS shards at EPOCH
+sp_finish() {
+    wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' ||
+        fail "moving IDs still in old shards: $(scale status)"
+    scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
+    assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
+        "stable $1 $1 $2" "state, shards, prev_shards, epoch after finish"
+}
+
+# sp_stop_producers NAME...: stops each long-running producer; each exits 0
+sp_stop_producers() {
+    local p
+    for p in "$@"; do
+        proc_stop "$p" 10
+        assert_eq "$PROC_RC" 0 "producer $p's exit status"
+    done
+}
+
+# sp_final_check OLD_N NEW_N [DUP_SHARD DUP_BEFORE_MS]: the end of a
+# workload test: no data key left, a moment for a wrong extra fire to show,
+# then sp_check of events.json against expect.tsv and hashes.txt, and
+# nothing early
+sp_final_check() {
+    sp_wait_no_data 5000
+    sleep 0.5 # let a wrong extra fire show
+    events_follow_stop
+    sp_check events.json expect.tsv hashes.txt "$@"
+    assert_never_early events.json
+}
+
 # sp_check EVENTS EXPECT HASHES OLD_N NEW_N [DUP_SHARD DUP_BEFORE_MS]:
 # compares the events with expect.tsv (sp_workload): a "once" ID fired
 # exactly once, with its deadline and payload, without seq, from its new
@@ -1427,6 +1467,40 @@ cluster_config() {
     for c in "${CLUSTER_NODES[@]}"; do seeds+="${seeds:+, }\"127.0.0.1:$(redis_port "$c")\""; done
     write_config "$CONF" "${1:-}"
     sed -i "s|^redis = .*|redis = { cluster = ( $seeds ); ${CLUSTER_REDIS_EXTRA:-} };|" "$CONF"
+}
+
+# cluster_busiest_primary N: the port of the primary serving the most of
+# shards 0..N-1 (ties: any of them)
+cluster_busiest_primary() {
+    local s p
+    declare -A count=()
+    for ((s = 0; s < $1; s++)); do
+        p=$(cluster_shard_port "$s")
+        count[$p]=$((${count[$p]:-0} + 1))
+    done
+    for p in "${!count[@]}"; do echo "${count[$p]} $p"; done | sort -rn | head -n 1 | cut -d' ' -f2
+}
+
+# cluster_replay_while PROC: feeds producer A the workload's later writes
+# (b1.txt, a1.txt, b2.txt of sp_workload) again and again while process
+# PROC (a reshard, a rebalance) runs, each round followed by a status that
+# must answer. Replaying them ends in the same state, as long as nothing
+# has fallen due: it stops 3 s before t0 + SP_LEAD_MS (t0: the caller's).
+# The rounds are left in CLUSTER_ROUNDS.
+cluster_replay_while() {
+    CLUSTER_ROUNDS=0
+    while :; do
+        sp_feed A b1.txt
+        sp_feed A a1.txt
+        sp_feed A b2.txt
+        scale status --json >st.json || fail "status failed while slots moved: exit status $?"
+        CLUSTER_ROUNDS=$((CLUSTER_ROUNDS + 1))
+        proc_alive "$1" && (($(now_ms) < t0 + SP_LEAD_MS - 3000)) && ((CLUSTER_ROUNDS < 100)) || break
+    done
+    local t1
+    t1=$(now_ms)
+    note "$CLUSTER_ROUNDS rounds of writes, done $((t1 - t0)) ms after t0; $1 $(proc_alive "$1" && echo still runs || echo is over)"
+    ((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
 }
 
 # cluster_shard_port SHARD: the port of the primary serving SHARD's slot,

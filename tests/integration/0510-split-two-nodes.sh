@@ -90,28 +90,13 @@ for s in 0 1; do
 done
 
 sp_wait_delivered events.json expect.tsv
-{
-    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
-    sp_marker_cancels
-} | produce || fail "cancelling the repeats: exit status $?"
+sp_end_repeats
 tc=$(now_ms)
-wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' ||
-    fail "moving IDs still in old shards: $(scale status)"
-scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
-assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
-    "stable 4 4 $((epoch0 + 2))" "state, shards, prev_shards, epoch after finish"
+sp_finish 4 $((epoch0 + 2))
 assert_eq "$(sp_status '[.shard_info[].node] | join(",")')" \
     "127.0.0.1:$p1,127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p2" "nodes of shards 0-3 after finish"
 
-for p in A B; do
-    proc_stop "$p" 10
-    assert_eq "$PROC_RC" 0 "producer $p's exit status"
-done
-sp_wait_no_data 3000
-sleep 0.5
-events_follow_stop
-
-sp_check events.json expect.tsv hashes.txt 2 4
-assert_never_early events.json
+sp_stop_producers A B
+sp_final_check 2 4
 bad=$(sp_events_tsv events.json | awk -F'\t' -v tc="$tc" '$3 > tc { n[$1]++ } END { for (i in n) if (n[i] > 1) print i, n[i] }')
 [[ -z $bad ]] || fail "fired more than once after the cancel returned (id, fires): $bad"

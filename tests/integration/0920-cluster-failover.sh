@@ -42,12 +42,7 @@ stream_count() {
 }
 
 # the victim: the primary serving the most shards, once the stream is under way
-declare -A count=()
-for s in 0 1 2 3 4 5 6 7; do
-    p=$(cluster_shard_port "$s")
-    count[$p]=$((${count[$p]:-0} + 1))
-done
-victim=$(for p in "${!count[@]}"; do echo "${count[$p]} $p"; done | sort -rn | head -n 1 | cut -d' ' -f2)
+victim=$(cluster_busiest_primary 8)
 for k in 0 1 2 3 4; do chunk "$k" >&"$fd"; done
 wait_until 20000 '(($(stream_count) >= 4000))' || fail "the stream did not get under way within 20 s"
 before=$(stream_count)

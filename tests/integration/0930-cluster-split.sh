@@ -62,21 +62,7 @@ else
 fi
 
 sp_wait_delivered events.json expect.tsv
-{
-    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
-    sp_marker_cancels
-} | produce || fail "cancelling the repeats: exit status $?"
-wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' || fail "moving IDs still in old shards: $(scale status)"
-scale finish >finish.out 2>finish.err || fail "finish: exit status $?: $(cat finish.err)"
-assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
-    "stable 8 8 $((epoch0 + 2))" "state, shards, prev_shards, epoch after finish"
-for p in A B; do
-    proc_stop "$p" 10
-    assert_eq "$PROC_RC" 0 "producer $p's exit status"
-done
-sp_wait_no_data 3000
-sleep 0.5 # let a wrong extra fire show
-events_follow_stop
-
-sp_check events.json expect.tsv hashes.txt 4 8
-assert_never_early events.json
+sp_end_repeats
+sp_finish 8 $((epoch0 + 2))
+sp_stop_producers A B
+sp_final_check 4 8

@@ -49,18 +49,7 @@ SPAWN_STDIN=/dev/null spawn reshard redis-cli --cluster rebalance "127.0.0.1:$(r
 # the workload's later writes (resets, extends, cancels, repeats), again
 # and again while slots move: replaying them ends in the same state, and
 # nothing falls due before t0 + SP_LEAD_MS
-rounds=0
-while :; do
-    sp_feed A b1.txt
-    sp_feed A a1.txt
-    sp_feed A b2.txt
-    scale status --json >st.json || fail "status failed while slots moved: exit status $?"
-    rounds=$((rounds + 1))
-    proc_alive reshard && (($(now_ms) < t0 + SP_LEAD_MS - 3000)) && ((rounds < 100)) || break
-done
-t1=$(now_ms)
-note "$rounds rounds of writes, done $((t1 - t0)) ms after t0; the rebalance $(proc_alive reshard && echo still runs || echo is over)"
-((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+cluster_replay_while reshard
 
 wait_until 60000 '! proc_alive reshard' || fail "the rebalance did not end within 60 s"
 proc_stop reshard 1
@@ -74,15 +63,6 @@ for s in 0 1 2 3 4 5 6 7; do
 done
 
 sp_wait_delivered events.json expect.tsv
-{
-    awk -F'\t' '$2 == "repeat" { print "cancel " $1 }' expect.tsv
-    sp_marker_cancels
-} | produce || fail "cancelling the repeats: exit status $?"
-proc_stop A 10
-assert_eq "$PROC_RC" 0 "producer A's exit status"
-sp_wait_no_data 5000
-sleep 0.5 # let a wrong extra fire show
-events_follow_stop
-
-sp_check events.json expect.tsv hashes.txt 8 8
-assert_never_early events.json
+sp_end_repeats
+sp_stop_producers A
+sp_final_check 8 8
