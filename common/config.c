@@ -56,8 +56,8 @@ static int check_tls(struct ctx *x, const config_t *lc)
     if (!c->redis_tls_cert_file == !c->redis_tls_key_file)
         return 0;
     const char *missing = c->redis_tls_cert_file ? "redis.tls.key_file" : "redis.tls.cert_file";
-    return config_fail(x, config_lookup(lc, "redis.tls"), missing, "missing (mutual TLS needs both "
-                "cert_file and key_file)");
+    return config_fail(x, config_lookup(lc, "redis.tls"), missing,
+                       "missing (mutual TLS needs both cert_file and key_file)");
 }
 
 /* redis.nodes or redis.cluster, one of them; the cluster becomes nodes[0]. */
@@ -68,16 +68,16 @@ static int check_cluster(struct ctx *x, const config_t *lc)
         if (c->nnodes)
             return c->cluster_username || c->cluster_password || c->cluster_tls
                        ? config_fail(x, config_lookup(lc, "redis"), "redis.cluster",
-                              "missing (redis.cluster_* keys need it)")
+                                     "missing (redis.cluster_* keys need it)")
                        : 0;
         return config_fail(x, NULL, "redis.nodes", "missing (or redis.cluster)");
     }
     if (c->nnodes)
         return config_fail(x, config_lookup(lc, "redis.cluster"), "redis.cluster",
-                    "redis.nodes is given too: a namespace lives on nodes or on a cluster");
+                           "redis.nodes is given too: a namespace lives on nodes or on a cluster");
     if (c->cluster_username && !c->cluster_password)
-        return config_fail(x, config_lookup(lc, "redis.cluster_username"), "redis.cluster_password",
-                    "missing (redis.cluster_username needs it)");
+        return config_fail(x, config_lookup(lc, "redis.cluster_username"),
+                           "redis.cluster_password", "missing (redis.cluster_username needs it)");
     if (!(c->nodes = calloc(1, sizeof *c->nodes)))
         return config_oom(x, "redis.cluster");
     c->nnodes = 1;
@@ -100,7 +100,7 @@ static int check_topics(struct ctx *x, const config_t *lc)
         return 0;
     if (strcmp(c->ingress_topic, c->kafka_topic) == 0)
         return config_fail(x, config_lookup(lc, "ingress.topic"), "ingress.topic",
-                    "must differ from kafka.topic (the events lapse produces)");
+                           "must differ from kafka.topic (the events lapse produces)");
     if (c->ingress_dead_letter_topic && strcmp(c->ingress_dead_letter_topic, c->ingress_topic) == 0)
         return config_fail(x, config_lookup(lc, "ingress.dead_letter_topic"),
                            "ingress.dead_letter_topic", "must differ from ingress.topic");
@@ -150,7 +150,7 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     if ((cfg->path = strdup(path)) == NULL)
         config_oom(&x, "path");
     else if (config_walk(&x, config_root_setting(&lc), config_keys, config_nkeys, seen, cfg, "",
-                  "") == 0 &&
+                         "") == 0 &&
              config_fill(&x, config_keys, config_nkeys, seen, cfg, "") == 0)
         rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 ? -1 : check_topics(&x, &lc);
     config_destroy(&lc);

@@ -25,7 +25,8 @@
 #define PATH_MAX_ 256 /* longest dotted key path we spell in a message */
 
 /* Writes "FILE:LINE: key: reason" (or "FILE: key: reason" when `s` is NULL
- * or has no line) into the caller's errstr; returns -1 for `return config_fail()`. */
+ * or has no line) into the caller's errstr; returns -1 for
+ * `return config_fail()`. */
 int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const char *fmt, ...)
 {
     if (x->err == NULL || x->errsize == 0)
@@ -251,8 +252,9 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
             if (strcmp(other, name) == 0 || (was_j && strcmp(was_j, name) == 0) ||
                 (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0))))
                 return config_fail(x, e, path, "%s is listed twice (as redis.nodes[%d])",
-                            was_i && (strcmp(was_i, other) == 0 || (was_j && !strcmp(was_i, was_j)))
-                                ? was_i : name, j);
+                                   was_i && (strcmp(was_i, other) == 0 ||
+                                             (was_j && !strcmp(was_i, was_j)))
+                                       ? was_i : name, j);
         }
     }
     return 0;
@@ -300,7 +302,7 @@ static int load_props(struct ctx *x, const config_setting_t *s, const struct key
         for (size_t r = 0; ingress && r < NKEYS(ingress_reserved); r++)
             if (strcmp(name, ingress_reserved[r]) == 0)
                 return config_fail(x, e, path, "%s: set by lapse (ingress.group; offsets are "
-                            "committed only once applied)", name);
+                                   "committed only once applied)", name);
         const char *value;
         switch (config_setting_type(vs)) {
         case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
