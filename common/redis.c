@@ -1,6 +1,6 @@
 /* redis — see redis.h. Connections are conn.h's; this module decides where
- * they go (the node's address, or the primary its sentinels name) and keeps
- * them up. */
+ * they go (the node's address, or the primary its sentinels name:
+ * redis_sentinel.c) and keeps them up. A cluster node is redis_cluster.c's. */
 #include "redis.h"
 
 #include <stdarg.h>
@@ -214,8 +214,7 @@ int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
 
 /* A connection to host:port with the handle's timeouts, over TLS for a
  * node with tls = true; NULL with the reason in err. */
-static lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err,
-                              size_t size)
+lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, size_t size)
 {
     if (r->node.tls && !r->tls &&
         !(r->tls = lapse_tls_new(r->tls_files[0], r->tls_files[1], r->tls_files[2],
@@ -245,8 +244,7 @@ static int redis_expect_ok(lapse_conn *c, redisReply *reply, const char *what, c
     return rc;
 }
 
-static int redis_auth(lapse_conn *c, const char *user, const char *password, char *err,
-                      size_t size)
+int redis_auth(lapse_conn *c, const char *user, const char *password, char *err, size_t size)
 {
     if (!password)
         return 0;
@@ -265,81 +263,6 @@ lapse_conn *redis_open_auth(lapse_redis *r, const char *host, int port, char *er
         return NULL;
     }
     return c;
-}
-
-/* Asks the sentinels, in turn from the one that answered last, where the
- * node's primary is. 0 with host and port, or -1 with errstr naming every
- * sentinel's failure. */
-static int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
-{
-    const struct lapse_redis_node *n = &r->node;
-    char why[400] = "", one[200];
-    size_t wl = 0;
-    int refused = 0;
-    for (size_t k = 0; k < n->nsentinels; k++) {
-        size_t i = (r->sentinel_first + k) % n->nsentinels;
-        const char *sa = n->sentinels[i];
-        char sh[256];
-        int sp, rc;
-        lapse_conn *c = NULL;
-        redisReply *reply = NULL;
-        one[0] = '\0';
-        if (redis_split_addr(sa, sh, sizeof sh, &sp) < 0)
-            snprintf(one, sizeof one, "not host:port");
-        else if (!(c = redis_open(r, sh, sp, one, sizeof one)))
-            refused |= r->refused;
-        else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one)))
-            refused |= rc == -2;
-        else if (!(reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", n->master)))
-            snprintf(one, sizeof one, "%s", lapse_conn_errstr(c));
-        else if (reply->type == REDIS_REPLY_ERROR)
-            snprintf(one, sizeof one, "%s", reply->str), refused |= redis_refusal(reply->str);
-        else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-                 reply->element[0]->type != REDIS_REPLY_STRING ||
-                 reply->element[1]->type != REDIS_REPLY_STRING)
-            snprintf(one, sizeof one, "does not monitor a master named %s", n->master);
-        else if (snprintf(host, hsize, "%s", reply->element[0]->str) >= (int)hsize ||
-                 (*port = atoi(reply->element[1]->str)) <= 0)
-            snprintf(one, sizeof one, "unusable address");
-        if (reply)
-            freeReplyObject(reply);
-        lapse_conn_free(c);
-        if (!one[0]) {
-            r->sentinel_first = i;
-            return 0;
-        }
-        int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", sa, one);
-        if (w > 0)
-            wl = wl + (size_t)w < sizeof why ? wl + (size_t)w : sizeof why - 1;
-    }
-    redis_set_error(r, "redis %s: no sentinel named its primary (%s)", r->name, why);
-    r->refused = refused;
-    return -1;
-}
-
-/* 1 if the server is a primary, 0 if not, -1 with err on failure. Asks
- * HELLO 2 (its "role" field; RESP2 kept), not ROLE or INFO: those are
- * @dangerous, which the ACL lapse needs (-@dangerous) does not grant. */
-static int redis_is_primary(lapse_conn *c, char *err, size_t size)
-{
-    redisReply *reply = lapse_conn_command(c, "HELLO 2");
-    if (!reply) {
-        snprintf(err, size, "HELLO: %s", lapse_conn_errstr(c));
-        return -1;
-    }
-    int rc = -1;
-    if (reply->type == REDIS_REPLY_ARRAY) {
-        for (size_t i = 0; i + 1 < reply->elements; i += 2)
-            if (reply->element[i]->type == REDIS_REPLY_STRING &&
-                strcmp(reply->element[i]->str, "role") == 0 &&
-                reply->element[i + 1]->type == REDIS_REPLY_STRING)
-                rc = strcmp(reply->element[i + 1]->str, "master") == 0;
-    }
-    if (rc < 0)
-        snprintf(err, size, "HELLO: %.200s",
-                 reply->type == REDIS_REPLY_ERROR ? reply->str : "no role in the reply");
-    freeReplyObject(reply);
-    return rc;
 }
 
 static int redis_connect(lapse_redis *r)

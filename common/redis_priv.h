@@ -1,7 +1,8 @@
 /*
  * redis_priv — the redis module's own: the handle's fields and the helpers
  * redis.c shares with redis_cluster.c (a Redis Cluster as one node, each
- * command routed by its key's slot). Included by those two files only.
+ * command routed by its key's slot) and redis_sentinel.c (where a Sentinel
+ * node's primary is). Included by those three files only.
  */
 #ifndef LAPSE_REDIS_PRIV_H
 #define LAPSE_REDIS_PRIV_H
@@ -44,6 +45,16 @@ struct lapse_redis {
 
 void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A connection to host:port with the handle's timeouts, over TLS for a node
+ * with tls = true (not authenticated); NULL with the reason in err, and
+ * r->refused set when trying again cannot help. */
+lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, size_t size);
+
+/* AUTH as user (NULL: the default user) on a fresh connection; nothing is
+ * sent without a password. 0, or -1 with "AUTH: reason" in err (-2 when the
+ * server refused for good: redis_refusal). */
+int redis_auth(lapse_conn *c, const char *user, const char *password, char *err, size_t size);
+
 /* A connection to host:port, authenticated as the node's user (AUTH), over
  * TLS for a node with tls = true; NULL with the reason in err, and
  * r->refused set when trying again cannot help. */
@@ -62,6 +73,16 @@ int redis_gone(const char *msg);
 
 /* "host:port" ("[v6]:port" too) into host and port; 0, or -1 if malformed. */
 int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
+
+/* redis_sentinel.c: asks the node's sentinels, in turn from the one that
+ * answered last (r->sentinel_first, updated), where its primary is. 0 with
+ * host and port, or -1 with r->errstr naming every sentinel's failure and
+ * r->refused set if one refused for good. */
+int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
+
+/* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
+ * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */
+int redis_is_primary(lapse_conn *c, char *err, size_t size);
 
 /* redis_cluster.c: the same calls as redis.h's, for a cluster node. */
 int redis_cluster_new(lapse_redis *r);

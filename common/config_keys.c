@@ -1,0 +1,153 @@
+/*
+ * config_keys — the key tables: every key lapse reads, with its type,
+ * default, bounds and comment. Data only; config_walk.c checks a file
+ * against them, config.c frees what they describe.
+ *
+ * Why a table: every key lapse reads is one line of `config_keys` below (after
+ * redis config.c), with its type, default, bounds and comment, so checking and
+ * defaults come from one place; adding a key is adding a line (plus its field
+ * in config.h and its entry in lapse.conf.example, which the unit tests load
+ * and compare with these defaults).
+ *
+ * Invariants: each table fits in SEEN_MAX entries (checked at compile time);
+ * each entry's off (and def for K_PROPS and K_ADDRS) is a field of the struct
+ * its table describes.
+ */
+#include "config_priv.h"
+
+#include <stddef.h>
+
+#define ID_MAX 512 /* LAPSE_ID_MAX of producer/line.h: an ID prefix is no longer */
+
+#define CFG(f) offsetof(struct lapse_config, f)
+#define NODE(f) offsetof(struct lapse_redis_node, f)
+#define RULE(f) offsetof(struct lapse_ingress_rule, f)
+
+/* Order matters only for lapse.conf.example (same order) and for which
+ * missing key is reported first. */
+const struct key config_keys[] = {
+    {"namespace", K_NAME, 1, 0, NULL, 1, LAPSE_NS_MAX, CFG(ns),
+     "prefix of every Redis key (NS:...); several namespaces share a Redis"},
+    {"redis", K_GROUP, 0, 0, NULL, 0, 0, 0, "where the shards live"},
+    {"redis.nodes", K_NODES, 0, 0, NULL, 1, NODES_MAX, 0,
+     "Redis servers; nodes[0] also holds the shard layout (or redis.cluster)"},
+    {"redis.cluster", K_ADDRS, 0, CFG(ncluster_seeds), NULL, 1, NODES_MAX, CFG(cluster_seeds),
+     "a Redis Cluster instead of nodes: seed addresses ( \"host:port\", ... )"},
+    {"redis.cluster_username", K_STR, 0, 0, NULL, 1, 255, CFG(cluster_username),
+     "Cluster: ACL user; omit for the default user"},
+    {"redis.cluster_password", K_STR, 0, 0, NULL, 1, 0, CFG(cluster_password),
+     "Cluster: AUTH password; omit for none"},
+    {"redis.cluster_tls", K_BOOL, 0, 0, NULL, 0, 0, CFG(cluster_tls),
+     "Cluster: TLS (redis.tls) to every node"},
+    {"redis.connect_timeout_ms", K_INT, 0, 1000, NULL, 10, 60000,
+     CFG(redis_connect_timeout_ms), "give up connecting to a node after this"},
+    {"redis.command_timeout_ms", K_INT, 0, 5000, NULL, 10, 600000,
+     CFG(redis_command_timeout_ms), "give up on one Redis reply after this"},
+    {"redis.retry_timeout_ms", K_INT, 0, 60000, NULL, 10, 3600000, CFG(redis_retry_timeout_ms),
+     "a write not applied (node down, failing over) is retried this long before it fails"},
+    {"redis.wait_replicas", K_INT, 0, 0, NULL, 0, 64, CFG(redis_wait_replicas),
+     "a write counts as applied once WAIT saw this many replicas take it; 0 = no WAIT"},
+    {"redis.wait_timeout_ms", K_INT, 0, 1000, NULL, 1, 600000, CFG(redis_wait_timeout_ms),
+     "how long one WAIT waits for the replicas; short of them, the write is retried"},
+    {"redis.tls", K_GROUP, 0, 0, NULL, 0, 0, 0, "TLS settings of the nodes with tls = true"},
+    {"redis.tls.ca_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_ca_file),
+     "PEM file of the CAs the servers' certificates must chain to; omit: the system's"},
+    {"redis.tls.cert_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_cert_file),
+     "PEM certificate (chain) lapse presents: mutual TLS; needs key_file"},
+    {"redis.tls.key_file", K_STR, 0, 0, NULL, 1, 4096, CFG(redis_tls_key_file),
+     "PEM private key of cert_file"},
+    {"redis.tls.server_name", K_STR, 0, 0, NULL, 1, 255, CFG(redis_tls_server_name),
+     "the name the servers' certificates must carry; omit: the host connected to"},
+    {"kafka", K_GROUP, 0, 0, NULL, 0, 0, 0, "where events go"},
+    {"kafka.brokers", K_STR, 1, 0, NULL, 1, 0, CFG(kafka_brokers),
+     "bootstrap.servers: host:port[,host:port...]"},
+    {"kafka.topic", K_NAME, 1, 0, NULL, 1, 249, CFG(kafka_topic),
+     "the topic that receives one event per fired deadline"},
+    {"kafka.properties", K_PROPS, 0, CFG(nkafka_props), NULL, 0, 0, CFG(kafka_props),
+     "librdkafka properties passed through verbatim: ((\"name\", \"value\"), ...)"},
+    {"log_level", K_LEVEL, 0, 0, "info", 0, 0, CFG(log_level),
+     "debug, info, warn or error"},
+    {"producer", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-producer"},
+    {"producer.batch", K_INT, 0, 1000, NULL, 1, 100000, CFG(producer_batch),
+     "most operations sent to Redis in one flush"},
+    {"producer.slack_ms", K_INT, 0, 0, NULL, 0, 3600000, CFG(producer_slack_ms),
+     "extend only: skip writes moving a deadline less than this; 0 = exact"},
+    {"scanner", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-scanner"},
+    {"scanner.batch", K_INT, 0, 500, NULL, 1, 10000, CFG(scanner_batch),
+     "most due IDs claimed in one round trip"},
+    {"scanner.poll_ms", K_INT, 0, 10, NULL, 1, 1000, CFG(scanner_poll_ms),
+     "longest idle wait before looking for due IDs again"},
+    {"scanner.lease_ms", K_INT, 0, 5000, NULL, 500, 600000, CFG(scanner_lease_ms),
+     "an unacknowledged claimed ID falls due again after this"},
+    {"scanner.max_inflight", K_INT, 0, 20000, NULL, 1, 10000000,
+     CFG(scanner_max_inflight), "claimed but unacknowledged IDs; claiming pauses here"},
+    {"scanner.catchup_rate", K_INT, 0, 0, NULL, 0, 100000000, CFG(scanner_catchup_rate),
+     "overdue IDs sent per second per shard while catching up; 0 = no limit"},
+    {"scanner.fresh_ms", K_INT, 0, 1000, NULL, 1, 3600000, CFG(scanner_fresh_ms),
+     "IDs due within this many ms are fresh: never held back by catchup_rate"},
+    {"scanner.metrics_port", K_INT, 0, 0, NULL, 0, 65535, CFG(scanner_metrics_port),
+     "Prometheus text endpoint port; 0 = off"},
+    {"scanner.metrics_bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(scanner_metrics_bind),
+     "address the metrics endpoint listens on"},
+    {"ingress", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-producer --from-kafka"},
+    {"ingress.topic", K_NAME, 0, 0, NULL, 1, 249, CFG(ingress_topic),
+     "the topic of command messages and raw signals (required by --from-kafka)"},
+    {"ingress.group", K_STR, 0, 0, NULL, 1, 255, CFG(ingress_group),
+     "the consumer group (required by --from-kafka)"},
+    {"ingress.dead_letter_topic", K_NAME, 0, 0, NULL, 1, 249, CFG(ingress_dead_letter_topic),
+     "a copy of every message not understood goes here; omit for none"},
+    {"ingress.rules", K_RULES, 0, 0, NULL, 0, RULES_MAX, 0,
+     "watchdog rules turning raw signals into extend; the first match wins"},
+    {"ingress.properties", K_PROPS, 0, CFG(ningress_props), NULL, 0, 0, CFG(ingress_props),
+     "librdkafka properties for the ingress consumer only, after kafka.properties"},
+    {"ingress.metrics_port", K_INT, 0, 0, NULL, 0, 65535, CFG(ingress_metrics_port),
+     "the ingress's /metrics, /healthz and /readyz port; 0 = off"},
+    {"ingress.metrics_bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(ingress_metrics_bind),
+     "address the ingress's metrics endpoint listens on"},
+};
+
+/* One element of ingress.rules; paths are relative to "ingress.rules[i]". */
+const struct key config_rule_keys[] = {
+    {"id_prefix", K_STR, 0, 0, NULL, 1, ID_MAX, RULE(id_prefix),
+     "match: the ID starts with these bytes"},
+    {"match_field", K_STR, 0, 0, NULL, 1, 255, RULE(match_field),
+     "match: this top-level field of the JSON value ..."},
+    {"match_value", K_STR, 0, 0, NULL, 0, 0, RULE(match_value),
+     "... equals this (a string, or the JSON text of a number or boolean)"},
+    {"id_field", K_STR, 0, 0, NULL, 1, 255, RULE(id_field),
+     "the ID is this string field of the JSON value; omit: the message key"},
+    {"time", K_TIME, 0, 0, "arrival", 0, 0, RULE(time_source),
+     "arrival, kafka (message timestamp) or field (time_field, unix ms)"},
+    {"time_field", K_STR, 0, 0, "ts", 1, 255, RULE(time_field),
+     "with time = \"field\": the field holding the signal's unix ms"},
+    {"timeout_ms", K_INT, 1, 0, NULL, 1, 2147483647, RULE(timeout_ms),
+     "deadline = time + timeout_ms"},
+};
+
+/* One element of redis.nodes; paths are relative to "redis.nodes[i]". */
+const struct key config_node_keys[] = {
+    {"host", K_STR, 0, 0, NULL, 1, 255, NODE(host), "plain node: hostname or address"},
+    {"port", K_INT, 0, 0, NULL, 1, 65535, NODE(port), "plain node: TCP port"},
+    {"sentinels", K_ADDRS, 0, NODE(nsentinels), NULL, 1, 16, NODE(sentinels),
+     "Sentinel node: the sentinels, ( \"host:port\", ... )"},
+    {"master", K_NAME, 0, 0, NULL, 1, 255, NODE(master),
+     "Sentinel node: the master name the sentinels monitor"},
+    {"sentinel_username", K_STR, 0, 0, NULL, 1, 255, NODE(sentinel_username),
+     "ACL user for the sentinels; omit for the default user"},
+    {"sentinel_password", K_STR, 0, 0, NULL, 1, 0, NODE(sentinel_password),
+     "password for the sentinels; omit for none"},
+    {"username", K_STR, 0, 0, NULL, 1, 255, NODE(username), "ACL user; omit for the default user"},
+    {"password", K_STR, 0, 0, NULL, 1, 0, NODE(password), "AUTH password; omit for none"},
+    {"db", K_INT, 0, 0, NULL, 0, 15, NODE(db), "SELECT index"},
+    {"tls", K_BOOL, 0, 0, NULL, 0, 0, NODE(tls), "TLS (redis.tls) to the node and its sentinels"},
+    {"was", K_STR, 0, 0, NULL, 3, 300, NODE(was),
+     "Sentinel node: the \"host:port\" it had as a plain node, which layouts may still name"},
+};
+
+_Static_assert(NKEYS(config_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(NKEYS(config_node_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(NKEYS(config_rule_keys) <= SEEN_MAX, "raise SEEN_MAX");
+
+const size_t config_nkeys = NKEYS(config_keys);
+const size_t config_nnode_keys = NKEYS(config_node_keys);
+const size_t config_nrule_keys = NKEYS(config_rule_keys);

@@ -1,0 +1,477 @@
+/*
+ * config_walk — checks the settings of a libconfig file against the key
+ * tables (config_keys.c) and stores them: type and bounds of each value, the
+ * lists (redis.nodes, ingress.rules, properties, addresses) element by
+ * element, and what one key alone cannot say about a node or a rule. Errors
+ * are one line, "FILE:LINE: key: reason".
+ *
+ * Invariants (config.c relies on them):
+ *  - Problems are found in file order, then missing keys in table order; the
+ *    first one stops the walk and is the one reported.
+ *  - Every string stored is a strdup'd copy, so nothing points into the
+ *    libconfig object once config.c destroys it.
+ *  - Arrays are allocated zeroed with their count set at once, so a failure
+ *    half-way through filling one frees cleanly (lapse_config_free).
+ *  - Nothing here prints or exits.
+ */
+#include "config_priv.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH_MAX_ 256 /* longest dotted key path we spell in a message */
+
+/* Writes "FILE:LINE: key: reason" (or "FILE: key: reason" when `s` is NULL
+ * or has no line) into the caller's errstr; returns -1 for
+ * `return config_fail()`. */
+int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const char *fmt, ...)
+{
+    if (x->err == NULL || x->errsize == 0)
+        return -1;
+    const char *file = x->path;
+    unsigned line = 0;
+    if (s != NULL) {
+        line = config_setting_source_line(s);
+        if (config_setting_source_file(s) != NULL) /* an @include'd file */
+            file = config_setting_source_file(s);
+    }
+    int n = line ? snprintf(x->err, x->errsize, "%s:%u: %s: ", file, line, key)
+                 : snprintf(x->err, x->errsize, "%s: %s: ", file, key);
+    if (n >= 0 && (size_t)n < x->errsize) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(x->err + n, x->errsize - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int config_oom(struct ctx *x, const char *key)
+{
+    return config_fail(x, NULL, key, "out of memory");
+}
+
+/* Appends `s` to the key path in `out` (PATH_MAX_ bytes), cutting what does
+ * not fit: a cut path only shortens an error message; it cannot match a
+ * (much shorter) table entry. */
+static void append(char *out, const char *s)
+{
+    size_t len = strlen(out);
+    while (*s && len < PATH_MAX_ - 1)
+        out[len++] = *s++;
+    out[len] = '\0';
+}
+
+/* "prefix.name", or "name" at the top. */
+static void join(char *out, const char *prefix, const char *name)
+{
+    out[0] = '\0';
+    append(out, prefix);
+    if (prefix[0])
+        append(out, ".");
+    append(out, name);
+}
+
+/* "full[i]", for the elements of a list. */
+static void index_path(char *out, const char *full, int i)
+{
+    char num[16];
+    snprintf(num, sizeof num, "[%d]", i);
+    out[0] = '\0';
+    append(out, full);
+    append(out, num);
+}
+
+static int find(const struct key *tab, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tab[i].path, path) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
+/* Checks a string against a K_STR/K_NAME entry; returns 0 or fails. */
+static int check_str(struct ctx *x, const config_setting_t *s, const struct key *k,
+                     const char *full, const char *v)
+{
+    size_t len = strlen(v);
+    int ok = len >= (size_t)k->min && (k->max == 0 || len <= (size_t)k->max);
+    for (const char *p = v; ok && k->type == K_NAME && *p; p++)
+        ok = name_char((unsigned char)*p);
+    if (ok)
+        return 0;
+    if (k->type == K_NAME)
+        return config_fail(x, s, full, "must be %lld..%lld bytes of [A-Za-z0-9_.-]", k->min,
+                           k->max);
+    if (k->max)
+        return config_fail(x, s, full, "must be %lld..%lld bytes", k->min, k->max);
+    return config_fail(x, s, full, "must not be empty");
+}
+
+/* Stores a string (a strdup'd copy) into the char * field at k->off. */
+static int store_str(struct ctx *x, const struct key *k, void *base, const char *full,
+                     const char *v)
+{
+    char **field = (char **)((char *)base + k->off);
+    if (v == NULL)
+        return 0;
+    if ((*field = strdup(v)) == NULL)
+        return config_oom(x, full);
+    return 0;
+}
+
+static int is_list(const config_setting_t *s)
+{
+    return config_setting_is_list(s) || config_setting_is_array(s);
+}
+
+/* A "host:port" with a port of 1..65535 (an IPv6 host in brackets). */
+static int addr_ok(const char *a)
+{
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a || !colon[1])
+        return 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    return *end == '\0' && port >= 1 && port <= 65535 && colon - a <= 255;
+}
+
+/* A list of "host:port" strings (K_ADDRS) into the char ** at k->off of
+ * base, its count at k->def. */
+static int load_addrs(struct ctx *x, const config_setting_t *s, const struct key *k, void *base,
+                      const char *full)
+{
+    char ***list = (char ***)((char *)base + k->off);
+    size_t *count = (size_t *)((char *)base + k->def);
+    if (!is_list(s))
+        return config_fail(x, s, full, "expected a list ( \"host:port\", ... )");
+    int n = config_setting_length(s);
+    if (n < k->min || n > k->max)
+        return config_fail(x, s, full, "must list %lld..%lld addresses", k->min, k->max);
+    if ((*list = calloc((size_t)n, sizeof **list)) == NULL)
+        return config_oom(x, full);
+    *count = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        const char *v = config_setting_get_string(e);
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (v == NULL || !addr_ok(v))
+            return config_fail(x, e, path, "expected \"host:port\" (port 1..65535)");
+        if (((*list)[i] = strdup(v)) == NULL)
+            return config_oom(x, path);
+    }
+    return 0;
+}
+
+const char *lapse_node_name(const struct lapse_redis_node *n, char *buf, size_t size)
+{
+    if (n->nseeds)
+        snprintf(buf, size, "cluster");
+    else if (n->master)
+        snprintf(buf, size, "%s", n->master);
+    else
+        snprintf(buf, size, "%s:%d", n->host ? n->host : "", n->port);
+    return buf;
+}
+
+/* What one key alone cannot say about a node: it is plain or behind
+ * Sentinel, wholly, and a user comes with a password. */
+static int check_node(struct ctx *x, const config_setting_t *e, const struct lapse_redis_node *n,
+                      const char *path)
+{
+    int plain = n->host || n->port, sentinel = n->nsentinels || n->master;
+    char key[PATH_MAX_];
+#define NODE_FAIL(sub, ...) (join(key, path, sub), config_fail(x, e, key, __VA_ARGS__))
+    if (plain && sentinel)
+        return config_fail(x, e, path, "either host and port (a plain node) or sentinels and "
+                           "master (a Sentinel node), not both");
+    if (!plain && !sentinel)
+        return NODE_FAIL("host", "missing (or sentinels and master)");
+    if (plain && !n->host)
+        return NODE_FAIL("host", "missing");
+    if (plain && !n->port)
+        return NODE_FAIL("port", "missing");
+    if (sentinel && !n->nsentinels)
+        return NODE_FAIL("sentinels", "missing");
+    if (sentinel && !n->master)
+        return NODE_FAIL("master", "missing");
+    if (n->was && !sentinel)
+        return NODE_FAIL("was", "only for a Sentinel node (sentinels and master)");
+    if (n->was && !addr_ok(n->was))
+        return NODE_FAIL("was", "expected \"host:port\" (port 1..65535)");
+    if (!sentinel && (n->sentinel_username || n->sentinel_password))
+        return NODE_FAIL(n->sentinel_username ? "sentinel_username" : "sentinel_password",
+                         "only for a Sentinel node (sentinels and master)");
+    if (n->username && !n->password)
+        return NODE_FAIL("password", "missing (username needs it)");
+    if (n->sentinel_username && !n->sentinel_password)
+        return NODE_FAIL("sentinel_password", "missing (sentinel_username needs it)");
+#undef NODE_FAIL
+    return 0;
+}
+
+/* redis.nodes: 1..NODES_MAX groups, each checked against config_node_keys. */
+static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full)
+{
+    if (!is_list(s))
+        return config_fail(x, s, full, "expected a list ( { host = ...; port = ...; }, ... )");
+    int n = config_setting_length(s);
+    if (n < 1 || n > NODES_MAX)
+        return config_fail(x, s, full, "must list 1..%d nodes", NODES_MAX);
+    if ((x->cfg->nodes = calloc((size_t)n, sizeof *x->cfg->nodes)) == NULL)
+        return config_oom(x, full);
+    x->cfg->nnodes = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (!config_setting_is_group(e))
+            return config_fail(x, e, path, "expected a group { host = ...; port = ...; }");
+        unsigned char seen[SEEN_MAX] = {0};
+        if (config_walk(x, e, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], "",
+                        path) < 0 ||
+            config_fill(x, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i],
+                        path) < 0 ||
+            check_node(x, e, &x->cfg->nodes[i], path) < 0)
+            return -1;
+        char name[LAPSE_NODE_NAME_MAX], other[LAPSE_NODE_NAME_MAX];
+        lapse_node_name(&x->cfg->nodes[i], name, sizeof name);
+        for (int j = 0; j < i; j++) {
+            const char *was_i = x->cfg->nodes[i].was, *was_j = x->cfg->nodes[j].was;
+            lapse_node_name(&x->cfg->nodes[j], other, sizeof other);
+            if (strcmp(other, name) == 0 || (was_j && strcmp(was_j, name) == 0) ||
+                (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0))))
+                return config_fail(x, e, path, "%s is listed twice (as redis.nodes[%d])",
+                                   was_i && (strcmp(was_i, other) == 0 ||
+                                             (was_j && !strcmp(was_i, was_j)))
+                                       ? was_i : name, j);
+        }
+    }
+    return 0;
+}
+
+/* Properties lapse sets itself on the ingress consumer: overriding them
+ * would break the commit rule, so naming them is an error. */
+static const char *const ingress_reserved[] = {
+    "group.id", "enable.auto.commit", "enable.auto.offset.store",
+};
+
+/* kafka.properties, ingress.properties: ( ("name", value), ... ). A list of
+ * pairs rather than a group because libconfig names cannot contain the dots
+ * librdkafka's names have. Values may be strings, integers or booleans; they
+ * are kept as the strings rd_kafka_conf_set wants. Names are not checked here
+ * (librdkafka knows its own), but a name given twice is an error, not a
+ * silent override. */
+static int load_props(struct ctx *x, const config_setting_t *s, const struct key *k,
+                      const char *full)
+{
+    struct lapse_kv **props = (struct lapse_kv **)((char *)x->cfg + k->off);
+    size_t *count = (size_t *)((char *)x->cfg + k->def);
+    int ingress = strcmp(k->path, "ingress.properties") == 0;
+    if (!is_list(s))
+        return config_fail(x, s, full, "expected a list ( (\"name\", \"value\"), ... )");
+    int n = config_setting_length(s);
+    if (n == 0)
+        return 0;
+    if ((*props = calloc((size_t)n, sizeof **props)) == NULL)
+        return config_oom(x, full);
+    *count = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char path[PATH_MAX_], num[32];
+        index_path(path, full, i);
+        if (!is_list(e) || config_setting_length(e) != 2)
+            return config_fail(x, e, path, "expected (\"name\", \"value\")");
+        const config_setting_t *ks = config_setting_get_elem(e, 0);
+        const config_setting_t *vs = config_setting_get_elem(e, 1);
+        const char *name = config_setting_get_string(ks);
+        if (name == NULL || name[0] == '\0')
+            return config_fail(x, e, path, "property name must be a non-empty string");
+        if (strcmp(name, "bootstrap.servers") == 0 || strcmp(name, "metadata.broker.list") == 0)
+            return config_fail(x, e, path, "%s: set kafka.brokers instead", name);
+        for (size_t r = 0; ingress && r < NKEYS(ingress_reserved); r++)
+            if (strcmp(name, ingress_reserved[r]) == 0)
+                return config_fail(x, e, path, "%s: set by lapse (ingress.group; offsets are "
+                                   "committed only once applied)", name);
+        const char *value;
+        switch (config_setting_type(vs)) {
+        case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
+        case CONFIG_TYPE_INT:
+        case CONFIG_TYPE_INT64:
+            snprintf(num, sizeof num, "%lld", config_setting_get_int64(vs));
+            value = num;
+            break;
+        case CONFIG_TYPE_BOOL: value = config_setting_get_bool(vs) ? "true" : "false"; break;
+        default:
+            return config_fail(x, e, path, "%s: value must be a string, integer or boolean",
+                               name);
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp((*props)[j].key, name) == 0)
+                return config_fail(x, e, path, "%s: given twice", name);
+        struct lapse_kv *kv = &(*props)[i];
+        if ((kv->key = strdup(name)) == NULL || (kv->value = strdup(value)) == NULL)
+            return config_oom(x, path);
+    }
+    return 0;
+}
+
+/* ingress.rules: 0..RULES_MAX groups, each checked against config_rule_keys, then
+ * for what one key alone cannot say: match_field and match_value come
+ * together, and time_field only means something with time = "field". */
+static int load_rules(struct ctx *x, const config_setting_t *s, const char *full)
+{
+    if (!is_list(s))
+        return config_fail(x, s, full, "expected a list ( { timeout_ms = ...; }, ... )");
+    int n = config_setting_length(s);
+    if (n > RULES_MAX)
+        return config_fail(x, s, full, "must list 0..%d rules", RULES_MAX);
+    if (n == 0)
+        return 0;
+    if ((x->cfg->ingress_rules = calloc((size_t)n, sizeof *x->cfg->ingress_rules)) == NULL)
+        return config_oom(x, full);
+    x->cfg->ningress_rules = (size_t)n;
+    int tf = find(config_rule_keys, config_nrule_keys, "time_field");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        struct lapse_ingress_rule *r = &x->cfg->ingress_rules[i];
+        char path[PATH_MAX_];
+        index_path(path, full, i);
+        if (!config_setting_is_group(e))
+            return config_fail(x, e, path, "expected a group { timeout_ms = ...; }");
+        unsigned char seen[SEEN_MAX] = {0};
+        if (config_walk(x, e, config_rule_keys, config_nrule_keys, seen, r, "", path) < 0 ||
+            config_fill(x, config_rule_keys, config_nrule_keys, seen, r, path) < 0)
+            return -1;
+        if ((r->match_field == NULL) != (r->match_value == NULL))
+            return config_fail(x, e, path, "match_field and match_value go together");
+        if (seen[tf] && r->time_source != LAPSE_TIME_FIELD)
+            return config_fail(x, e, path, "time_field needs time = \"field\"");
+    }
+    return 0;
+}
+
+static const char *const time_names[] = {
+    [LAPSE_TIME_ARRIVAL] = "arrival", [LAPSE_TIME_KAFKA] = "kafka", [LAPSE_TIME_FIELD] = "field",
+};
+
+static int time_parse(const char *v)
+{
+    for (int i = 0; i < (int)NKEYS(time_names); i++)
+        if (strcmp(v, time_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Checks one setting against its table entry and stores it. */
+static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k,
+                   const struct key *tab, size_t n, unsigned char *seen, void *base,
+                   const char *rel, const char *full)
+{
+    int t = config_setting_type(s);
+    switch (k->type) {
+    case K_GROUP:
+        if (t != CONFIG_TYPE_GROUP)
+            return config_fail(x, s, full, "expected a group { ... }");
+        return config_walk(x, s, tab, n, seen, base, rel, full);
+    case K_INT: {
+        if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+            return config_fail(x, s, full, "expected an integer");
+        /* libconfig 1.5 wraps an unsuffixed literal beyond 32 bits into an
+         * int (4294967297 reads as 1) and gives us no way to tell; only
+         * "L"-suffixed literals arrive as INT64 with their real value. */
+        long long v = config_setting_get_int64(s);
+        if (v < k->min || v > k->max)
+            return config_fail(x, s, full, "must be %lld..%lld (got %lld)", k->min, k->max, v);
+        *(int *)((char *)base + k->off) = (int)v;
+        return 0;
+    }
+    case K_STR:
+    case K_NAME:
+    case K_LEVEL:
+    case K_TIME: {
+        if (t != CONFIG_TYPE_STRING)
+            return config_fail(x, s, full, "expected a string");
+        const char *v = config_setting_get_string(s);
+        if (k->type == K_TIME) {
+            int ts = time_parse(v);
+            if (ts < 0)
+                return config_fail(x, s, full, "must be one of arrival, kafka, field");
+            *(int *)((char *)base + k->off) = ts;
+            return 0;
+        }
+        if (k->type != K_LEVEL)
+            return check_str(x, s, k, full, v) < 0 ? -1 : store_str(x, k, base, full, v);
+        int level = lapse_log_level_parse(v);
+        if (level < 0)
+            return config_fail(x, s, full, "must be one of debug, info, warn, error");
+        *(int *)((char *)base + k->off) = level;
+        return 0;
+    }
+    case K_BOOL:
+        if (t != CONFIG_TYPE_BOOL)
+            return config_fail(x, s, full, "expected true or false");
+        *(int *)((char *)base + k->off) = config_setting_get_bool(s);
+        return 0;
+    case K_NODES: return load_nodes(x, s, full);
+    case K_PROPS: return load_props(x, s, k, full);
+    case K_ADDRS: return load_addrs(x, s, k, base, full);
+    case K_RULES: return load_rules(x, s, full);
+    }
+    return config_fail(x, s, full, "internal error: bad table entry");
+}
+
+/* Checks every setting of group `grp`, in file order, against `tab`; `rel`
+ * is the group's path within the table, `full` its path in the file. */
+int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *tab, size_t n,
+                unsigned char *seen, void *base, const char *rel, const char *full)
+{
+    int len = config_setting_length(grp);
+    for (int i = 0; i < len; i++) {
+        const config_setting_t *s = config_setting_get_elem(grp, (unsigned)i);
+        char relp[PATH_MAX_], fullp[PATH_MAX_];
+        join(relp, rel, config_setting_name(s));
+        join(fullp, full, config_setting_name(s));
+        int k = find(tab, n, relp);
+        if (k < 0)
+            return config_fail(x, s, fullp, "unknown key");
+        seen[k] = 1;
+        if (set_one(x, s, &tab[k], tab, n, seen, base, relp, fullp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After a walk: a required key not seen is an error, others get defaults. */
+int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
+                void *base, const char *full)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct key *k = &tab[i];
+        char fullp[PATH_MAX_];
+        if (seen[i])
+            continue;
+        join(fullp, full, k->path);
+        if (k->required)
+            return config_fail(x, NULL, fullp, "missing");
+        if (k->type == K_INT || k->type == K_BOOL)
+            *(int *)((char *)base + k->off) = (int)k->def;
+        else if (k->type == K_LEVEL)
+            *(int *)((char *)base + k->off) = lapse_log_level_parse(k->sdef);
+        else if (k->type == K_TIME)
+            *(int *)((char *)base + k->off) = time_parse(k->sdef);
+        else if ((k->type == K_STR || k->type == K_NAME) && store_str(x, k, base, fullp, k->sdef) < 0)
+            return -1;
+    }
+    return 0;
+}
