@@ -1,7 +1,9 @@
 /*
- * queue — the producer's internals, shared by producer.c (the queue,
- * coalescing, the public API) and send.c (turning a batch into Redis calls,
- * splits included). Not installed; not part of the library's API.
+ * queue — the producer's internals, shared by its files: producer.c (the
+ * queue, coalescing, the public API), send.c (sending a batch: pipelines,
+ * replies, retries, splits included), send_plan.c (turning a batch into
+ * Redis calls), confirm.c and probe.c. Not installed; not part of the
+ * library's API.
  */
 #ifndef LAPSE_QUEUE_H
 #define LAPSE_QUEUE_H
@@ -36,7 +38,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
-    /* set by send.c for the current layout: */
+    /* set by send_plan.c for the current layout: */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
     int moving;                /* during a split: shard != old_shard */
@@ -87,8 +89,6 @@ struct producer_absorbed {
     uint32_t reported;
 };
 
-struct send;
-
 struct lapse_producer {
     const struct lapse_config *cfg;
     struct lapse_config owned_cfg;  /* when opened from a file */
@@ -129,7 +129,8 @@ struct lapse_producer {
 /* Appends bytes to the arena; their offset in *off. 0 or -1 (no memory). */
 int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off);
 
-/* (Re)reads the layout and the shard key names. 0, or -1 with errstr. */
+/* (Re)reads the layout and the shard key names (send_plan.c). 0, or -1
+ * with errstr. */
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
 
 /* Applies every queued op (send.c), reading each reply as it comes: no
@@ -161,6 +162,53 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness);
 /* Forgets what producer_send_start sent without reading its replies
  * (frees s; accepts NULL). */
 void producer_send_abandon(struct send *s);
+
+/*
+ * The scratch memory of one send and the calls it plans: shared by send.c
+ * (which sends them and reads the replies) and send_plan.c (which plans
+ * them).
+ */
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
+
+struct send_call {
+    enum lapse_script script;
+    uint32_t shard;        /* whose keys the call takes */
+    int with_old;          /* apply: also the old shard's keys (a local move) */
+    const size_t *ops;     /* the op indices it carries (into order or picked) */
+    size_t count;
+};
+
+/* Scratch memory of one send, sized for the batch. */
+struct send {
+    lapse_producer *p;
+    size_t *order;          /* op indices grouped by shard */
+    size_t *picked;         /* op indices of filtered calls (seed, drop) */
+    size_t npicked;
+    size_t *start;          /* per shard: first index in order[] (+1 entry) */
+    struct send_call *calls;
+    size_t ncalls;
+    const char **argv;
+    size_t *argvlen;
+    char (*nums)[3][32];    /* per op of a call: number strings */
+    size_t *sent;           /* per node: calls sent, replies not yet read */
+    unsigned char *waits;   /* per node: a WAIT follows them */
+    int confirm;            /* append WAITs (redis.wait_replicas); not when pipelined */
+    uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
+    uint64_t *conn;         /* pipelined: per node, the connection the calls went out
+                               on (lapse_redis_reconnects) */
+    char epoch[24];
+    char plain[24];         /* apply.lua's count of plain pairs */
+};
+
+/* send_plan.c: turning the queue into calls (see each definition). */
+void send_route(lapse_producer *p);
+int send_taking(const struct producer_op *op);
+size_t send_group(struct send *s, int old, int moving);
+void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
+int send_build(struct send *s, const struct send_call *c);
+
+/* send.c: 1 if the op's ID is known to have settled in its new shard. */
+int send_moved(lapse_producer *p, const struct producer_op *op);
 
 /*
  * confirm — durable acknowledgement of pipelined batches (redis.wait_replicas).
