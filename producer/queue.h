@@ -1,9 +1,10 @@
 /*
  * queue — the producer's internals, shared by its files: producer.c (the
  * queue, coalescing, the public API), send.c (sending a batch: pipelines,
- * replies, retries, splits included), send_plan.c (turning a batch into
- * Redis calls), confirm.c and probe.c. Not installed; not part of the
- * library's API.
+ * replies, retries, the split protocol), send_plan.c (turning a batch into
+ * Redis calls), send_split.c (what a split's replies say, the moved-ID
+ * cache), confirm.c and probe.c. Not installed; not part of the library's
+ * API.
  */
 #ifndef LAPSE_QUEUE_H
 #define LAPSE_QUEUE_H
@@ -22,7 +23,7 @@
 #define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
 #define PIPELINE 4      /* of those, sent and not read yet, at most */
 #define KEY_MAX LAPSE_KEY_MAX
-#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
+#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send_split.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
 
@@ -58,11 +59,12 @@ struct moved_slot {
 };
 
 /*
- * What send.c derives from the layout, in one allocation, so that
+ * What send_plan.c derives from the layout, in one allocation, so that
  * lapse_producer_free releases all of it with free(p->keys): the shard key
  * names and, while splitting, the moved-ID cache of the split (its table and
- * ID bytes follow the key names; see send.c). Replaced when the shard count
- * or the splitting state changes; the cache is emptied when the epoch does.
+ * ID bytes follow the key names; see send_split.c). Replaced when the shard
+ * count or the splitting state changes; the cache is emptied when the epoch
+ * does.
  */
 struct producer_routes {
     struct moved_slot *moved;  /* MOVED_SLOTS slots; NULL when not splitting */
@@ -165,8 +167,8 @@ void producer_send_abandon(struct send *s);
 
 /*
  * The scratch memory of one send and the calls it plans: shared by send.c
- * (which sends them and reads the replies) and send_plan.c (which plans
- * them).
+ * (which sends them and reads the replies), send_plan.c (which plans them)
+ * and send_split.c (which reads a split's replies into the ops).
  */
 enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
 
@@ -207,8 +209,12 @@ size_t send_group(struct send *s, int old, int moving);
 void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
 int send_build(struct send *s, const struct send_call *c);
 
-/* send.c: 1 if the op's ID is known to have settled in its new shard. */
+/* send_split.c: the moved-ID cache and a split's replies (see each
+ * definition). */
 int send_moved(lapse_producer *p, const struct producer_op *op);
+int send_took(struct send *s, const struct send_call *c, const redisReply *r);
+void send_unseeded(struct send *s, const struct send_call *c);
+void send_settled(struct send *s, const struct send_call *c, const redisReply *r);
 
 /*
  * confirm — durable acknowledgement of pipelined batches (redis.wait_replicas).
