@@ -1,10 +1,14 @@
 /*
- * queue — the producer's internals, shared by its files: producer.c (the
- * queue, coalescing, the public API), send.c (sending a batch: pipelines,
- * replies, retries, the split protocol), send_plan.c (turning a batch into
- * Redis calls), send_split.c (what a split's replies say, the moved-ID
- * cache), confirm.c and probe.c. Not installed; not part of the library's
- * API.
+ * queue — the producer's internals, shared by its files and no others:
+ * producer.c (the queue, coalescing, the public API), flight.c (the ring of
+ * batches in flight), send.c (sending a batch: pipelines, replies, retries,
+ * the split protocol), send_plan.c (turning a batch into Redis calls),
+ * send_split.c (what a split's replies say, the moved-ID cache), confirm.c
+ * and probe.c. Calls go one way, from each file to those after it in
+ * producer.c, flight.c, send.c, send_plan.c, send_split.c (confirm.c is
+ * called from flight.c and send.c and calls none of them); only the queue's
+ * arena (producer_arena_put) is called back. Not installed; not part of the
+ * library's API.
  */
 #ifndef LAPSE_QUEUE_H
 #define LAPSE_QUEUE_H
@@ -106,7 +110,7 @@ struct lapse_producer {
     char *arena;
     size_t arena_len, arena_cap;
     uint32_t seq, last_seq;         /* the queue's batch number; the last one given */
-    /* Full batches sent and not confirmed yet: a ring, oldest at
+    /* Full batches sent and not confirmed yet (flight.c): a ring, oldest at
      * flight_first, nflight of them, the oldest nread of which were read
      * (applied; with redis.wait_replicas waiting for confirm.c).
      * sending[k] holds flight[k]'s calls while unread (send.c), read_no[k]
@@ -134,6 +138,13 @@ int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off
 /* (Re)reads the layout and the shard key names (send_plan.c). 0, or -1
  * with errstr. */
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
+
+/* flight.c: the ring of batches in flight (see each definition). */
+void producer_swap(lapse_producer *p, struct producer_batch *b);
+void producer_settled(lapse_producer *p, int rc);
+int producer_read_one(lapse_producer *p, char *errstr, size_t size);
+int producer_confirm_one(lapse_producer *p, char *errstr, size_t size);
+int producer_collect(lapse_producer *p, char *errstr, size_t size);
 
 /* Applies every queued op (send.c), reading each reply as it comes: no
  * reply of a producer_send_start may still be due on the connections (read
