@@ -43,7 +43,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
-    /* set by send_plan.c for the current layout: */
+    /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
     int moving;                /* during a split: shard != old_shard */
