@@ -1,7 +1,14 @@
 /*
- * queue — the producer's internals, shared by producer.c (the queue,
- * coalescing, the public API) and send.c (turning a batch into Redis calls,
- * splits included). Not installed; not part of the library's API.
+ * queue — the producer's internals, shared by its files and no others:
+ * producer.c (the queue, coalescing, the public API), flight.c (the ring of
+ * batches in flight), send.c (sending a batch: pipelines, replies, retries,
+ * the split protocol), send_plan.c (turning a batch into Redis calls),
+ * send_split.c (what a split's replies say, the moved-ID cache), confirm.c
+ * and probe.c. Calls go one way, from each file to those after it in
+ * producer.c, flight.c, send.c, send_plan.c, send_split.c (confirm.c is
+ * called from flight.c and send.c and calls none of them); only the queue's
+ * arena (producer_arena_put) is called back. Not installed; not part of the
+ * library's API.
  */
 #ifndef LAPSE_QUEUE_H
 #define LAPSE_QUEUE_H
@@ -20,7 +27,7 @@
 #define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
 #define PIPELINE 4      /* of those, sent and not read yet, at most */
 #define KEY_MAX LAPSE_KEY_MAX
-#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send.c): table slots, a power of two */
+#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send_split.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
 
@@ -36,7 +43,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
-    /* set by send.c for the current layout: */
+    /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
     int moving;                /* during a split: shard != old_shard */
@@ -56,11 +63,12 @@ struct moved_slot {
 };
 
 /*
- * What send.c derives from the layout, in one allocation, so that
+ * What send_plan.c derives from the layout, in one allocation, so that
  * lapse_producer_free releases all of it with free(p->keys): the shard key
  * names and, while splitting, the moved-ID cache of the split (its table and
- * ID bytes follow the key names; see send.c). Replaced when the shard count
- * or the splitting state changes; the cache is emptied when the epoch does.
+ * ID bytes follow the key names; see send_split.c). Replaced when the shard
+ * count or the splitting state changes; the cache is emptied when the epoch
+ * does.
  */
 struct producer_routes {
     struct moved_slot *moved;  /* MOVED_SLOTS slots; NULL when not splitting */
@@ -87,8 +95,6 @@ struct producer_absorbed {
     uint32_t reported;
 };
 
-struct send;
-
 struct lapse_producer {
     const struct lapse_config *cfg;
     struct lapse_config owned_cfg;  /* when opened from a file */
@@ -104,7 +110,7 @@ struct lapse_producer {
     char *arena;
     size_t arena_len, arena_cap;
     uint32_t seq, last_seq;         /* the queue's batch number; the last one given */
-    /* Full batches sent and not confirmed yet: a ring, oldest at
+    /* Full batches sent and not confirmed yet (flight.c): a ring, oldest at
      * flight_first, nflight of them, the oldest nread of which were read
      * (applied; with redis.wait_replicas waiting for confirm.c).
      * sending[k] holds flight[k]'s calls while unread (send.c), read_no[k]
@@ -129,8 +135,16 @@ struct lapse_producer {
 /* Appends bytes to the arena; their offset in *off. 0 or -1 (no memory). */
 int producer_arena_put(lapse_producer *p, const char *b, size_t len, size_t *off);
 
-/* (Re)reads the layout and the shard key names. 0, or -1 with errstr. */
+/* (Re)reads the layout and the shard key names (send_plan.c). 0, or -1
+ * with errstr. */
 int producer_load_layout(lapse_producer *p, char *errstr, size_t size);
+
+/* flight.c: the ring of batches in flight (see each definition). */
+void producer_swap(lapse_producer *p, struct producer_batch *b);
+void producer_settled(lapse_producer *p, int rc);
+int producer_read_one(lapse_producer *p, char *errstr, size_t size);
+int producer_confirm_one(lapse_producer *p, char *errstr, size_t size);
+int producer_collect(lapse_producer *p, char *errstr, size_t size);
 
 /* Applies every queued op (send.c), reading each reply as it comes: no
  * reply of a producer_send_start may still be due on the connections (read
@@ -161,6 +175,57 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness);
 /* Forgets what producer_send_start sent without reading its replies
  * (frees s; accepts NULL). */
 void producer_send_abandon(struct send *s);
+
+/*
+ * The scratch memory of one send and the calls it plans: shared by send.c
+ * (which sends them and reads the replies), send_plan.c (which plans them)
+ * and send_split.c (which reads a split's replies into the ops).
+ */
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
+
+struct send_call {
+    enum lapse_script script;
+    uint32_t shard;        /* whose keys the call takes */
+    int with_old;          /* apply: also the old shard's keys (a local move) */
+    const size_t *ops;     /* the op indices it carries (into order or picked) */
+    size_t count;
+};
+
+/* Scratch memory of one send, sized for the batch. */
+struct send {
+    lapse_producer *p;
+    size_t *order;          /* op indices grouped by shard */
+    size_t *picked;         /* op indices of filtered calls (seed, drop) */
+    size_t npicked;
+    size_t *start;          /* per shard: first index in order[] (+1 entry) */
+    struct send_call *calls;
+    size_t ncalls;
+    const char **argv;
+    size_t *argvlen;
+    char (*nums)[3][32];    /* per op of a call: number strings */
+    size_t *sent;           /* per node: calls sent, replies not yet read */
+    unsigned char *waits;   /* per node: a WAIT follows them */
+    int confirm;            /* append WAITs (redis.wait_replicas); not when pipelined */
+    uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
+    uint64_t *conn;         /* pipelined: per node, the connection the calls went out
+                               on (lapse_redis_reconnects) */
+    char epoch[24];
+    char plain[24];         /* apply.lua's count of plain pairs */
+};
+
+/* send_plan.c: turning the queue into calls (see each definition). */
+void send_route(lapse_producer *p);
+int send_taking(const struct producer_op *op);
+size_t send_group(struct send *s, int old, int moving);
+void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
+int send_build(struct send *s, const struct send_call *c);
+
+/* send_split.c: the moved-ID cache and a split's replies (see each
+ * definition). */
+int send_moved(lapse_producer *p, const struct producer_op *op);
+int send_took(struct send *s, const struct send_call *c, const redisReply *r);
+void send_unseeded(struct send *s, const struct send_call *c);
+void send_settled(struct send *s, const struct send_call *c, const redisReply *r);
 
 /*
  * confirm — durable acknowledgement of pipelined batches (redis.wait_replicas).
