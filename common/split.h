@@ -13,7 +13,7 @@
  * takes); no one ever acts on the old layout after step 2. While splitting,
  * producers write moving IDs in their new shard, accounting for the old
  * twin (producer/send.c), and old shards' scanners drop twins that were
- * rewritten (scanner/scanner.c). lapse_split_finish ends the split once no
+ * rewritten (scanner/twins.c). lapse_split_finish ends the split once no
  * old shard holds a moving ID; lapse_split_drain moves the rest itself.
  *
  * All functions return 0 or -1 with a one-line reason in errstr. `nodes`

@@ -1,34 +1,18 @@
 /*
- * ingress — the --from-kafka consumer loop (see ingress.h for the rules).
+ * ingress — the --from-kafka consumer loop (see ingress.h for the rules):
+ * the consumer and its callbacks, and each message taken into the batch,
+ * submitted to the producer library with its index in the batch as the tag
+ * or marked "not understood". What a batch is and how it is settled,
+ * committed or read again is ingress_batch.c, which keeps the commit rule's
+ * invariants; calls go from here into it, never back.
  *
- * A batch is the list of messages taken since the last commit, in the order
- * the consumer returned them (so, per partition, in offset order). Each
- * message is either submitted to the producer library with its index in the
- * batch as the tag, or marked "not understood" (and its dead-letter copy
- * produced at once). settle() then flushes the producer, turns ops Redis
- * refused for good into "not understood", waits for every dead-letter
- * acknowledgement, and commits, per partition, the offset after the batch's
- * last message there.
- *
- * Invariants:
- *  - An offset is committed only by commit(), which runs only when the
- *    whole batch is applied and acknowledged. Anything else drops the batch
- *    through batch_failed(), which seeks every partition of the batch back
- *    to the batch's first message there, so the next poll reads it again:
- *    a later commit can never cover a message whose writes failed.
- *  - When that seek fails, the ingress stops (fatal): a consumer whose
- *    position is past unapplied messages must not commit again.
- *  - The producer's queue holds only this batch's ops: every path that
- *    drops the batch follows a flush (which empties the queue, applied or
- *    not), so tags always index the current batch.
- *  - Logging of what input can trigger is rate-limited.
+ * Logging of what input can trigger is rate-limited.
  */
 #include "ingress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -37,50 +21,16 @@
 #include "command.h"
 #include "deadletter.h"
 #include "httpd.h"
+#include "ingress_batch.h"
 #include "ingress_metrics.h"
 #include "kafka.h"
 #include "log.h"
 #include "watchdog.h"
 
 #define POLL_IDLE_MS 100      /* longest consumer wait: how soon a stop is seen */
-#define LOG_PER_SEC 10        /* rate limit of each input-triggered log line */
 #define BACKOFF_MIN_MS 200    /* first wait before reading a failed batch again */
 #define BACKOFF_MAX_MS 5000   /* the back-off doubles up to this */
-#define SEEK_MS 5000          /* longest wait for a seek back */
-#define DLQ_STOP_WAIT_MS 5000 /* at a stop, longest wait for dead-letter acks */
 #define STATS_EVERY_MS 60000  /* a counters line at most this often, when they moved */
-#define WHY_MAX 512           /* a reason, as logged and put in the header */
-
-struct slot {
-    rd_kafka_message_t *m; /* owned until the batch is released */
-    char *why;             /* why it is not understood, or what Redis said; or NULL */
-    int bad;               /* not understood: counted, logged, dead-lettered */
-    int refused;           /* the producer reported an error for its op */
-    char kind;             /* submitted: 'c' a command, 's' a signal's extend */
-};
-
-struct lapse_ingress {
-    const struct lapse_config *cfg;
-    rd_kafka_t *rk;              /* the consumer */
-    lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
-    lapse_producer *p;           /* set by serve */
-    volatile sig_atomic_t *stop; /* set by serve */
-    struct slot *batch;          /* the current batch, in consumer order */
-    size_t n, cap;
-    int backoff_ms;              /* the last back-off; 0 after a settled batch */
-    struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
-    int in_rebalance;            /* settle() called from the rebalance callback */
-    int fatal;                   /* stop serving and commit nothing more */
-    struct lapse_ingress_stats st, st_logged;
-    int64_t stats_at;            /* monotonic ms of the last counters line */
-    struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
-    struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
-    lapse_httpd *httpd;          /* ingress.metrics_port, or NULL */
-    int64_t batch_ms;            /* monotonic ms the batch's first message was taken */
-};
-
-#define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
-#define M_SET(f, v) atomic_store_explicit(&ing->metrics->f, (v), memory_order_relaxed)
 
 /* ---------------------------------------------------------------- setup */
 
@@ -218,20 +168,11 @@ lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, s
     return ing;
 }
 
-static void release(lapse_ingress *ing)
-{
-    for (size_t i = 0; i < ing->n; i++) {
-        rd_kafka_message_destroy(ing->batch[i].m);
-        free(ing->batch[i].why);
-    }
-    ing->n = 0;
-}
-
 void lapse_ingress_free(lapse_ingress *ing)
 {
     if (!ing)
         return;
-    release(ing);
+    ingress_release(ing);
     free(ing->batch);
     lapse_httpd_stop(ing->httpd); /* before what it reads goes */
     if (ing->rk)
@@ -248,178 +189,6 @@ void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stat
 }
 
 /* ---------------------------------------------------------------- the batch */
-
-static const char *topic_of(const rd_kafka_message_t *m) { return rd_kafka_topic_name(m->rkt); }
-
-static void set_why(struct slot *s, const char *why)
-{
-    free(s->why);
-    s->why = strdup(why); /* NULL on OOM: logged as "?" */
-}
-
-void lapse_ingress_on_error(void *ctx, uint64_t tag, const char *reason)
-{
-    lapse_ingress *ing = ctx;
-    if (tag >= ing->n)
-        return; /* cannot happen: the queue holds only this batch */
-    ing->batch[tag].refused = 1;
-    set_why(&ing->batch[tag], reason);
-}
-
-/* Slot i is not understood: count, log, copy. */
-static void mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r)
-{
-    struct slot *s = &ing->batch[i];
-    s->bad = 1;
-    set_why(s, why);
-    ing->st.rejected++;
-    lapse_ingress_metrics_reject(ing->metrics, r);
-    lapse_log_limited(&ing->lim_bad, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: %s/%d/%lld: %s",
-                      topic_of(s->m), (int)s->m->partition, (long long)s->m->offset,
-                      s->why ? s->why : "?");
-    if (ing->dlq)
-        lapse_deadletter_send(ing->dlq, s->m, s->why ? s->why : "?");
-}
-
-/* Seeks every partition of the batch back to its first message there. */
-static int seek_back(lapse_ingress *ing)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t i = 0; i < ing->n; i++) {
-        const rd_kafka_message_t *m = ing->batch[i].m;
-        if (!rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
-            rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition)->offset = m->offset;
-    }
-    /* librdkafka before 2.1.0 reads seek_partitions' timeout as microseconds
-     * (librdkafka PR #4230), so a busy fetcher "times out" within 5 ms. A
-     * timed-out seek is still queued, and seeking again to the same offsets
-     * is harmless: keep asking until our own clock says SEEK_MS passed. */
-    int rc = 0;
-    int64_t end = lapse_clock_mono_ms() + SEEK_MS;
-    rd_kafka_error_t *e;
-    while ((e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS)) &&
-           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
-           lapse_clock_mono_ms() < end) {
-        rd_kafka_error_destroy(e);
-        for (int i = 0; i < l->cnt; i++)
-            l->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    }
-    if (e) {
-        log_error("ingress: cannot seek back: %s", rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        rc = -1;
-    }
-    for (int i = 0; rc == 0 && i < l->cnt; i++)
-        if (l->elems[i].err) {
-            log_error("ingress: cannot seek %s/%d back to %lld: %s", l->elems[i].topic,
-                      (int)l->elems[i].partition, (long long)l->elems[i].offset,
-                      rd_kafka_err2str(l->elems[i].err));
-            rc = -1;
-        }
-    rd_kafka_topic_partition_list_destroy(l);
-    return rc;
-}
-
-/* Sleeps `ms`, in steps that notice a stop and serve dead-letter reports. */
-static void pause_ms(lapse_ingress *ing, int ms)
-{
-    int64_t end = lapse_clock_mono_ms() + ms;
-    while (!*ing->stop && lapse_clock_mono_ms() < end) {
-        if (ing->dlq)
-            lapse_deadletter_poll(ing->dlq, 0);
-        struct timespec ts = {0, 50 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* The batch could not be settled: commit nothing of it, read it again. */
-static int batch_failed(lapse_ingress *ing, const char *why)
-{
-    ing->st.retries++;
-    ing->backoff_ms = lapse_backoff_next(&ing->backoff);
-    lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
-                      "ingress: %zu messages not applied (%s): not committed, reading them "
-                      "again in %d ms", ing->n, why, ing->backoff_ms);
-    if (seek_back(ing) < 0)
-        ing->fatal = 1;
-    release(ing);
-    if (!ing->in_rebalance && !ing->fatal)
-        pause_ms(ing, ing->backoff_ms);
-    return -1;
-}
-
-/* Redis errors that say "not now" rather than "never": read again. */
-static int transient(const char *why)
-{
-    static const char *const prefixes[] = {
-        "OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
-        "NOREPLICAS", "MISCONF",
-    };
-    for (size_t i = 0; why && i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(why, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    return why == NULL; /* out of memory copying the reason: do not guess */
-}
-
-/* Commits, per partition, the offset after the batch's last message there. */
-static void commit(lapse_ingress *ing, int sync)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t i = 0; i < ing->n; i++) {
-        const rd_kafka_message_t *m = ing->batch[i].m;
-        rd_kafka_topic_partition_t *t =
-            rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition);
-        if (!t)
-            t = rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition);
-        if (t->offset < m->offset + 1)
-            t->offset = m->offset + 1;
-    }
-    rd_kafka_resp_err_t err = rd_kafka_commit(ing->rk, l, !sync);
-    if (err && sync) /* async: on_commit reports */
-        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
-                          "ingress: commit failed: %s", rd_kafka_err2str(err));
-    rd_kafka_topic_partition_list_destroy(l);
-}
-
-/* Applies, dead-letters and commits the batch; 0, or -1 via batch_failed. */
-static int settle(lapse_ingress *ing, int sync)
-{
-    char why[WHY_MAX];
-    if (ing->n == 0)
-        return 0;
-    if (lapse_producer_flush(ing->p, why, sizeof why) < 0) {
-        M_INC(redis_errors);
-        M_SET(redis_up, 0);
-        return batch_failed(ing, why);
-    }
-    M_SET(redis_up, 1);
-    for (size_t i = 0; i < ing->n; i++)
-        if (ing->batch[i].refused && !ing->batch[i].bad && transient(ing->batch[i].why)) {
-            snprintf(why, sizeof why, "Redis: %s", ing->batch[i].why ? ing->batch[i].why : "?");
-            M_INC(redis_errors);
-            return batch_failed(ing, why);
-        }
-    for (size_t i = 0; i < ing->n; i++)
-        if (ing->batch[i].refused && !ing->batch[i].bad) {
-            snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
-            mark_bad(ing, i, why, LAPSE_REJECT_REDIS_REFUSED);
-        }
-    if (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
-        return batch_failed(ing, why);
-    commit(ing, sync);
-    size_t kinds[2] = {0, 0}; /* commands, signals applied */
-    for (size_t i = 0; i < ing->n; i++)
-        if (!ing->batch[i].bad && ing->batch[i].kind)
-            kinds[ing->batch[i].kind == 's']++;
-    lapse_ingress_metrics_settled(ing->metrics, ing->p,
-                                  ing->dlq ? lapse_deadletter_acked(ing->dlq) : 0, kinds[0],
-                                  kinds[1], lapse_clock_mono_ms() - ing->batch_ms);
-    ing->st.batches++;
-    ing->backoff_ms = 0;
-    lapse_backoff_reset(&ing->backoff);
-    release(ing);
-    return 0;
-}
 
 /* Appends `m` to the batch and submits what it means (or marks it bad). */
 static void take(lapse_ingress *ing, rd_kafka_message_t *m)
@@ -466,7 +235,7 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     if (rc < 0) {
         json_decref(j);
-        mark_bad(ing, i, why, is_cmd ? LAPSE_REJECT_BAD_COMMAND
+        ingress_mark_bad(ing, i, why, is_cmd ? LAPSE_REJECT_BAD_COMMAND
                                      : lapse_ingress_metrics_watchdog_reason(why));
         return;
     }
@@ -482,12 +251,12 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     /* -1: refused before queueing; -2: queued, and an automatic send failed
      * (this op's batch or one in flight before it: all of them hold only
-     * messages since the last commit, which settle() flushes first). */
+     * messages since the last commit, which ingress_settle() flushes first). */
     if (rc == -1) {
-        mark_bad(ing, i, why, LAPSE_REJECT_INVALID);
+        ingress_mark_bad(ing, i, why, LAPSE_REJECT_INVALID);
     } else {
         M_INC(redis_errors);
-        batch_failed(ing, why);
+        ingress_batch_failed(ing, why);
     }
 }
 
@@ -508,7 +277,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     } else {
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && ing->p) {
             ing->in_rebalance = 1; /* applied work is committed before they go */
-            settle(ing, 1);
+            ingress_settle(ing, 1);
             ing->in_rebalance = 0;
         } else if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
             log_warn("ingress: rebalance: %s", rd_kafka_err2str(err));
@@ -584,7 +353,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
             lapse_deadletter_poll(ing->dlq, 0);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
         if (!m) { /* nothing more ready: apply what we have now */
-            settle(ing, 0);
+            ingress_settle(ing, 0);
             log_stats(ing, 0);
             if (ing->httpd && !ing->n) /* Redis's state while no writes tell it */
                 lapse_ingress_metrics_probe(ing->metrics, p);
@@ -597,15 +366,15 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         }
         take(ing, m);
         if (ing->n >= max)
-            settle(ing, 0);
+            ingress_settle(ing, 0);
     }
 
     int rc = 0;
     M_SET(consuming, 0);
     if (ing->fatal) {
-        release(ing); /* never committed: read again by whoever comes next */
+        ingress_release(ing); /* never committed: read again by whoever comes next */
         rc = -1;
-    } else if (settle(ing, 1) < 0 || ing->backoff_ms) {
+    } else if (ingress_settle(ing, 1) < 0 || ing->backoff_ms) {
         rc = -1; /* the last batch failed (maybe just before the stop) */
     }
     ing->p = NULL; /* the revoke during close has nothing left to settle */

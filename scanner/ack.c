@@ -1,10 +1,13 @@
 /*
- * ack — the second half of the scanner's loop (scanner.c has the first):
+ * ack — the second half of the scanner's loop (claim.c has the first):
  * Kafka's answers come back here (scanner_delivered), acknowledged events
  * wait on their claim's list, and scanner_ack settles them in Redis through
  * ack.lua, grouped by claim (a claim acknowledged whole goes as its lease
  * and size alone). A failed or unanswered event is not settled: its ID
  * stays leased and is claimed again when the lease runs out.
+ *
+ * Calls go down: batch.c for the claims' lists, lease.c for the shard's
+ * errors and a fence. The sink calls in here (scanner_delivered).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,43 +17,6 @@
 #include "log.h"
 #include "redis.h"
 #include "shard.h"
-
-/* n flights of b are done with (settled, given up or never sent). */
-void scanner_batch_unref(struct batch *b, size_t n)
-{
-    b->refs -= n;
-    if (b->refs == 0) {
-        freeReplyObject(b->reply);
-        free(b);
-    }
-}
-
-/* Takes the acknowledged flights of b up to `stop` off its list (and b off
- * the settle list when none are left); they are done with. */
-static void scanner_settled(lapse_scanner *s, struct batch *b, struct flight *stop)
-{
-    size_t n = 0;
-    for (struct flight *f = b->acked; f != stop; f = f->next)
-        n++;
-    b->acked = stop;
-    b->nacked -= n;
-    if (!stop) { /* the list is short: batches with acks not yet settled */
-        struct batch **pb = &s->settle;
-        while (*pb != b)
-            pb = &(*pb)->next;
-        *pb = b->next;
-        if (!b->next)
-            s->settle_tail = pb;
-    }
-    scanner_batch_unref(b, n);
-}
-
-/* Gives up every acknowledged flight waiting to be settled. */
-void scanner_drop_acks(lapse_scanner *s)
-{
-    while (s->settle)
-        scanner_settled(s, s->settle, NULL);
-}
 
 void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {
@@ -180,4 +146,3 @@ void scanner_ack(lapse_scanner *s, int force)
                 scanner_settled(s, sent[g], g == groups - 1 ? rest : NULL);
     }
 }
-

@@ -1,7 +1,15 @@
 /*
- * shard — the scanner's internals, shared by scanner.c (the loop: lease,
- * claim, send), ack.c (Kafka's answers, settling them in Redis) and twins.c
- * (what an old shard does during a split). Not part of any public API.
+ * shard — the scanner's internals, shared by its files and no others. Each
+ * file calls only those below it in this list (the sink calls back into
+ * ack.c: scanner_delivered):
+ *   scanner.c   the handle and the loop (serve): acquire, ack, claim, wait
+ *   claim.c     claim.lua, the claim sent ahead, a claim's IDs into a batch
+ *   ack.c       Kafka's answers, settling them in Redis
+ *   twins.c     what an old shard does during a split
+ *   dispatch.c  the send path: claim.lua's reply parsed, one ID's event to the sink
+ *   lease.c     the shard's node, layout and lock; fenced
+ *   batch.c     a claim's references and the settle list
+ * Not part of any public API.
  */
 #ifndef LAPSE_SHARD_H
 #define LAPSE_SHARD_H
@@ -68,7 +76,7 @@ struct lapse_scanner {
     uint64_t term;               /* bumped on every acquire: stale acks are dropped */
     /* Claim ahead: while a backlog drains, the next claim goes out on a
      * second connection before this one's events are sent, so Redis runs
-     * it meanwhile (scanner.c: scanner_claim_ahead). */
+     * it meanwhile (claim.c: scanner_claim_ahead). */
     lapse_redis *ahead;          /* opened on first use */
     int ahead_pending;           /* a claim sent there, its reply not read */
     int ahead_want;              /* its batch size */
@@ -91,6 +99,8 @@ struct lapse_scanner {
 #define ADD(x, n) atomic_fetch_add_explicit(&s->metrics.x, (n), memory_order_relaxed)
 #define SET(x, v) atomic_store_explicit(&s->metrics.x, (v), memory_order_relaxed)
 
+/* lease.c: the shard's node, layout and lock (see there). */
+
 /* Counts and logs (rate-limited) a failed Redis call of the shard. */
 void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r);
 
@@ -99,19 +109,35 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r
 redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
                          const size_t *lens, int nargs);
 
+int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop);
+void scanner_reload(lapse_scanner *s);
+int scanner_acquire(lapse_scanner *s);
+void scanner_ahead_drop(lapse_scanner *s);
+
 /* Lost the lock: forgets what is queued for settling and goes back to
- * standby (scanner.c). */
+ * standby. */
 void scanner_fenced(lapse_scanner *s);
 
-/* ack.c: Kafka's answers and their settling in Redis (see there). */
-void scanner_batch_unref(struct batch *b, size_t n);
-void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason);
-void scanner_drop_acks(lapse_scanner *s);
-void scanner_ack(lapse_scanner *s, int force);
+/* claim.c: claims due IDs and sends them (see there). */
+int scanner_claim(lapse_scanner *s, int want);
+
+/* dispatch.c: claim.lua's IDs and one ID's event to the sink (see there). */
+long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines);
+int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
+                     const redisReply *payload, long long seq);
 
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
 void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict);
 void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, const char *verdict,
                         const char *lease, size_t lease_len);
+
+/* ack.c: Kafka's answers and their settling in Redis (see there). */
+void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason);
+void scanner_ack(lapse_scanner *s, int force);
+
+/* batch.c: a claim's references and the settle list (see there). */
+void scanner_batch_unref(struct batch *b, size_t n);
+void scanner_settled(lapse_scanner *s, struct batch *b, struct flight *stop);
+void scanner_drop_acks(lapse_scanner *s);
 
 #endif

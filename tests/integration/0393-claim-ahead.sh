@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0393-claim-ahead: while a backlog drains, a scanner sends its next claim
 # on a second connection before handing the current one's events to Kafka
-# (scanner.c: scanner_claim_ahead), so Redis claims while the scanner sends.
+# (claim.c: scanner_claim_ahead), so Redis claims while the scanner sends.
 # 3,000 overdue IDs, batch 100: claims come from two client connections of
 # the scanner (Redis MONITOR), and every ID is delivered exactly once, never
 # early, and leaves Redis. With scanner.catchup_rate set, the budget is

@@ -1,0 +1,218 @@
+/*
+ * ingress_batch — the --from-kafka batch and its settling (see ingress.h for
+ * the rules; ingress.c takes the messages into it).
+ *
+ * A batch is the list of messages taken since the last commit, in the order
+ * the consumer returned them (so, per partition, in offset order). Each
+ * message is either submitted to the producer library with its index in the
+ * batch as the tag, or marked "not understood" (and its dead-letter copy
+ * produced at once). ingress_settle() then flushes the producer, turns ops
+ * Redis refused for good into "not understood", waits for every dead-letter
+ * acknowledgement, and commits, per partition, the offset after the batch's
+ * last message there.
+ *
+ * Invariants:
+ *  - An offset is committed only by commit(), which runs only when the
+ *    whole batch is applied and acknowledged. Anything else drops the batch
+ *    through ingress_batch_failed(), which seeks every partition of the
+ *    batch back to the batch's first message there, so the next poll reads
+ *    it again: a later commit can never cover a message whose writes failed.
+ *  - When that seek fails, the ingress stops (fatal): a consumer whose
+ *    position is past unapplied messages must not commit again.
+ *  - The producer's queue holds only this batch's ops: every path that
+ *    drops the batch follows a flush (which empties the queue, applied or
+ *    not), so tags always index the current batch.
+ *  - Logging of what input can trigger is rate-limited.
+ */
+#include "ingress_batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+
+#define SEEK_MS 5000          /* longest wait for a seek back */
+#define DLQ_STOP_WAIT_MS 5000 /* at a stop, longest wait for dead-letter acks */
+
+void ingress_release(lapse_ingress *ing)
+{
+    for (size_t i = 0; i < ing->n; i++) {
+        rd_kafka_message_destroy(ing->batch[i].m);
+        free(ing->batch[i].why);
+    }
+    ing->n = 0;
+}
+
+static const char *topic_of(const rd_kafka_message_t *m) { return rd_kafka_topic_name(m->rkt); }
+
+static void set_why(struct slot *s, const char *why)
+{
+    free(s->why);
+    s->why = strdup(why); /* NULL on OOM: logged as "?" */
+}
+
+void lapse_ingress_on_error(void *ctx, uint64_t tag, const char *reason)
+{
+    lapse_ingress *ing = ctx;
+    if (tag >= ing->n)
+        return; /* cannot happen: the queue holds only this batch */
+    ing->batch[tag].refused = 1;
+    set_why(&ing->batch[tag], reason);
+}
+
+/* Slot i is not understood: count, log, copy. */
+void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r)
+{
+    struct slot *s = &ing->batch[i];
+    s->bad = 1;
+    set_why(s, why);
+    ing->st.rejected++;
+    lapse_ingress_metrics_reject(ing->metrics, r);
+    lapse_log_limited(&ing->lim_bad, LOG_PER_SEC, LAPSE_LOG_WARN, "ingress: %s/%d/%lld: %s",
+                      topic_of(s->m), (int)s->m->partition, (long long)s->m->offset,
+                      s->why ? s->why : "?");
+    if (ing->dlq)
+        lapse_deadletter_send(ing->dlq, s->m, s->why ? s->why : "?");
+}
+
+/* Seeks every partition of the batch back to its first message there. */
+static int seek_back(lapse_ingress *ing)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t i = 0; i < ing->n; i++) {
+        const rd_kafka_message_t *m = ing->batch[i].m;
+        if (!rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
+            rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition)->offset = m->offset;
+    }
+    /* librdkafka before 2.1.0 reads seek_partitions' timeout as microseconds
+     * (librdkafka PR #4230), so a busy fetcher "times out" within 5 ms. A
+     * timed-out seek is still queued, and seeking again to the same offsets
+     * is harmless: keep asking until our own clock says SEEK_MS passed. */
+    int rc = 0;
+    int64_t end = lapse_clock_mono_ms() + SEEK_MS;
+    rd_kafka_error_t *e;
+    while ((e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS)) &&
+           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
+           lapse_clock_mono_ms() < end) {
+        rd_kafka_error_destroy(e);
+        for (int i = 0; i < l->cnt; i++)
+            l->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+    if (e) {
+        log_error("ingress: cannot seek back: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < l->cnt; i++)
+        if (l->elems[i].err) {
+            log_error("ingress: cannot seek %s/%d back to %lld: %s", l->elems[i].topic,
+                      (int)l->elems[i].partition, (long long)l->elems[i].offset,
+                      rd_kafka_err2str(l->elems[i].err));
+            rc = -1;
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/* Sleeps `ms`, in steps that notice a stop and serve dead-letter reports. */
+static void pause_ms(lapse_ingress *ing, int ms)
+{
+    int64_t end = lapse_clock_mono_ms() + ms;
+    while (!*ing->stop && lapse_clock_mono_ms() < end) {
+        if (ing->dlq)
+            lapse_deadletter_poll(ing->dlq, 0);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The batch could not be settled: commit nothing of it, read it again. */
+int ingress_batch_failed(lapse_ingress *ing, const char *why)
+{
+    ing->st.retries++;
+    ing->backoff_ms = lapse_backoff_next(&ing->backoff);
+    lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
+                      "ingress: %zu messages not applied (%s): not committed, reading them "
+                      "again in %d ms", ing->n, why, ing->backoff_ms);
+    if (seek_back(ing) < 0)
+        ing->fatal = 1;
+    ingress_release(ing);
+    if (!ing->in_rebalance && !ing->fatal)
+        pause_ms(ing, ing->backoff_ms);
+    return -1;
+}
+
+/* Redis errors that say "not now" rather than "never": read again. */
+static int transient(const char *why)
+{
+    static const char *const prefixes[] = {
+        "OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
+        "NOREPLICAS", "MISCONF",
+    };
+    for (size_t i = 0; why && i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(why, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return why == NULL; /* out of memory copying the reason: do not guess */
+}
+
+/* Commits, per partition, the offset after the batch's last message there. */
+static void commit(lapse_ingress *ing, int sync)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t i = 0; i < ing->n; i++) {
+        const rd_kafka_message_t *m = ing->batch[i].m;
+        rd_kafka_topic_partition_t *t =
+            rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition);
+        if (!t)
+            t = rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition);
+        if (t->offset < m->offset + 1)
+            t->offset = m->offset + 1;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_commit(ing->rk, l, !sync);
+    if (err && sync) /* async: on_commit reports */
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
+                          "ingress: commit failed: %s", rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Applies, dead-letters and commits the batch; 0, or -1 via batch_failed. */
+int ingress_settle(lapse_ingress *ing, int sync)
+{
+    char why[WHY_MAX];
+    if (ing->n == 0)
+        return 0;
+    if (lapse_producer_flush(ing->p, why, sizeof why) < 0) {
+        M_INC(redis_errors);
+        M_SET(redis_up, 0);
+        return ingress_batch_failed(ing, why);
+    }
+    M_SET(redis_up, 1);
+    for (size_t i = 0; i < ing->n; i++)
+        if (ing->batch[i].refused && !ing->batch[i].bad && transient(ing->batch[i].why)) {
+            snprintf(why, sizeof why, "Redis: %s", ing->batch[i].why ? ing->batch[i].why : "?");
+            M_INC(redis_errors);
+            return ingress_batch_failed(ing, why);
+        }
+    for (size_t i = 0; i < ing->n; i++)
+        if (ing->batch[i].refused && !ing->batch[i].bad) {
+            snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
+            ingress_mark_bad(ing, i, why, LAPSE_REJECT_REDIS_REFUSED);
+        }
+    if (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
+        return ingress_batch_failed(ing, why);
+    commit(ing, sync);
+    size_t kinds[2] = {0, 0}; /* commands, signals applied */
+    for (size_t i = 0; i < ing->n; i++)
+        if (!ing->batch[i].bad && ing->batch[i].kind)
+            kinds[ing->batch[i].kind == 's']++;
+    lapse_ingress_metrics_settled(ing->metrics, ing->p,
+                                  ing->dlq ? lapse_deadletter_acked(ing->dlq) : 0, kinds[0],
+                                  kinds[1], lapse_clock_mono_ms() - ing->batch_ms);
+    ing->st.batches++;
+    ing->backoff_ms = 0;
+    lapse_backoff_reset(&ing->backoff);
+    ingress_release(ing);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * ingress_batch — private to the ingress (ingress.c, ingress_batch.c): the
+ * handle's fields, the batch of messages taken since the last commit, and
+ * what settles it (ingress_batch.c). ingress.c calls into ingress_batch.c,
+ * never the other way.
+ */
+#ifndef LAPSE_INGRESS_BATCH_H
+#define LAPSE_INGRESS_BATCH_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "backoff.h"
+#include "config.h"
+#include "deadletter.h"
+#include "httpd.h"
+#include "ingress.h"
+#include "ingress_metrics.h"
+#include "log.h"
+#include "producer.h"
+
+#define LOG_PER_SEC 10        /* rate limit of each input-triggered log line */
+#define WHY_MAX 512           /* a reason, as logged and put in the header */
+
+struct slot {
+    rd_kafka_message_t *m; /* owned until the batch is released */
+    char *why;             /* why it is not understood, or what Redis said; or NULL */
+    int bad;               /* not understood: counted, logged, dead-lettered */
+    int refused;           /* the producer reported an error for its op */
+    char kind;             /* submitted: 'c' a command, 's' a signal's extend */
+};
+
+struct lapse_ingress {
+    const struct lapse_config *cfg;
+    rd_kafka_t *rk;              /* the consumer */
+    lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
+    lapse_producer *p;           /* set by serve */
+    volatile sig_atomic_t *stop; /* set by serve */
+    struct slot *batch;          /* the current batch, in consumer order */
+    size_t n, cap;
+    int backoff_ms;              /* the last back-off; 0 after a settled batch */
+    struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
+    int in_rebalance;            /* ingress_settle() called from the rebalance callback */
+    int fatal;                   /* stop serving and commit nothing more */
+    struct lapse_ingress_stats st, st_logged;
+    int64_t stats_at;            /* monotonic ms of the last counters line */
+    struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
+    struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
+    lapse_httpd *httpd;          /* ingress.metrics_port, or NULL */
+    int64_t batch_ms;            /* monotonic ms the batch's first message was taken */
+};
+
+#define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
+#define M_SET(f, v) atomic_store_explicit(&ing->metrics->f, (v), memory_order_relaxed)
+
+/* Frees the batch's messages and reasons; the batch is empty after. */
+void ingress_release(lapse_ingress *ing);
+
+/* Slot i is not understood: count, log, copy. */
+void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r);
+
+/* The batch could not be settled: commit nothing of it, read it again.
+ * Returns -1. */
+int ingress_batch_failed(lapse_ingress *ing, const char *why);
+
+/* Applies, dead-letters and commits the batch; 0, or -1 via
+ * ingress_batch_failed. `sync`: commit synchronously. */
+int ingress_settle(lapse_ingress *ing, int sync);
+
+#endif

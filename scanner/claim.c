@@ -1,0 +1,222 @@
+/*
+ * claim — taking due IDs from the shard (claim.lua), which renews the lock
+ * on every call, and the claim sent ahead on a second connection while a
+ * backlog drains. A claim's IDs become a batch here; dispatch.c sends each
+ * one's event, twins.c sorts them during a split, lease.c takes a fence or
+ * a changed layout. Calls go down from here, never back.
+ *
+ * Keeps invariants 1, 3 and 4 of scanner.c: "due" is claim.lua's verdict;
+ * nothing is sent once the lock this claim renewed may have run out; no
+ * claim takes more than scanner.max_inflight leaves room for.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "layout.h"
+#include "log.h"
+#include "metrics.h"
+#include "redis.h"
+#include "shard.h"
+
+/* How many overdue (not fresh) IDs the catch-up budget allows now. */
+static int scanner_backlog_budget(lapse_scanner *s, int want)
+{
+    int rate = s->cfg->scanner_catchup_rate;
+    if (rate == 0)
+        return want;
+    int64_t now = lapse_clock_mono_ms();
+    s->backlog_tokens += (double)(now - s->backlog_refill_ms) * rate / 1000.0;
+    if (s->backlog_tokens > rate) /* at most one second of burst */
+        s->backlog_tokens = rate;
+    s->backlog_refill_ms = now;
+    int budget = (int)s->backlog_tokens;
+    return budget < want ? budget : want;
+}
+
+/* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
+ * numbers written into buf. Returns argc. */
+enum { CLAIM_NKEYS = NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 6 };
+static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
+                              size_t *argvlen)
+{
+    snprintf(buf[0], 24, "%d", want);
+    snprintf(buf[1], 24, "%d", s->cfg->scanner_lease_ms);
+    snprintf(buf[2], 24, "%d", s->cfg->scanner_fresh_ms);
+    snprintf(buf[3], 24, "%d", scanner_backlog_budget(s, want));
+    snprintf(buf[4], 24, "%lld", (long long)s->layout.epoch);
+    const char *args[6] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4]};
+    for (int k = 0; k < NKEYS; k++)
+        argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    argv[NKEYS] = s->lease_key, argvlen[NKEYS] = strlen(s->lease_key);
+    for (int i = 0; i < 6; i++)
+        argv[CLAIM_NKEYS + i] = args[i], argvlen[CLAIM_NKEYS + i] = strlen(args[i]);
+    return CLAIM_ARGC;
+}
+
+/*
+ * A full claim (a backlog is draining): sends the next one now, on the
+ * second connection, so Redis runs it while this one's events are encoded
+ * and handed to Kafka; scanner_claim reads it next. A single scanner's loop
+ * is otherwise serial (Redis idle while it sends, it idle while Redis
+ * claims). Not during a split (twins.c calls the shard's node mid-claim)
+ * nor with scanner.catchup_rate (whose budget this claim's backlog IDs have
+ * not been charged to yet). Room for it is what max_inflight leaves after
+ * this claim's `claimed`.
+ */
+static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
+{
+    size_t max = (size_t)s->cfg->scanner_max_inflight, busy = s->inflight + claimed;
+    size_t room = busy < max ? max - busy : 0;
+    if (room > (size_t)s->cfg->scanner_batch)
+        room = (size_t)s->cfg->scanner_batch;
+    if (room == 0 || s->no_ahead || s->layout.splitting || s->cfg->scanner_catchup_rate)
+        return;
+    if (!s->ahead) {
+        uint16_t n = s->layout.node_of[s->shard];
+        s->ahead = lapse_redis_new(s->cfg, n);
+        if (!s->ahead)
+            return;
+    }
+    char buf[5][24];
+    const char *argv[CLAIM_ARGC];
+    size_t argvlen[CLAIM_ARGC];
+    int argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen);
+    int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
+    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen) < 0 ||
+        lapse_redis_send(s->ahead) < 0)
+        return; /* (the next claim goes the usual way) */
+    s->ahead_pending = 1;
+    s->ahead_want = (int)room;
+    s->ahead_lock_until = lock_until;
+}
+
+/*
+ * Claims (renewing the lock) and dispatches up to `want` due IDs, or takes
+ * the reply of the claim sent ahead (then `want` is that claim's). Returns
+ * how long the loop may wait before claiming again: 0 when the batch was
+ * full (more are due), else the time to the next deadline, at most
+ * scanner.poll_ms; -1 when fenced.
+ */
+int scanner_claim(lapse_scanner *s, int want)
+{
+    int poll_ms = s->cfg->scanner_poll_ms;
+    int64_t lock_until;
+    redisReply *r;
+    if (s->ahead_pending) {
+        s->ahead_pending = 0;
+        want = s->ahead_want;
+        lock_until = s->ahead_lock_until;
+        if (lapse_redis_get_reply(s->ahead, &r) < 0)
+            return 0; /* (its IDs, if any, are claimed again when their leases run out) */
+        if (lapse_redis_noscript(s->ahead, r)) {
+            freeReplyObject(r); /* Redis lost its scripts: the usual way loads them */
+            return 0;
+        }
+    } else {
+        char buf[5][24];
+        const char *argv[CLAIM_ARGC];
+        size_t argvlen[CLAIM_ARGC];
+        int argc = scanner_claim_argv(s, want, buf, argv, argvlen);
+        /* The lock this claim renews lives 90 % of the lease from (at the
+         * latest) now: past that, another scanner may own the shard, so
+         * what is left of the batch is not sent (a pause, e.g. SIGSTOP,
+         * mid-batch). */
+        lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
+        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
+        SET(redis_up, r != NULL);
+    }
+    enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
+        long long why = r->element[0]->integer;
+        freeReplyObject(r);
+        if (why == -1) {
+            scanner_fenced(s);
+            return -1;
+        }
+        /* -2: the layout changed under us. Right after a fence the new
+         * layout may not be published yet: then wait a little. */
+        int64_t was = s->layout.epoch;
+        scanner_reload(s);
+        if (s->layout.epoch != was)
+            return 0;
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN,
+                          "shard %u: fenced at a layout newer than epoch %lld that is not "
+                          "published: an interrupted split or finish? (lapse-scale status)",
+                          s->shard, (long long)was);
+        return poll_ms;
+    }
+    long count = -1;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 1 ||
+        r->element[4]->type != REDIS_REPLY_ARRAY || r->element[4]->elements % 3 != 0 ||
+        (count = scanner_claimed(r->element[HEAD], NULL, NULL)) < 0) {
+        scanner_redis_error(s, "claim", r);
+        if (r)
+            freeReplyObject(r);
+        int wait = lapse_redis_backoff_ms(s->node);
+        return wait > poll_ms ? wait : poll_ms;
+    }
+    long long now = r->element[0]->integer, next = r->element[2]->integer;
+    const redisReply *lease = r->element[1];
+    size_t claimed = (size_t)count;
+    long long due_left = r->element[3]->integer;
+    if (claimed == (size_t)want && want > 0 && s->active)
+        scanner_claim_ahead(s, claimed);
+    /* the batch keeps the reply: the flights' IDs live in it */
+    struct batch *b =
+        claimed ? malloc(sizeof *b + claimed * (sizeof(struct flight) + sizeof(long long) + 1))
+                : NULL;
+    if (!b) {
+        freeReplyObject(r);
+        if (claimed)
+            return poll_ms; /* the leases run out; claimed again later */
+    } else {
+        struct flight *fl = (struct flight *)(b + 1);
+        long long *deadlines = (long long *)(fl + claimed);
+        char *verdict = (char *)(deadlines + claimed);
+        *b = (struct batch){
+            .reply = r, .lease = lease, .term = s->term, .refs = claimed + 1, .claimed = claimed};
+        for (size_t i = 0; i < claimed; i++)
+            fl[i] = (struct flight){.batch = b};
+        scanner_claimed(r->element[HEAD], fl, deadlines);
+        scanner_twins_check(s, fl, claimed, verdict);
+        scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
+        const redisReply *extras = r->element[4];
+        size_t x = 0; /* the next (k, payload, seq) */
+        int old_taken = 0;
+        for (size_t i = 0; i < claimed; i++) {
+            const redisReply *payload = NULL;
+            long long seq = 0;
+            if (x < extras->elements && extras->element[x]->integer == (long long)i + 1) {
+                payload = extras->element[x + 1];
+                seq = extras->element[x + 2]->integer;
+                x += 3;
+            }
+            long long deadline = deadlines[i];
+            if (deadline <= now - s->cfg->scanner_fresh_ms)
+                old_taken++;
+            /* not sent (a stale twin; the lock may have expired; Kafka
+             * refused it): it stays leased and is sent later, by whoever
+             * holds the lock then */
+            if (verdict[i] != 0 || lapse_clock_mono_ms() >= lock_until ||
+                scanner_dispatch(s, &fl[i], deadline, payload, seq) < 0)
+                b->refs--;
+        }
+        scanner_batch_unref(b, 1); /* the hold of the loop above */
+        if (s->cfg->scanner_catchup_rate)
+            s->backlog_tokens -= old_taken;
+    }
+    ADD(claimed, claimed);
+    SET(due, due_left);
+    SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);
+    if (claimed == (size_t)want && want > 0)
+        return 0;
+    if (due_left > 0 && s->cfg->scanner_catchup_rate) { /* held back: wait for budget */
+        int step = 1000 / s->cfg->scanner_catchup_rate + 1;
+        return step < poll_ms ? step : poll_ms;
+    }
+    if (next < 0 || next - now > poll_ms)
+        return poll_ms;
+    return next > now ? (int)(next - now) : 0;
+}

@@ -1,0 +1,186 @@
+/*
+ * lease — the shard's hold on Redis: attaching to its node (the layout),
+ * the lock (acquire.lua) and losing it (fenced), and the shard scripts'
+ * calls. Everything else in the scanner reaches the shard's node through
+ * here or through the connection attached here; this file calls down only
+ * into batch.c (a fence forgets what waits to be settled).
+ *
+ * Keeps invariant 3 of scanner.c: the term is bumped on every acquire, so
+ * Kafka's answers to a previous term are never settled (ack.c), and a fence
+ * drops back to standby with nothing of the old term left to settle.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "layout.h"
+#include "log.h"
+#include "redis.h"
+#include "shard.h"
+
+void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r)
+{
+    INC(redis_errors);
+    lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
+                      !r ? lapse_redis_errstr(s->node)
+                      : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+}
+
+/* Publishes the layout followed (metrics: splitting, layout_epoch). */
+static void scanner_layout_gauges(lapse_scanner *s)
+{
+    SET(splitting, s->layout.splitting ? 1 : 0);
+    SET(layout_epoch, (int64_t)s->layout.epoch);
+}
+
+/* Reads the layout and opens the shard's node, waiting out a Redis outage
+ * for up to redis.retry_timeout_ms (a start before Redis, a failover).
+ * Returns 0, or -1 on a lasting problem (not initialised, bad shard,
+ * refused, or still unreachable then). */
+int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
+{
+    char err[512];
+    int64_t give_up = lapse_clock_mono_ms() + s->cfg->redis_retry_timeout_ms;
+    while (!*stop) {
+        int rc = lapse_redis_ensure(s->home) < 0 ? -2
+                 : lapse_layout_load(s->home, s->cfg, &s->layout, err, sizeof err);
+        if (rc == 0)
+            break;
+        if (rc == 1) {
+            log_error("namespace \"%s\" is not initialised: run lapse-scale -c %s init N",
+                      s->cfg->ns, s->cfg->path);
+            return -1;
+        }
+        if (rc == -1) {
+            log_error("%s", err);
+            return -1;
+        }
+        /* a wrong password waits for nothing */
+        if (lapse_redis_refused(s->home) || lapse_clock_mono_ms() >= give_up) {
+            log_error("%s", lapse_redis_errstr(s->home));
+            return -1;
+        }
+        SET(redis_up, 0);
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
+                          lapse_redis_errstr(s->home));
+        lapse_clock_sleep_ms(200);
+    }
+    if (*stop)
+        return -1;
+    if (s->shard >= s->layout.shards) {
+        log_error("shard %u does not exist: namespace \"%s\" has %u shards", s->shard, s->cfg->ns,
+                  s->layout.shards);
+        return -1;
+    }
+    uint16_t n = s->layout.node_of[s->shard];
+    s->peers = calloc(s->cfg->nnodes, sizeof *s->peers);
+    if (!s->peers) {
+        log_error("out of memory");
+        return -1;
+    }
+    s->peers[0] = s->home;
+    scanner_layout_gauges(s);
+    SET(redis_up, 1);
+    SET(attached, 1);
+    if (n == 0)
+        s->node = s->home;
+    else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
+        log_error("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Re-reads the layout after claim.lua said it changed (split or finish).
+ * The shard itself never moves: only what is known about the others. */
+void scanner_reload(lapse_scanner *s)
+{
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_layout_load(s->home, s->cfg, &l, err, sizeof err) != 0) {
+        INC(redis_errors);
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: layout: %s", s->shard,
+                          err);
+        return;
+    }
+    if (l.epoch != s->layout.epoch)
+        log_info("shard %u: layout epoch %lld: %u shards%s", s->shard, (long long)l.epoch,
+                 l.shards, l.splitting ? ", splitting" : "");
+    lapse_layout_free(&s->layout);
+    s->layout = l;
+    scanner_layout_gauges(s);
+}
+
+/* Runs a shard script with the shard's keys and lock, then `args`. */
+redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
+                                const size_t *lens, int nargs)
+{
+    const char *argv[NKEYS + 8];
+    size_t argvlen[NKEYS + 8];
+    for (int k = 0; k < NKEYS; k++)
+        argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
+    for (int i = 0; i < nargs; i++)
+        argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = lens ? lens[i] : strlen(args[i]);
+    redisReply *r = lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
+    SET(redis_up, r != NULL); /* NULL: the node did not answer (redis.h) */
+    return r;
+}
+
+/* Reads and drops the reply of a claim sent ahead, if one is out: its IDs
+ * (if it got any) keep their leases and are claimed again when those run
+ * out, or at once by the next holder of the shard (acquire.lua). */
+void scanner_ahead_drop(lapse_scanner *s)
+{
+    redisReply *r;
+    if (s->ahead_pending && lapse_redis_get_reply(s->ahead, &r) == 0)
+        freeReplyObject(r);
+    s->ahead_pending = 0;
+}
+
+/* Lost the lock: forget what is queued for settling (the new holder
+ * redelivers those IDs) and go back to standby. */
+void scanner_fenced(lapse_scanner *s)
+{
+    scanner_ahead_drop(s);
+    log_warn("shard %u: lost the lease (paused or cut off for longer than %d ms); "
+             "another scanner serves the shard now; back to standby",
+             s->shard, s->cfg->scanner_lease_ms);
+    INC(fenced);
+    s->active = 0;
+    SET(lease_held, 0);
+    scanner_drop_acks(s);
+}
+
+/* Tries to become the shard's active scanner. Returns 1 if it did. */
+int scanner_acquire(lapse_scanner *s)
+{
+    char lease[16];
+    snprintf(lease, sizeof lease, "%d", s->cfg->scanner_lease_ms);
+    const char *args[2] = {s->token, lease};
+    redisReply *r = scanner_eval(s, LAPSE_SCRIPT_ACQUIRE, args, NULL, 2);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        scanner_redis_error(s, "acquire", r);
+        if (r)
+            freeReplyObject(r);
+        return 0;
+    }
+    int got = r->element[0]->integer == 1;
+    if (got) {
+        s->active = 1;
+        s->term++;
+        s->backlog_tokens = s->cfg->scanner_catchup_rate;
+        s->backlog_refill_ms = lapse_clock_mono_ms();
+        INC(takeovers);
+        ADD(recovered, (uint64_t)r->element[1]->integer);
+        SET(lease_held, 1);
+        log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
+                 s->shard, s->token, r->element[1]->integer);
+    } else {
+        static struct lapse_log_limit lim;
+        lapse_log_limited(&lim, 1, LAPSE_LOG_INFO, "shard %u: standby; held by %s", s->shard,
+                          r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "?");
+    }
+    freeReplyObject(r);
+    return got;
+}
