@@ -1,8 +1,9 @@
 /*
- * redis_priv — the redis module's own: the handle's fields and the helpers
- * redis.c shares with redis_cluster.c (a Redis Cluster as one node, each
- * command routed by its key's slot) and redis_sentinel.c (where a Sentinel
- * node's primary is). Included by those three files only.
+ * redis_priv — the redis module's own: the handle's fields and what its
+ * files share: redis.c (a node, kept connected), redis_sentinel.c (finding
+ * a Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
+ * each command routed by its key's slot), redis_open.c (one authenticated
+ * connection; its error replies told apart). Included by those files only.
  */
 #ifndef LAPSE_REDIS_PRIV_H
 #define LAPSE_REDIS_PRIV_H
@@ -49,6 +50,11 @@ void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format
  * with tls = true (not authenticated); NULL with the reason in err, and
  * r->refused set when trying again cannot help. */
 lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, size_t size);
+
+/* One command's reply on a fresh connection that only has to be no error
+ * (AUTH, SELECT; frees it). 0, or -1 with "WHAT: reason" in err (-2 when
+ * the server refused for good: redis_refusal). */
+int redis_expect_ok(lapse_conn *c, redisReply *reply, const char *what, char *err, size_t size);
 
 /* AUTH as user (NULL: the default user) on a fresh connection; nothing is
  * sent without a password. 0, or -1 with "AUTH: reason" in err (-2 when the

@@ -19,7 +19,7 @@
  *      moved set m_j.
  *   3. drop  (i's node): taken twins are removed (compared with our lease).
  * The old shard's scanner fires a twin only if the ID is not in m_j, and
- * drops it otherwise (scanner.c). Crash safety, with i and j on different
+ * drops it otherwise (scanner/twins.c). Crash safety, with i and j on different
  * servers and no cross-node atomicity:
  *   - dead after 1: the taken twin's lease runs out; i's scanner claims it,
  *     finds the ID absent from m_j and fires it: nothing is lost;

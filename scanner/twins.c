@@ -77,7 +77,7 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
     }
 }
 
-/* Removes stale twins the claim leased (see scanner_split_check). */
+/* Removes stale twins the claim leased (see scanner_twins_check). */
 void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, const char *verdict,
                         const char *lease, size_t lease_len)
 {

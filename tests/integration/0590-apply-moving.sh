@@ -9,7 +9,7 @@
 # op, or is inherited from the busy twin (I) when the op brings none.
 # Then "M ?" with the old shard's keys too (old and new shard on one node):
 # apply.lua finds each twin itself, as take, seed and drop would have, and
-# answers which ops settled their ID (producer/send.c's moved-ID cache).
+# answers which ops settled their ID (producer/send_split.c's moved-ID cache).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
