@@ -1481,6 +1481,25 @@ cluster_busiest_primary() {
     for p in "${!count[@]}"; do echo "${count[$p]} $p"; done | sort -rn | head -n 1 | cut -d' ' -f2
 }
 
+# cluster_workload SEED FIRST_FIRE_MS: the workload of the tests that move
+# slots under load: sp_workload over 300 IDs from t0 (set here: now) with
+# SP_LEAD_MS as the caller set it, and 200 more IDs (f000..) falling due
+# every 25 ms from t0 + FIRST_FIRE_MS, to fire while slots move; ids.txt,
+# hashes.txt, expect.tsv; producer A started and fed pre.txt.
+cluster_workload() {
+    local i
+    { seq -f 's%03g' 0 299; seq -f 'f%03g' 0 199; echo mk.A.2; } >ids.txt
+    sp_hashes ids.txt >hashes.txt
+    t0=$(now_ms)
+    sp_workload "$t0" 300 "$1"
+    for ((i = 0; i < 200; i++)); do
+        printf 'f%03d\tonce\t%d\t-\t0\t0\n' "$i" $((t0 + $2 + i * 25)) >>expect.tsv
+        printf 'touch f%03d @%d\n' "$i" $((t0 + $2 + i * 25)) >>pre.txt
+    done
+    sp_producer A
+    sp_feed A pre.txt
+}
+
 # cluster_replay_while PROC: feeds producer A the workload's later writes
 # (b1.txt, a1.txt, b2.txt of sp_workload) again and again while process
 # PROC (a reshard, a rebalance) runs, each round followed by a status that

@@ -22,18 +22,9 @@ to=$(cluster_primaries | grep -v -x "$from" | head -n 1)
 moving=$(for s in 0 1 2 3 4 5 6 7; do [[ $(cluster_shard_port "$s") == "$from" ]] && echo "$s"; done | paste -sd' ')
 note "moving shards $moving: every slot of $from to $to"
 
-{ seq -f 's%03g' 0 299; seq -f 'f%03g' 0 199; echo mk.A.2; } >ids.txt
-sp_hashes ids.txt >hashes.txt
 SP_LEAD_MS=12000
-t0=$(now_ms)
-sp_workload "$t0" 300 910
-# and 200 IDs falling due every 25 ms while the slots move, to fire then
-for ((i = 0; i < 200; i++)); do
-    printf 'f%03d\tonce\t%d\t-\t0\t0\n' "$i" $((t0 + 1500 + i * 25)) >>expect.tsv
-    printf 'touch f%03d @%d\n' "$i" $((t0 + 1500 + i * 25)) >>pre.txt
-done
-sp_producer A
-sp_feed A pre.txt
+# the workload, and 200 IDs falling due every 25 ms while slots move
+cluster_workload 910 1500
 
 nslots=$(redis-cli -p "$from" --json CLUSTER SLOTS |
     jq --argjson p "$from" '[.[] | select(.[2][1] == $p) | .[1] - .[0] + 1] | add')

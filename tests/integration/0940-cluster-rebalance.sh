@@ -15,18 +15,9 @@ scale init 8 >/dev/null || fail "init: exit status $?"
 for s in 0 1 2 3 4 5 6 7; do scanner_start "$s"; done
 events_follow events.json
 
-{ seq -f 's%03g' 0 299; seq -f 'f%03g' 0 199; echo mk.A.2; } >ids.txt
-sp_hashes ids.txt >hashes.txt
 SP_LEAD_MS=15000
-t0=$(now_ms)
-sp_workload "$t0" 300 940
-# and 200 IDs falling due every 25 ms while the slots move, to fire then
-for ((i = 0; i < 200; i++)); do
-    printf 'f%03d\tonce\t%d\t-\t0\t0\n' "$i" $((t0 + 4000 + i * 25)) >>expect.tsv
-    printf 'touch f%03d @%d\n' "$i" $((t0 + 4000 + i * 25)) >>pre.txt
-done
-sp_producer A
-sp_feed A pre.txt
+# the workload, and 200 IDs falling due every 25 ms while slots move
+cluster_workload 940 4000
 
 cluster_node_start c4
 p4=$(redis_port c4)
