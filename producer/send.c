@@ -62,6 +62,29 @@ static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
  * bounded slack absorbed because of it (producer.c: producer_absorbed; by
  * ID hash). Their IDs are also forgotten by bounded slack: a later extend
  * must be written, not absorbed. */
+/* The extends absorbed by this batch's writes of the IDs whose hashes are
+ * set in `hashes` (open addressing, mask + 1 slots, 0 = empty) are
+ * reported failed too: one pass over the absorbed list, not one per op. */
+static void send_report_absorbed(lapse_producer *p, const uint64_t *hashes, size_t mask,
+                                 const char *reason)
+{
+    for (size_t k = 0; k < p->nabsorbed; k++) {
+        struct producer_absorbed *a = &p->absorbed[k];
+        if (a->seq != p->seq || a->reported)
+            continue;
+        uint64_t h = a->hash ? a->hash : 1;
+        size_t i = (size_t)h & mask;
+        while (hashes[i] && hashes[i] != h)
+            i = (i + 1) & mask;
+        if (!hashes[i])
+            continue;
+        a->reported = 1;
+        p->stats.failed++;
+        if (p->on_error)
+            p->on_error(p->ctx, a->tag, reason);
+    }
+}
+
 static void send_report(struct send *s, const struct send_call *c, const char *reason)
 {
     lapse_producer *p = s->p;
@@ -72,16 +95,31 @@ static void send_report(struct send *s, const struct send_call *c, const char *r
             lapse_slack_forget(p->slack, op->hash, p->arena + op->id_off, op->id_len);
         if (p->on_error)
             p->on_error(p->ctx, op->tag, reason);
-        for (size_t k = 0; k < p->nabsorbed; k++) {
-            struct producer_absorbed *a = &p->absorbed[k];
-            if (a->seq != p->seq || a->hash != op->hash || a->reported)
-                continue;
-            a->reported = 1;
-            p->stats.failed++;
-            if (p->on_error)
-                p->on_error(p->ctx, a->tag, reason);
-        }
     }
+    if (p->nabsorbed == 0)
+        return;
+    size_t slots = 2;
+    while (slots < 2 * c->count)
+        slots *= 2;
+    uint64_t *hashes = calloc(slots, sizeof *hashes);
+    if (!hashes) { /* out of memory: the slow way, one pass per op */
+        for (size_t i = 0; i < c->count; i++) {
+            uint64_t one[2] = {0, 0}, h = p->ops[c->ops[i]].hash;
+            one[(size_t)(h ? h : 1) & 1] = h ? h : 1;
+            send_report_absorbed(p, one, 1, reason);
+        }
+        return;
+    }
+    for (size_t i = 0; i < c->count; i++) {
+        uint64_t h = p->ops[c->ops[i]].hash;
+        h = h ? h : 1; /* 0 marks an empty slot */
+        size_t k = (size_t)h & (slots - 1);
+        while (hashes[k] && hashes[k] != h)
+            k = (k + 1) & (slots - 1);
+        hashes[k] = h;
+    }
+    send_report_absorbed(p, hashes, slots - 1, reason);
+    free(hashes);
 }
 
 static int send_stale(const redisReply *r)
