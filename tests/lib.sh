@@ -15,7 +15,9 @@
 #
 # Environment: LAPSE_BIN (default bin, relative to the repo root),
 # LAPSE_TEST_DIR (set by tests/run; else a fresh mktemp dir),
-# LAPSE_KEEP_TMP=1 keeps the temp dir of a failed test.
+# LAPSE_KEEP_TMP=1 keeps the temp dir of a failed test; LAPSE_TEST_TRACE=1
+# traces the test's own lines with the time each starts (on stderr: where a
+# test spends its time; tests/profile sums it up).
 
 set -euo pipefail
 
@@ -41,6 +43,11 @@ CONF=$T/lapse.conf
 KAFKA_BROKERS=127.0.0.1:1     # nothing listens there; kafka_start sets it
 REDIS_PORT=                    # the first redis_start sets it
 SCANNER_CFG="poll_ms = 10;"    # the scanner group of write_config
+
+if [[ ${LAPSE_TEST_TRACE:-0} == 1 ]]; then
+    PS4='+ $EPOCHREALTIME ${BASH_SOURCE[0]##*/}:$LINENO '
+    set -x
+fi
 
 # ---------------------------------------------------------------- assertions
 
@@ -329,8 +336,10 @@ _redis_launch() { # NAME PORT ARGS...: 0 when it answers PING, 1 if the port was
     local name=$1 port=$2 dir=$T/redis-$1
     shift 2
     mkdir -p "$dir"
+    # --repl-diskless-sync-delay 0: a replica's first sync starts at once
+    # (Redis otherwise waits 5 s for more replicas to share the transfer)
     spawn "redis-$name" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
-        --save '' --appendonly no --daemonize no --logfile '' \
+        --save '' --appendonly no --daemonize no --logfile '' --repl-diskless-sync-delay 0 \
         "$@"
     local proc=$SPAWNED
     _REDIS_PROC[$name]=$proc
@@ -375,6 +384,18 @@ redis_replica_start() {
     redis_start "$1" --replicaof 127.0.0.1 "$p"
     wait_until 10000 "redis-cli -p $(redis_port "$1") INFO replication | grep -q 'master_link_status:up'" ||
         fail "replica $1 did not connect to $2 within 10 s"
+    # ... and the primary streams to it: after a sync it waits for the
+    # replica's first REPLCONF ACK (up to a second) before it sends writes,
+    # so a WAIT right away could count it short. A write WAITed for by
+    # every replica the primary has says the stream is on.
+    wait_until 10000 "_replicas_streaming $p" ||
+        fail "primary $2 does not stream to replica $1 within 10 s"
+}
+_replicas_streaming() { # PORT: every replica of the primary on PORT acknowledges a write
+    local n
+    n=$(redis-cli -p "$1" INFO replication | tr -d '\r' | sed -n 's/^connected_slaves://p')
+    [[ ${n:-0} -ge 1 ]] && (($(printf 'INCR lapse-test:sync\nWAIT %d 500\n' "$n" |
+        redis-cli -p "$1" | tail -n 1) >= n))
 }
 
 # sentinels_start N MASTER PRIMARY [DOWN_MS]: N sentinels (sentinel-1..N, a
