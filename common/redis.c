@@ -246,7 +246,7 @@ int lapse_redis_ensure(lapse_redis *r)
 
 int lapse_redis_backoff_ms(const lapse_redis *r)
 {
-    if (r->c || (r->cl && r->scripts_loaded))
+    if (r->c || (r->cl && redis_cluster_ready(r)))
         return 0;
     int64_t left = r->next_attempt_ms - lapse_clock_mono_ms();
     return left > 0 ? (int)left : 0;

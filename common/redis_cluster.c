@@ -173,9 +173,10 @@ int redis_cluster_ensure(lapse_redis *r)
         return -1;
     }
     lapse_backoff_reset(&r->backoff);
-    r->scripts_loaded = 1; /* the SHAs are known (redis_cluster_new) */
     return 0;
 }
+
+int redis_cluster_ready(const lapse_redis *r) { return r->cl->map_ok; }
 
 /* The route to addr, added if new; NULL if out of memory. */
 static struct route *cluster_route(struct redis_cluster *cl, const char *addr)

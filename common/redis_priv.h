@@ -94,6 +94,7 @@ int redis_is_primary(lapse_conn *c, char *err, size_t size);
 int redis_cluster_new(lapse_redis *r);
 void redis_cluster_free(lapse_redis *r);
 int redis_cluster_ensure(lapse_redis *r);
+int redis_cluster_ready(const lapse_redis *r); /* 1 while the slot map is known */
 int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
                          int key);
 /* ... with the slot given: to its owner (key: the key's index, or -1) */
