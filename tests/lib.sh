@@ -1453,20 +1453,36 @@ _cluster_ok() {
         proc_alive "${_REDIS_PROC[$c]}" || continue
         info=$(redis-cli -p "$(redis_port "$c")" CLUSTER INFO 2>/dev/null | tr -d '\r')
         [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* ]] || return 1
-        # a replica has its primary's data (WAIT can count it)
+        # a replica has its primary's data, and its primary streams to it
+        # (WAIT can count it: _cluster_streaming)
         info=$(redis-cli -p "$(redis_port "$c")" INFO replication 2>/dev/null | tr -d '\r')
         [[ $info == *role:master* || $info == *master_link_status:up* ]] || return 1
+        [[ $info != *role:master* ]] || _cluster_streaming "$(redis_port "$c")" || return 1
     done
     return 0
 }
+_cluster_streaming() { # PORT: every replica of the primary on PORT acknowledges a write
+    local n i out
+    n=$(redis-cli -p "$1" INFO replication | tr -d '\r' | sed -n 's/^connected_slaves://p')
+    ((${n:-0} == 0)) && return 0
+    for ((i = 0; i < 64; i++)); do # a key of a slot this primary serves (not MOVED)
+        out=$(printf 'INCR lapse-test:sync:%d\nWAIT %d 500\n' "$i" "$n" | redis-cli -p "$1" 2>&1)
+        [[ ${out%%$'\n'*} =~ ^[0-9]+$ ]] || continue
+        (($(tail -n 1 <<<"$out") >= n))
+        return
+    done
+    return 1
+}
 
 # cluster_primaries: the ports of the live nodes that are primaries now
+# (a node that does not answer within 2 s is left out)
 cluster_primaries() {
     local c p
     for c in "${CLUSTER_NODES[@]}"; do
         proc_alive "${_REDIS_PROC[$c]}" || continue
         p=$(redis_port "$c")
-        [[ $(redis-cli -p "$p" ROLE 2>/dev/null | head -n 1) == master ]] && echo "$p"
+        # (a stopped node, SIGSTOP, does not answer: not a primary to use)
+        [[ $(timeout 2 redis-cli -p "$p" ROLE 2>/dev/null | head -n 1) == master ]] && echo "$p"
     done
     return 0
 }
