@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "config.h"
 #include "hash.h"
@@ -71,17 +72,39 @@ static void usage(FILE *out)
             "error, a bad ID; 3 (check) Redis unreachable\n");
 }
 
+/* A read that got no reply at all (a failover, a cluster moving the slot:
+ * it lasts a moment) is tried again, after backoff.h's jittered waits, for
+ * up to redis.retry_timeout_ms. */
+struct retry {
+    struct lapse_backoff backoff;
+    int64_t give_up; /* monotonic ms */
+};
+
+static void retry_init(struct retry *t, const struct lapse_config *cfg)
+{
+    lapse_backoff_init(&t->backoff, 10, 500);
+    t->give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
+}
+
+/* 1 once it has waited for the next try; 0 when there is none (refused for
+ * good, or out of time). */
+static int retry_again(struct retry *t, const lapse_redis *r)
+{
+    if (lapse_redis_refused(r) || lapse_clock_mono_ms() >= t->give_up)
+        return 0;
+    lapse_clock_sleep_ms(lapse_backoff_next(&t->backoff));
+    return 1;
+}
+
 static int load_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
 {
     char err[512];
-    int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
-    int rc, wait = 10;
-    /* no reply: a failover or a cluster moving the record's slot, for a moment */
+    struct retry t;
+    int rc;
+    retry_init(&t, cfg);
     while ((rc = lapse_layout_load(nodes[0], cfg, l, err, sizeof err)) == -2 &&
-           !lapse_redis_refused(nodes[0]) && lapse_clock_mono_ms() < give_up) {
-        lapse_clock_sleep_ms(wait);
-        wait = wait < 500 ? 2 * wait : 500;
-    }
+           retry_again(&t, nodes[0]))
+        ;
     if (rc == 1)
         fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
                 cfg->ns, cfg->path);
@@ -211,23 +234,19 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
     printf("%-22s %-19s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
 }
 
-/* Shard i's counters (and what a split has left to move there), read again
- * for up to redis.retry_timeout_ms while no reply comes: a failover, or a
- * cluster moving the shard's slot (TRYAGAIN, MOVED), lasts a moment. */
+/* Shard i's counters (and what a split has left to move there); read again
+ * while no reply comes (struct retry). */
 static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
                       const struct lapse_layout *l, uint32_t i, struct lapse_health *st,
                       struct lapse_split_left *left, char *err, size_t size)
 {
     lapse_redis *r = nodes[l->node_of[i]];
-    int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
-    for (int wait = 10;; wait = wait < 500 ? 2 * wait : 500) {
-        int rc = lapse_health_read(r, cfg, i, st, err, size);
-        if (rc == 0)
-            return lapse_split_left(nodes, cfg, l, i, left, err, size);
-        if (rc != -2 || lapse_redis_refused(r) || lapse_clock_mono_ms() >= give_up)
-            return -1;
-        lapse_clock_sleep_ms(wait);
-    }
+    struct retry t;
+    int rc;
+    retry_init(&t, cfg);
+    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && retry_again(&t, r))
+        ;
+    return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : -1;
 }
 
 static int cmd_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
