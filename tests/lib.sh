@@ -388,14 +388,8 @@ redis_replica_start() {
     # replica's first REPLCONF ACK (up to a second) before it sends writes,
     # so a WAIT right away could count it short. A write WAITed for by
     # every replica the primary has says the stream is on.
-    wait_until 10000 "_replicas_streaming $p" ||
+    wait_until 10000 "_primary_streams $p" ||
         fail "primary $2 does not stream to replica $1 within 10 s"
-}
-_replicas_streaming() { # PORT: every replica of the primary on PORT acknowledges a write
-    local n
-    n=$(redis-cli -p "$1" INFO replication | tr -d '\r' | sed -n 's/^connected_slaves://p')
-    [[ ${n:-0} -ge 1 ]] && (($(printf 'INCR lapse-test:sync\nWAIT %d 500\n' "$n" |
-        redis-cli -p "$1" | tail -n 1) >= n))
 }
 
 # sentinels_start N MASTER PRIMARY [DOWN_MS]: N sentinels (sentinel-1..N, a
@@ -1454,14 +1448,16 @@ _cluster_ok() {
         info=$(redis-cli -p "$(redis_port "$c")" CLUSTER INFO 2>/dev/null | tr -d '\r')
         [[ $info == *cluster_state:ok* && $info == *cluster_slots_ok:16384* ]] || return 1
         # a replica has its primary's data, and its primary streams to it
-        # (WAIT can count it: _cluster_streaming)
+        # (WAIT can count it: _primary_streams)
         info=$(redis-cli -p "$(redis_port "$c")" INFO replication 2>/dev/null | tr -d '\r')
         [[ $info == *role:master* || $info == *master_link_status:up* ]] || return 1
-        [[ $info != *role:master* ]] || _cluster_streaming "$(redis_port "$c")" || return 1
+        [[ $info != *role:master* ]] || _primary_streams "$(redis_port "$c")" || return 1
     done
     return 0
 }
-_cluster_streaming() { # PORT: every replica of the primary on PORT acknowledges a write
+# _primary_streams PORT: every replica of the primary on PORT acknowledges
+# a write (on a cluster node: of a key of one of its slots, not MOVED)
+_primary_streams() {
     local n i out
     n=$(redis-cli -p "$1" INFO replication | tr -d '\r' | sed -n 's/^connected_slaves://p')
     ((${n:-0} == 0)) && return 0
