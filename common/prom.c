@@ -56,18 +56,21 @@ void lapse_prom_escape(char *dst, size_t size, const char *src)
     dst[j] = '\0';
 }
 
-void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *labels,
-                          const double *bounds, const uint64_t *counts, size_t n, double sum)
+void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *help,
+                          const char *labels, const struct lapse_prom_hist *h)
 {
     unsigned long long cum = 0;
-    for (size_t b = 0; b < n; b++) {
-        cum += counts[b];
+    lapse_prom_family(o, name, "histogram", help);
+    for (size_t b = 0; b < h->n; b++) {
+        cum += atomic_load_explicit(&h->counts[b], memory_order_relaxed);
         /* %.17g would print 0.001 as 0.0010000000000000000208: %g reads as written */
-        lapse_prom_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, bounds[b], cum);
+        lapse_prom_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels,
+                          (double)h->bounds[b] / h->per_second, cum);
     }
-    cum += counts[n];
+    cum += atomic_load_explicit(&h->counts[h->n], memory_order_relaxed);
     lapse_prom_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, cum);
-    lapse_prom_printf(o, "%s_sum{%s} %.6f\n", name, labels, sum);
+    lapse_prom_printf(o, "%s_sum{%s} %.6f\n", name, labels,
+                      (double)atomic_load_explicit(h->sum, memory_order_relaxed) / h->per_second);
     lapse_prom_printf(o, "%s_count{%s} %llu\n", name, labels, cum);
 }
 

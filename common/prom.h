@@ -14,6 +14,7 @@
 #ifndef LAPSE_PROM_H
 #define LAPSE_PROM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,14 +41,23 @@ void lapse_prom_family(struct lapse_prom *o, const char *name, const char *type,
 void lapse_prom_escape(char *dst, size_t size, const char *src);
 
 /*
- * One histogram's samples (no HELP/TYPE): name_bucket{labels,le="..."} for
- * each of the n bounds (seconds) and +Inf, then name_sum and name_count.
- * `counts` holds n + 1 non-cumulative counts (the last one above every
- * bound); `labels` is the label text without braces (already escaped), e.g.
- * `ns="demo",shard="0"`.
+ * A histogram as its owner keeps it: integers in 1/per_second of a second
+ * (1000: ms, 1000000: µs), n bounds and n + 1 non-cumulative counts (the
+ * last one above every bound), updated by other threads while it renders.
  */
-void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *labels,
-                          const double *bounds, const uint64_t *counts, size_t n, double sum);
+struct lapse_prom_hist {
+    const int64_t *bounds;
+    size_t n;
+    double per_second;
+    const atomic_uint_fast64_t *counts;
+    const atomic_uint_fast64_t *sum;
+};
+
+/* One histogram family in seconds: HELP and TYPE, name_bucket{labels,le=...}
+ * for each bound and +Inf (cumulative), name_sum and name_count. `labels` is
+ * the label text without braces (already escaped), e.g. `ns="demo",shard="0"`. */
+void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *help,
+                          const char *labels, const struct lapse_prom_hist *h);
 
 /* The text length, or -1 if it did not fit. */
 int lapse_prom_end(const struct lapse_prom *o);

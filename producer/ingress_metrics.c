@@ -67,7 +67,7 @@ void lapse_ingress_metrics_apply(struct lapse_ingress_metrics *m, int64_t ms)
     while (b < LAPSE_APPLY_BUCKETS && ms > lapse_apply_bounds[b])
         b++;
     atomic_fetch_add_explicit(&m->apply[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->apply_sum_us, (uint64_t)ms * 1000, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->apply_sum_ms, (uint64_t)ms, memory_order_relaxed);
 }
 
 void lapse_ingress_metrics_settled(struct lapse_ingress_metrics *m, const lapse_producer *p,
@@ -212,16 +212,10 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
     }
     pthread_mutex_unlock(&m->lock);
 
-    double bounds[LAPSE_APPLY_BUCKETS];
-    uint64_t counts[LAPSE_APPLY_BUCKETS + 1];
-    for (int b = 0; b < LAPSE_APPLY_BUCKETS; b++)
-        bounds[b] = (double)lapse_apply_bounds[b] / 1000.0;
-    for (int b = 0; b <= LAPSE_APPLY_BUCKETS; b++)
-        counts[b] = (uint64_t)LOAD(m->apply[b]);
-    lapse_prom_family(&o, "lapse_ingress_batch_apply_seconds", "histogram",
-                      "Time from a batch's first message to its writes applied.");
-    lapse_prom_histogram(&o, "lapse_ingress_batch_apply_seconds", labels, bounds, counts,
-                         LAPSE_APPLY_BUCKETS, (double)LOAD(m->apply_sum_us) / 1e6);
+    struct lapse_prom_hist apply = {lapse_apply_bounds, LAPSE_APPLY_BUCKETS, 1000, m->apply,
+                                    &m->apply_sum_ms};
+    lapse_prom_histogram(&o, "lapse_ingress_batch_apply_seconds",
+                         "Time from a batch's first message to its writes applied.", labels, &apply);
     return lapse_prom_end(&o);
 }
 

@@ -54,7 +54,7 @@ struct lapse_ingress_metrics {
     atomic_int_fast64_t redis_up;          /* 1: Redis answered the last write or probe */
     atomic_int_fast64_t consuming;         /* 1: subscribed, with partitions or waiting */
     atomic_uint_fast64_t apply[LAPSE_APPLY_BUCKETS + 1]; /* non-cumulative */
-    atomic_uint_fast64_t apply_sum_us;
+    atomic_uint_fast64_t apply_sum_ms;
     int64_t probe_ms;                      /* consuming thread only: the last probe */
     pthread_mutex_t lock;                  /* guards lag, nlag */
     struct lapse_ingress_lag *lag;         /* owned; replaced by set_lag */

@@ -64,16 +64,10 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
     lapse_prom_printf(&o, "lapse_scanner_oldest_overdue_seconds{%s} %.3f\n", labels,
                       (double)LOAD(m->oldest_overdue_ms) / 1000.0);
 
-    double bounds[LAPSE_LATENESS_BUCKETS];
-    uint64_t counts[LAPSE_LATENESS_BUCKETS + 1];
-    for (int b = 0; b < LAPSE_LATENESS_BUCKETS; b++)
-        bounds[b] = (double)lapse_lateness_bounds[b] / 1000.0;
-    for (int b = 0; b <= LAPSE_LATENESS_BUCKETS; b++)
-        counts[b] = (uint64_t)LOAD(m->lateness[b]);
-    lapse_prom_family(&o, "lapse_scanner_lateness_seconds", "histogram",
-                      "Time from an event's deadline to its hand-over to Kafka.");
-    lapse_prom_histogram(&o, "lapse_scanner_lateness_seconds", labels, bounds, counts,
-                         LAPSE_LATENESS_BUCKETS, (double)LOAD(m->lateness_sum_ms) / 1000.0);
+    struct lapse_prom_hist late = {lapse_lateness_bounds, LAPSE_LATENESS_BUCKETS, 1000,
+                                   m->lateness, &m->lateness_sum_ms};
+    lapse_prom_histogram(&o, "lapse_scanner_lateness_seconds",
+                         "Time from an event's deadline to its hand-over to Kafka.", labels, &late);
     return lapse_prom_end(&o);
 }
 
@@ -100,30 +94,9 @@ static int ready_cb(void *ctx, char *why, size_t size)
     return lapse_metrics_ready(ctx, why, size);
 }
 
-struct lapse_metrics_server {
-    lapse_httpd *httpd;
-};
-
-lapse_metrics_server *lapse_metrics_serve(struct lapse_metrics *m, const char *bind_addr, int port,
-                                          char *errstr, size_t size)
+struct lapse_httpd *lapse_metrics_serve(struct lapse_metrics *m, const char *bind_addr, int port,
+                                        char *errstr, size_t size)
 {
     struct lapse_httpd_handlers h = {render_cb, ready_cb, m};
-    struct lapse_metrics_server *srv = calloc(1, sizeof *srv);
-    if (!srv) {
-        snprintf(errstr, size, "out of memory");
-        return NULL;
-    }
-    if (!(srv->httpd = lapse_httpd_start(bind_addr, port, &h, errstr, size))) {
-        free(srv);
-        return NULL;
-    }
-    return srv;
-}
-
-void lapse_metrics_stop(lapse_metrics_server *srv)
-{
-    if (!srv)
-        return;
-    lapse_httpd_stop(srv->httpd);
-    free(srv);
+    return lapse_httpd_start(bind_addr, port, &h, errstr, size);
 }

@@ -56,12 +56,9 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size);
  * holds the lease or stands by; else 0 with the reason in why. */
 int lapse_metrics_ready(struct lapse_metrics *m, char *why, size_t size);
 
-typedef struct lapse_metrics_server lapse_metrics_server;
-
-/* Starts serving `m` on bind:port (common/httpd.h). NULL with errstr if the
- * port cannot be opened. `m` must outlive the server. */
-lapse_metrics_server *lapse_metrics_serve(struct lapse_metrics *m, const char *bind, int port,
-                                          char *errstr, size_t size);
-void lapse_metrics_stop(lapse_metrics_server *srv); /* joins the HTTP thread; accepts NULL */
+/* Serves `m` on bind:port (httpd.h); NULL with errstr when the port cannot
+ * be opened. `m` must outlive the server; stop it with lapse_httpd_stop. */
+struct lapse_httpd *lapse_metrics_serve(struct lapse_metrics *m, const char *bind, int port,
+                                        char *errstr, size_t size);
 
 #endif

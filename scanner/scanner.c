@@ -85,8 +85,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
         return NULL;
     }
     if (cfg->scanner_metrics_port &&
-        !(s->metrics_srv = lapse_metrics_serve(&s->metrics, cfg->scanner_metrics_bind,
-                                               cfg->scanner_metrics_port, errstr, size))) {
+        !(s->httpd = lapse_metrics_serve(&s->metrics, cfg->scanner_metrics_bind,
+                                         cfg->scanner_metrics_port, errstr, size))) {
         lapse_scanner_free(s);
         return NULL;
     }
@@ -98,7 +98,7 @@ void lapse_scanner_free(lapse_scanner *s)
     if (!s)
         return;
     lapse_sink_free(s->sink); /* answers what is still queued: frees those flights */
-    lapse_metrics_stop(s->metrics_srv);
+    lapse_httpd_stop(s->httpd);
     scanner_drop_acks(s);
     free(s->event);
     for (size_t i = 0; s->peers && i < s->cfg->nnodes; i++)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "httpd.h"
 #include "layout.h"
 #include "log.h"
 #include "metrics.h"
@@ -91,7 +92,7 @@ struct lapse_scanner {
     double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
-    lapse_metrics_server *metrics_srv;
+    lapse_httpd *httpd;
     struct lapse_log_limit lim_redis, lim_kafka;
 };
 

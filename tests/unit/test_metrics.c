@@ -40,10 +40,11 @@ TEST(prom_histogram_is_cumulative)
 {
     char buf[1024];
     struct lapse_prom o;
-    const double bounds[3] = {0.001, 0.25, 2};
-    const uint64_t counts[4] = {1, 2, 0, 3};
+    const int64_t bounds[3] = {1, 250, 2000}; /* ms */
+    atomic_uint_fast64_t counts[4] = {1, 2, 0, 3}, sum = 1500;
+    struct lapse_prom_hist h = {bounds, 3, 1000, counts, &sum};
     lapse_prom_init(&o, buf, sizeof buf);
-    lapse_prom_histogram(&o, "x_seconds", "ns=\"d\"", bounds, counts, 3, 1.5);
+    lapse_prom_histogram(&o, "x_seconds", "X.", "ns=\"d\"", &h);
     REQUIRE(lapse_prom_end(&o) > 0);
     CHECK_STR(sample(buf, "x_seconds_bucket{ns=\"d\",le=\"0.001\"}"), "1");
     CHECK_STR(sample(buf, "x_seconds_bucket{ns=\"d\",le=\"0.25\"}"), "3");
@@ -51,6 +52,7 @@ TEST(prom_histogram_is_cumulative)
     CHECK_STR(sample(buf, "x_seconds_bucket{ns=\"d\",le=\"+Inf\"}"), "6");
     CHECK_STR(sample(buf, "x_seconds_count{ns=\"d\"}"), "6");
     CHECK_STR(sample(buf, "x_seconds_sum{ns=\"d\"}"), "1.500000");
+    CHECK(strstr(buf, "# HELP x_seconds X.\n# TYPE x_seconds histogram\n") == buf);
 }
 
 TEST(prom_overflow_is_reported)
