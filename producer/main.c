@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +21,11 @@
 #include "line.h"
 #include "log.h"
 #include "producer.h"
+#include "stop.h"
 
 /* The longest line we accept: op, id, when, period, payload and separators. */
 #define LINE_MAX_BYTES (LAPSE_PAYLOAD_MAX + LAPSE_ID_MAX + 256)
 
-static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
 
 /* Parsed lines between their prefetch hint and their submission: enough to
  * overlap a few cache misses, few enough to stay in L1. */
@@ -138,7 +136,7 @@ static int serve(struct run *run)
     unsigned long long lineno = 0;
     int skipping = 0; /* inside an over-long line: drop bytes to its '\n' */
     char why[256];
-    while (!stop) {
+    while (!lapse_stop) {
         ssize_t n = read(0, buf + have, cap - have);
         if (n < 0 && errno == EINTR)
             continue;
@@ -205,7 +203,7 @@ static int serve_kafka(const struct lapse_config *cfg)
         lapse_ingress_free(ing);
         return 1;
     }
-    int rc = lapse_ingress_serve(ing, p, &stop);
+    int rc = lapse_ingress_serve(ing, p, &lapse_stop);
     lapse_producer_free(p);
     lapse_ingress_free(ing);
     return rc < 0 ? 1 : 0;
@@ -249,11 +247,7 @@ int main(int argc, char **argv)
     lapse_log_init("lapse-producer", cfg.log_level);
     /* before anything slow (connecting): a SIGTERM during start-up is a
      * clean stop too, never death by the default action */
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    lapse_stop_on_signals(1);
     if (from_kafka) {
         int rc = serve_kafka(&cfg);
         lapse_config_free(&cfg);

@@ -1,7 +1,6 @@
 /* lapse-scanner: serves one shard (see scanner.h). options -> config ->
  * scanner -> signals -> serve. */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,9 +8,8 @@
 #include "hash.h"
 #include "log.h"
 #include "scanner.h"
+#include "stop.h"
 
-static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
 
 static void usage(FILE *out)
 {
@@ -68,11 +66,7 @@ int main(int argc, char **argv)
     lapse_log_init("lapse-scanner", cfg.log_level);
     /* before anything slow (connecting): a SIGTERM during start-up is a
      * clean stop too, never death by the default action */
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    lapse_stop_on_signals(1);
     lapse_scanner *s = lapse_scanner_new(&cfg, (uint32_t)shard, err, sizeof err);
     if (!s) {
         fprintf(stderr, "%s\n", err);
@@ -80,7 +74,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    int rc = lapse_scanner_serve(s, &stop);
+    int rc = lapse_scanner_serve(s, &lapse_stop);
     lapse_scanner_free(s);
     lapse_config_free(&cfg);
     return rc;

@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,8 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "stop.h"
+
 #define PROG "lapse-kafka-dev"
 #define POLL_MS 100          /* upper bound on the reaction time to a signal */
 #define LINE_MAX_LEN 1024    /* longest control line accepted */
@@ -42,8 +43,6 @@
 #define MAX_BROKERS 64
 #define MAX_PARTITIONS 10000
 #define MAX_ERROR_COUNT 1000000
-
-static volatile sig_atomic_t stop_requested;
 
 /* Command-line settings. */
 struct opts {
@@ -62,11 +61,6 @@ struct control {
         int discarding;     /* inside an overlong line: drop until newline */
         int eof;            /* stdin is done; keep serving anyway */
 };
-
-static void on_signal(int sig) {
-        (void)sig;
-        stop_requested = 1;
-}
 
 static void usage(FILE *f) {
         fprintf(f,
@@ -407,7 +401,7 @@ static void serve(struct control *c) {
         struct pollfd pfd;
         rd_kafka_t *rk = rd_kafka_mock_cluster_handle(c->mcluster);
 
-        while (!stop_requested) {
+        while (!lapse_stop) {
                 int r;
 
                 pfd.fd      = c->eof ? -1 : STDIN_FILENO; /* -1: just wait */
@@ -422,19 +416,6 @@ static void serve(struct control *c) {
                         control_read(c);
                 rd_kafka_poll(rk, 0); /* serve the host handle's callbacks */
         }
-}
-
-static int install_signals(void) {
-        struct sigaction sa;
-
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGTERM, &sa, NULL) == -1 ||
-            sigaction(SIGINT, &sa, NULL) == -1)
-                return -1;
-        sa.sa_handler = SIG_IGN;
-        return sigaction(SIGPIPE, &sa, NULL);
 }
 
 /*
@@ -498,7 +479,7 @@ int main(int argc, char **argv) {
 
         if ((r = parse_args(argc, argv, &o)) != 0)
                 return r == 1 ? 0 : 2;
-        if (install_signals() == -1) {
+        if (lapse_stop_on_signals(1) == -1) {
                 fprintf(stderr, PROG ": sigaction: %s\n", strerror(errno));
                 return 1;
         }

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -21,16 +20,9 @@
 #include "inspect.h"
 #include "layout.h"
 #include "split.h"
+#include "stop.h"
 
 #define RATE_SAMPLES 10
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
 
 struct progress {
     int64_t epoch;                 /* the split the samples belong to */
@@ -85,7 +77,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
     uint64_t to_move = 0;
     int64_t last_due = -1;
     int complete = 1; /* every old shard counted: the total means something */
-    for (uint32_t i = 0; i < l.shards && !stop; i++) {
+    for (uint32_t i = 0; i < l.shards && !lapse_stop; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health h;
         if (lapse_health_read(r, cfg, i, &h, err, sizeof err) < 0) {
@@ -113,7 +105,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
         printf("%-6u %-22s %10lld %10lld %9lld %11s %9s  %s\n", i, lapse_redis_name(r), h.pending,
                h.due, h.inflight, overdue, move, h.holder[0] ? h.holder : "NONE (no active scanner)");
     }
-    if (l.splitting && complete && !stop) {
+    if (l.splitting && complete && !lapse_stop) {
         progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
         double rate = progress_rate(pg);
         printf("split %u -> %u: %" PRIu64 " IDs left to check in the old shards", l.prev_shards,
@@ -139,7 +131,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
 static void pause_ms(int ms)
 {
     int64_t end = lapse_clock_mono_ms() + ms;
-    for (int64_t left = ms; left > 0 && !stop; left = end - lapse_clock_mono_ms()) {
+    for (int64_t left = ms; left > 0 && !lapse_stop; left = end - lapse_clock_mono_ms()) {
         struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
         if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
             break;
@@ -149,18 +141,13 @@ static void pause_ms(int ms)
 int lapse_scale_watch(const struct lapse_config *cfg, lapse_redis **nodes, int interval_ms,
                       int count)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read or sleep ends at once */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    lapse_stop_on_signals(0); /* a blocked read or sleep ends at once */
     int tty = isatty(STDOUT_FILENO);
     struct progress pg = {.epoch = -1};
-    for (int n = 0; !stop && (count <= 0 || n < count); n++) {
+    for (int n = 0; !lapse_stop && (count <= 0 || n < count); n++) {
         if (n > 0)
             pause_ms(interval_ms);
-        if (stop)
+        if (lapse_stop)
             break;
         if (tty)
             printf("\033[H\033[2J"); /* home, clear: redraw in place like watch(1) */
