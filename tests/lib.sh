@@ -16,8 +16,9 @@
 # Environment: LAPSE_BIN (default bin, relative to the repo root),
 # LAPSE_TEST_DIR (set by tests/run; else a fresh mktemp dir),
 # LAPSE_KEEP_TMP=1 keeps the temp dir of a failed test; LAPSE_TEST_TRACE=1
-# traces the test's own lines with the time each starts (on stderr: where a
-# test spends its time; tests/profile sums it up).
+# traces the test's own lines with the time each starts (on the stderr the
+# test started with, not into a 2>&1 the test captures: where a test spends
+# its time; tests/profile sums it up).
 
 set -euo pipefail
 
@@ -46,6 +47,7 @@ SCANNER_CFG="poll_ms = 10;"    # the scanner group of write_config
 
 if [[ ${LAPSE_TEST_TRACE:-0} == 1 ]]; then
     PS4='+ $EPOCHREALTIME ${BASH_SOURCE[0]##*/}:$LINENO '
+    exec {BASH_XTRACEFD}>&2
     set -x
 fi
 
@@ -97,14 +99,19 @@ local_ms() { # the local wall clock in ms (use now_ms for the shard clock)
     echo $((10#$t / 1000))
 }
 
-# wait_until TIMEOUT_MS 'shell condition': evaluates the condition every 20 ms
-# until it is true (return 0) or the time is up (return 1).
+# wait_until TIMEOUT_MS 'shell condition': evaluates the condition until it
+# is true (return 0) or the time is up (return 1): every 20 ms for the first
+# second, then every 100 ms (a long wait's checks, often jq over a growing
+# events file, would otherwise take a core from the tests running beside it).
 wait_until() {
-    local _wu_end=$(($(local_ms) + $1))
+    local _wu_now _wu_start _wu_end
+    _wu_start=$(local_ms)
+    _wu_end=$((_wu_start + $1))
     while :; do
         if eval "$2"; then return 0; fi
-        (($(local_ms) < _wu_end)) || return 1
-        sleep 0.02
+        _wu_now=$(local_ms)
+        ((_wu_now < _wu_end)) || return 1
+        if ((_wu_now - _wu_start < 1000)); then sleep 0.02; else sleep 0.1; fi
     done
 }
 
@@ -376,20 +383,23 @@ redis_restart() { # NAME: same port, dir and args (reloads its AOF)
         fail "redis_restart $name: port ${_REDIS_PORT[$name]} taken meanwhile"
 }
 
-# redis_replica_start NAME PRIMARY: a redis_start'ed replica of redis
-# PRIMARY; returns once its link to the primary is up
+# redis_replica_start PRIMARY NAME...: redis_start'ed replicas of redis
+# PRIMARY (started together, so they sync together); returns once each
+# one's link to the primary is up and the primary streams to it
 redis_replica_start() {
-    local p
-    p=$(redis_port "$2")
-    redis_start "$1" --replicaof 127.0.0.1 "$p"
-    wait_until 10000 "redis-cli -p $(redis_port "$1") INFO replication | grep -q 'master_link_status:up'" ||
-        fail "replica $1 did not connect to $2 within 10 s"
-    # ... and the primary streams to it: after a sync it waits for the
+    local p r
+    p=$(redis_port "$1")
+    for r in "${@:2}"; do redis_start "$r" --replicaof 127.0.0.1 "$p"; done
+    for r in "${@:2}"; do
+        wait_until 10000 "redis-cli -p $(redis_port "$r") INFO replication | grep -q 'master_link_status:up'" ||
+            fail "replica $r did not connect to $1 within 10 s"
+    done
+    # ... and the primary streams to them: after a sync it waits for a
     # replica's first REPLCONF ACK (up to a second) before it sends writes,
     # so a WAIT right away could count it short. A write WAITed for by
     # every replica the primary has says the stream is on.
     wait_until 10000 "_primary_streams $p" ||
-        fail "primary $2 does not stream to replica $1 within 10 s"
+        fail "primary $1 does not stream to its replicas within 10 s"
 }
 
 # sentinels_start N MASTER PRIMARY [DOWN_MS]: N sentinels (sentinel-1..N, a
@@ -397,29 +407,44 @@ redis_replica_start() {
 # after DOWN_MS (default 1000) ms; returns once each knows the others and
 # the replicas. Their "host:port" list, quoted for a config, is left in
 # SENTINELS, their ports in SENTINEL_PORTS and process names in
-# SENTINEL_NAMES.
+# SENTINEL_NAMES. Each config names the others and PRIMARY's replicas
+# (known-sentinel, known-replica, as Sentinel writes them itself), so they
+# start settled instead of finding each other by hello messages every 2 s.
 declare -a SENTINEL_PORTS=() SENTINEL_NAMES=()
 SENTINELS=
 sentinels_start() {
-    local n=$1 master=$2 primary=$3 down=${4:-1000} i port dir pp
+    local n=$1 master=$2 primary=$3 down=${4:-1000} i j port dir pp known=() ids=()
     pp=$(redis_port "$primary")
     SENTINEL_PORTS=() SENTINEL_NAMES=() SENTINELS=
-    for ((i = 1; i <= n; i++)); do
+    for ((i = 0; i < n; i++)); do
         free_port >/dev/null
-        port=$FREE_PORT
-        dir=$T/sentinel-$i
+        SENTINEL_PORTS+=("$FREE_PORT")
+        ids+=("$(printf '%040x' $((0x5e0 + i)))")
+    done
+    mapfile -t known < <(redis-cli -p "$pp" INFO replication | tr -d '\r' |
+        sed -n 's/^slave[0-9]*:ip=\([^,]*\),port=\([0-9]*\),.*/\1 \2/p')
+    for ((i = 0; i < n; i++)); do
+        port=${SENTINEL_PORTS[i]}
+        dir=$T/sentinel-$((i + 1))
         mkdir -p "$dir"
-        printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir" \
-            "sentinel monitor $master 127.0.0.1 $pp $((n / 2 + 1))" \
-            "sentinel down-after-milliseconds $master $down" \
-            "sentinel failover-timeout $master 10000" \
-            "sentinel parallel-syncs $master 1" >"$dir/sentinel.conf"
-        spawn "sentinel-$i" redis-server "$dir/sentinel.conf" --sentinel --logfile ''
+        {
+            printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir" "sentinel myid ${ids[i]}" \
+                "sentinel monitor $master 127.0.0.1 $pp $((n / 2 + 1))" \
+                "sentinel down-after-milliseconds $master $down" \
+                "sentinel failover-timeout $master 10000" \
+                "sentinel parallel-syncs $master 1"
+            for ((j = 0; j < n; j++)); do
+                ((j == i)) || echo "sentinel known-sentinel $master 127.0.0.1 ${SENTINEL_PORTS[j]} ${ids[j]}"
+            done
+            for j in "${known[@]}"; do echo "sentinel known-replica $master $j"; done
+        } >"$dir/sentinel.conf"
+        spawn "sentinel-$((i + 1))" redis-server "$dir/sentinel.conf" --sentinel --logfile ''
         SENTINEL_NAMES+=("$SPAWNED")
-        wait_until 10000 "[[ \$(redis-cli -p $port SENTINEL get-master-addr-by-name $master 2>/dev/null | tail -n 1) == $pp ]]" ||
-            fail "sentinel $i did not come up within 10 s"
-        SENTINEL_PORTS+=("$port")
         SENTINELS+="${SENTINELS:+, }\"127.0.0.1:$port\""
+    done
+    for port in "${SENTINEL_PORTS[@]}"; do
+        wait_until 10000 "[[ \$(redis-cli -p $port SENTINEL get-master-addr-by-name $master 2>/dev/null | tail -n 1) == $pp ]]" ||
+            fail "the sentinel on port $port did not come up within 10 s"
     done
     wait_until 20000 "_sentinels_settled $master" ||
         fail "the sentinels did not find each other and the replicas within 20 s"
@@ -440,8 +465,7 @@ _sentinels_settled() { # MASTER: each sentinel sees the others and a replica
 # dead one, which refuses: waits go on).
 sentinel_node() {
     redis_start a
-    redis_replica_start b a
-    redis_replica_start c a
+    redis_replica_start a b c
     sentinels_start 3 lapse-a a 1000
     _sp_ports() { sentinel_primary lapse-a; }
     rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
@@ -1188,7 +1212,8 @@ sp_marker_cancels() { # the cancel lines of every producer's last marker
 }
 
 # sp_workload T0 N SEED: writes the split workload over N IDs (s000...) to
-# the current dir, with absolute deadlines in [T0+L, T0+L+3500], L = SP_LEAD_MS
+# the current dir, with absolute deadlines in [T0+L, T0+L+S], L = SP_LEAD_MS,
+# S = SP_SPREAD_MS (extends move some up to 1 s later)
 #   pre.txt   every ID before the split: touch (most with a payload), or a
 #             repeat (every 11th, deadline within T0+L..L+800)
 #   b1.txt    after the split, by the new producer B: a touch of every ID of
@@ -1203,9 +1228,10 @@ sp_marker_cancels() { # the cancel lines of every producer's last marker
 #   expect.tsv  per ID: id, kind (once|none|repeat), deadline, payload ("-":
 #             none), period, written after the split (0/1)
 SP_LEAD_MS=4000 # sp_workload's earliest deadline after T0: the writes must be done by then
+SP_SPREAD_MS=2000 # how long after that its deadlines go on falling due
 
 sp_workload() {
-    awk -v t0="$1" -v n="$2" -v seed="$3" -v lead="$SP_LEAD_MS" '
+    awk -v t0="$1" -v n="$2" -v seed="$3" -v lead="$SP_LEAD_MS" -v spread="$SP_SPREAD_MS" '
     function r(lo, hi) { return lo + int(rand() * (hi - lo + 1)) }
     function ms(d) { return sprintf("%.0f", d) }
     function op(file, o, id, d, per, pl,   line) {
@@ -1220,7 +1246,7 @@ sp_workload() {
         if (file != "pre.txt") written[id] = 1
     }
     BEGIN {
-        srand(seed); LO = t0 + lead; HI = t0 + lead + 3500
+        srand(seed); LO = t0 + lead; HI = t0 + lead + spread
         for (i = 0; i < n; i++) {
             id = sprintf("s%03d", i); c = i % 11; w = int(i / 11) % 3
             pay[id] = "-"; alive[id] = 0; written[id] = 0
@@ -1410,22 +1436,39 @@ cluster_node_start() {
     CLUSTER_NODES+=("$1")
 }
 
-# cluster_start PRIMARIES [REPLICAS]: a Redis Cluster of PRIMARIES primaries,
-# each with REPLICAS replicas (redis-cli --cluster create), all slots
-# assigned, every node agreeing (cluster_wait_ok). REDIS_PORT is c1's.
+# cluster_start PRIMARIES [REPLICAS]: a Redis Cluster of PRIMARIES primaries
+# (c1..), each with REPLICAS replicas (the next nodes, dealt out in turn),
+# the slots split evenly, every node agreeing (cluster_wait_ok). REDIS_PORT
+# is c1's. Built by hand as redis-cli --cluster create would (slots, config
+# epochs, MEET, REPLICATE), without its 1 s polls while the nodes meet.
 cluster_start() {
-    local np=$1 nr=${2:-0} i n addrs=()
+    local np=$1 nr=${2:-0} i n ports=() out
     n=$((np * (1 + nr)))
     for ((i = 1; i <= n; i++)); do
         cluster_node_start "c$i"
-        addrs+=("127.0.0.1:$(redis_port "c$i")")
+        ports+=("$(redis_port "c$i")")
     done
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$nr" --cluster-yes \
-        >"$T/cluster-create.log" 2>&1 || {
-        tail -n 5 "$T/cluster-create.log" >&2
-        fail "redis-cli --cluster create failed"
-    }
+    for ((i = 0; i < np; i++)); do
+        out=$(redis-cli -p "${ports[i]}" CLUSTER ADDSLOTSRANGE $((16384 * i / np)) $((16384 * (i + 1) / np - 1)))
+        out+=$(redis-cli -p "${ports[i]}" CLUSTER SET-CONFIG-EPOCH $((i + 1)))
+        [[ $out == OKOK ]] || fail "cluster node c$((i + 1)): slots and epoch: $out"
+    done
+    for ((i = 1; i < n; i++)); do
+        out=$(redis-cli -p "${ports[i]}" CLUSTER MEET 127.0.0.1 "${ports[0]}")
+        [[ $out == OK ]] || fail "cluster node c$((i + 1)): MEET: $out"
+    done
+    wait_until 20000 "_cluster_all_know $n" || fail "the cluster's $n nodes did not all meet within 20 s"
+    for ((i = np; i < n; i++)); do
+        out=$(redis-cli -p "${ports[i]}" CLUSTER REPLICATE "$(cluster_id "${ports[(i - np) % np]}")")
+        [[ $out == OK ]] || fail "cluster node c$((i + 1)): REPLICATE: $out"
+    done
     cluster_wait_ok 20000
+}
+_cluster_all_know() { # N: every node knows N nodes
+    local c
+    for c in "${CLUSTER_NODES[@]}"; do
+        [[ $(redis-cli -p "$(redis_port "$c")" CLUSTER INFO | tr -d '\r') == *cluster_known_nodes:$1* ]] || return 1
+    done
 }
 
 # cluster_wait_ok [TIMEOUT_MS]: every live node says cluster_state:ok with

@@ -38,7 +38,7 @@ promote() { # PRIMARY REPLICA: kill -9 the primary, let the replica go on, promo
 }
 
 redis_start a
-redis_replica_start b a
+redis_replica_start a b
 run a b 1
 # what it wrote so far is on the primary only: it must not report it applied
 wait_until 10000 '(($(rcli ZCARD "$NS:z:0") > 0))' || fail "the producer wrote nothing within 10 s"
@@ -53,7 +53,7 @@ assert_eq "$(held b)" 10000 "IDs the promoted replica holds (wait_replicas = 1)"
 
 # the same without WAIT: acknowledged, then lost with the primary
 redis_start c
-redis_replica_start d c
+redis_replica_start c d
 run c d 0
 wait_until 30000 '! proc_alive "$PRODUCER"' || fail "the producer (wait_replicas = 0) did not finish within 30 s"
 proc_stop "$PRODUCER" 1

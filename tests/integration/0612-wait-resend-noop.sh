@@ -15,7 +15,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 redis_start a
-redis_replica_start b a
+redis_replica_start a b
 write_config "$CONF" ""
 sed -i "s|^redis = { nodes = \(.*\); };$|redis = { nodes = \1; wait_replicas = 1; wait_timeout_ms = 200; };|" "$CONF"
 grep -q "wait_replicas = 1" "$CONF" || fail "could not set redis.wait_replicas"

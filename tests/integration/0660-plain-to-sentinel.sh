@@ -12,7 +12,7 @@
 _sp_ports() { sentinel_primary lapse-a; }
 
 redis_start a
-redis_replica_start b a
+redis_replica_start a b
 pa=$(redis_port a)
 kafka_start --brokers 1
 write_config
