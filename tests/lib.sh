@@ -1204,6 +1204,25 @@ sp_feed() {
     SP_MARK[$name]=$k
 }
 
+# sp_writes_after_split: the workload's writes once the split began: a new
+# producer B (it reads the splitting layout) feeds b1.txt, the old producer
+# A (it still has the old one) a1.txt, then B b2.txt. Leaves tA1 (local ms:
+# A's first write began) and t1 (shard clock: all applied); fails when they
+# ran into the first deadline, t0 + SP_LEAD_MS (t0: the caller's).
+sp_writes_after_split() {
+    sp_producer B
+    sp_feed B b1.txt
+    tA1=$(local_ms)
+    sp_feed A a1.txt
+    sp_feed B b2.txt
+    t1=$(now_ms)
+    local a=
+    [[ -z ${tA:-} ]] || a="; A's first write after the split $((tA1 - tA)) ms after A started"
+    note "writes done $((t1 - t0)) ms after t0$a"
+    ((t1 < t0 + SP_LEAD_MS - 100)) ||
+        fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+}
+
 sp_marker_cancels() { # the cancel lines of every producer's last marker
     local n
     for n in "${!SP_MARK[@]}"; do

@@ -34,13 +34,7 @@ scale split >split.out || fail "split: exit status $?"
 # new shards' scanners first
 scanner_start 2
 scanner_start 3
-sp_producer B
-sp_feed B b1.txt
-sp_feed A a1.txt
-sp_feed B b2.txt
-t1=$(now_ms)
-note "writes done $((t1 - t0)) ms after t0"
-((t1 < t0 + SP_LEAD_MS - 100)) || fail "the writes took until t0 + $((t1 - t0)) ms: deadlines may have passed meanwhile (machine too slow)"
+sp_writes_after_split
 
 # (the first deadlines fall due SP_LEAD_MS after t0: the window follows them)
 wait_until $((t0 + SP_LEAD_MS + SP_LATE_MS - $(now_ms))) \
