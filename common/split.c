@@ -140,17 +140,24 @@ static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
     return ok ? split_durable(nodes[0], cfg, "publishing the layout", errstr, size) : -1;
 }
 
+/* The layout in force; -1 with errstr also when the namespace has none. */
+static int split_current(lapse_redis *home, const struct lapse_config *cfg,
+                         struct lapse_layout *cur, char *errstr, size_t size)
+{
+    int rc = lapse_layout_load(home, cfg, cur, errstr, size);
+    if (rc == 1)
+        snprintf(errstr, size, "namespace \"%s\" is not initialised", cfg->ns);
+    return rc == 0 ? 0 : -1;
+}
+
 int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const uint16_t *to,
                       size_t nto, struct lapse_layout *out, char *errstr, size_t size)
 {
     struct lapse_layout cur, next;
     memset(out, 0, sizeof *out);
-    int rc = lapse_layout_load(nodes[0], cfg, &cur, errstr, size);
-    if (rc == 1)
-        snprintf(errstr, size, "namespace \"%s\" is not initialised", cfg->ns);
-    if (rc != 0)
+    if (split_current(nodes[0], cfg, &cur, errstr, size) < 0)
         return -1;
-    rc = lapse_layout_read(nodes[0], cfg, "layout:next", &next, errstr, size);
+    int rc = lapse_layout_read(nodes[0], cfg, "layout:next", &next, errstr, size);
     if (rc < 0)
         goto fail;
     if (rc == 1) { /* a fresh split */
@@ -445,13 +452,10 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
     struct lapse_layout cur;
     *left = 0;
     memset(out, 0, sizeof *out);
-    int rc = lapse_layout_load(nodes[0], cfg, &cur, errstr, size);
-    if (rc == 1)
-        snprintf(errstr, size, "namespace \"%s\" is not initialised", cfg->ns);
-    if (rc != 0)
+    if (split_current(nodes[0], cfg, &cur, errstr, size) < 0)
         return -1;
     struct lapse_layout pending;
-    rc = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, errstr, size);
+    int rc = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, errstr, size);
     if (rc == 0 && !pending.splitting) { /* an interrupted finish: complete it */
         rc = split_commit(nodes, cfg, &pending, errstr, size);
         lapse_layout_free(&cur);

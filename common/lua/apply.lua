@@ -248,6 +248,15 @@ local function pending(id)
     return d
 end
 
+-- Whether an extend to `at` moves the ID: only to a later deadline than its
+-- pending one, and, for a moving ID whose old twin is busy (MV: the deadline
+-- being dispatched there), than that one too.
+local function extends(id, at, moving)
+    local cur = pending(id)
+    if cur and at <= cur then return false end
+    return not (moving and moving ~= '' and at <= tonumber(moving))
+end
+
 for k = 1, n do
     local op, id, moving = OP[k], ID[k], MV[k]
     local set = true
@@ -260,12 +269,7 @@ for k = 1, n do
     elseif (op == 't' or op == 'e') and not INH[k] then
         flush_gt()
         local at = AT[k] or tonumber(ATS[k])
-        if op == 'e' then
-            local cur = pending(id)
-            set = not cur or at > cur
-            -- a moving ID's busy twin: the deadline being dispatched counts
-            if moving and moving ~= '' and at <= tonumber(moving) then set = false end
-        end
+        if op == 'e' then set = extends(id, at, moving) end
         if set then
             zargs[#zargs + 1] = ATS[k]
             zargs[#zargs + 1] = id
@@ -287,11 +291,7 @@ for k = 1, n do
             redis.call('HDEL', r, id)
         else
             local at = AT[k] or tonumber(ATS[k])
-            if op == 'e' then
-                local cur = pending(id)
-                set = not cur or at > cur
-                if moving and moving ~= '' and at <= tonumber(moving) then set = false end
-            end
+            if op == 'e' then set = extends(id, at, moving) end
             if set then
                 redis.call('ZADD', z, ATS[k], id)
                 if PL[k] then
