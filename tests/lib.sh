@@ -859,6 +859,16 @@ scanner_kill9() { # [SHARD]
 # ---------------------------------------------------------------- scanner internals
 # (added for the scanner guarantee tests, tests/integration/03NN-*.sh)
 
+# metrics_config [SCANNER_KEYS]: write_config with the scanner serving its
+# metrics on a free port, left in mp, and SCANNER_KEYS (e.g. "lease_ms =
+# 2000;") beside poll_ms = 10
+metrics_config() {
+    free_port >/dev/null
+    mp=$FREE_PORT
+    SCANNER_CFG="poll_ms = 10; ${1:+$1 }metrics_port = $mp;"
+    write_config
+}
+
 # metrics_get PORT: the body of a scanner's GET /metrics on 127.0.0.1:PORT,
 # read with bash's /dev/tcp (curl may be missing); fails the test unless a
 # "200" answer arrives within 3 s.

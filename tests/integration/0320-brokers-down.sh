@@ -26,10 +26,7 @@
 
 redis_start main
 kafka_start
-free_port >/dev/null
-mp=$FREE_PORT
-SCANNER_CFG="poll_ms = 10; lease_ms = 2000; max_inflight = 50; metrics_port = $mp;"
-write_config
+metrics_config "lease_ms = 2000; max_inflight = 50;"
 scale init 1 >/dev/null
 events_follow events.json
 scanner_start 0

@@ -28,10 +28,7 @@
 
 redis_start main
 kafka_start
-free_port >/dev/null
-mp=$FREE_PORT
-SCANNER_CFG="poll_ms = 10; lease_ms = 2000; metrics_port = $mp;"
-write_config
+metrics_config "lease_ms = 2000;"
 config_kafka_props "$CONF" '("max.in.flight.requests.per.connection", 1)'
 scale init 1 >/dev/null
 events_follow events.json

@@ -16,10 +16,7 @@
 
 redis_start main
 kafka_start
-free_port >/dev/null
-mp=$FREE_PORT
-SCANNER_CFG="poll_ms = 10; metrics_port = $mp;"
-write_config
+metrics_config
 scale init 1 >/dev/null
 scanner_start 0
 wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the lock"
