@@ -27,6 +27,9 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=
 LDFLAGS += -fsanitize=$(SANITIZE)
 BUILD   := build/$(SANITIZE)
 BIN     := $(BUILD)/bin
+# sanitized programs take two to three times the CPU: one test per core
+# (tests/run's default is two)
+export LAPSE_TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 else
 BUILD   := build/plain
 BIN     := bin
