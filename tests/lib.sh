@@ -1214,6 +1214,20 @@ sp_feed() {
     SP_MARK[$name]=$k
 }
 
+# sp_dead_split_fence: leaves what a split 2 -> 4 on one node that died right
+# after its fence leaves behind: layout:next written (splitting, epoch + 1)
+# and every shard fenced at the new epoch, the layout itself unchanged.
+# The old epoch is left in epoch0.
+sp_dead_split_fence() {
+    local nodes n0 s
+    epoch0=$(rcli HGET "$NS:layout" epoch)
+    nodes=$(rcli HGET "$NS:layout" nodes)
+    n0=${nodes%%,*}
+    rcli HSET "$NS:layout:next" shards 4 prev_shards 2 epoch $((epoch0 + 1)) state splitting \
+        nodes "$n0,$n0,$n0,$n0" >/dev/null
+    for s in 0 1 2 3; do rcli SET "$NS:e:$s" $((epoch0 + 1)) >/dev/null; done
+}
+
 # sp_writes_after_split: the workload's writes once the split began: a new
 # producer B (it reads the splitting layout) feeds b1.txt, the old producer
 # A (it still has the old one) a1.txt, then B b2.txt. Leaves tA1 (local ms:

@@ -56,12 +56,7 @@ sp_producer P
 sp_feed P c.txt
 
 # what a split that died after its fence leaves behind
-epoch0=$(rcli HGET "$NS:layout" epoch)
-nodes=$(rcli HGET "$NS:layout" nodes)
-n0=${nodes%%,*}
-rcli HSET "$NS:layout:next" shards 4 prev_shards 2 epoch $((epoch0 + 1)) state splitting \
-    nodes "$n0,$n0,$n0,$n0" >/dev/null
-for s in 0 1 2 3; do rcli SET "$NS:e:$s" $((epoch0 + 1)) >/dev/null; done
+sp_dead_split_fence
 tfence=$(now_ms)
 assert_eq "$(sp_status '[.state, .shards, .epoch] | @tsv' | tr '\t' ' ')" "stable 2 $epoch0" "layout while fenced"
 

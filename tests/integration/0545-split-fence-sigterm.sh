@@ -22,12 +22,7 @@ printf 'touch a +60000\n' >a.txt
 sp_feed P a.txt
 
 # a split that died after its fence
-epoch0=$(rcli HGET "$NS:layout" epoch)
-nodes=$(rcli HGET "$NS:layout" nodes)
-n0=${nodes%%,*}
-rcli HSET "$NS:layout:next" shards 4 prev_shards 2 epoch $((epoch0 + 1)) state splitting \
-    nodes "$n0,$n0,$n0,$n0" >/dev/null
-for s in 0 1 2 3; do rcli SET "$NS:e:$s" $((epoch0 + 1)) >/dev/null; done
+sp_dead_split_fence
 
 printf 'touch b +60000\n' >&"${SP_FD[P]}"
 sleep 0.5
