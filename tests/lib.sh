@@ -1588,6 +1588,18 @@ cluster_config() {
     sed -i "s|^redis = .*|redis = { cluster = ( $seeds ); ${CLUSTER_REDIS_EXTRA:-} };|" "$CONF"
 }
 
+# cluster_serve SHARDS: lapse on the cluster: a one-broker Kafka, CONF
+# (cluster_config, CLUSTER_REDIS_EXTRA as set), SHARDS shards with a
+# scanner each, and their events followed into events.json
+cluster_serve() {
+    local s
+    kafka_start --brokers 1
+    cluster_config
+    scale init "$1" >/dev/null || fail "init: exit status $?"
+    for ((s = 0; s < $1; s++)); do scanner_start "$s"; done
+    events_follow events.json
+}
+
 # cluster_busiest_primary N: the port of the primary serving the most of
 # shards 0..N-1 (ties: any of them)
 cluster_busiest_primary() {

@@ -41,9 +41,9 @@ rcli ZRANGE "$NS:z:1" 0 -1 >z1.txt
 stale0=$(rcli INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
 epoch0=$(sp_status .epoch)
 
-# the split; --start-cmd is run once per new shard
-scale split --start-cmd "echo %d >>$T/new-shards" >split.out || fail "split: exit status $?"
-assert_eq "$(paste -sd' ' new-shards)" "2 3" "shards --start-cmd was run for"
+# the split; --start-cmd is run once per new shard, each %d its number
+scale split --start-cmd "echo %d-%d >>$T/new-shards" >split.out || fail "split: exit status $?"
+assert_eq "$(paste -sd' ' new-shards)" "2-2 3-3" "shards --start-cmd was run for"
 scanner_start 2
 scanner_start 3
 sp_status '[.state, .shards, .prev_shards, .epoch, .to_move] | @tsv' >status1.tsv

@@ -10,11 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3
-kafka_start --brokers 1
-cluster_config
-scale init 8 >/dev/null || fail "init: exit status $?"
-for s in 0 1 2 3 4 5 6 7; do scanner_start "$s"; done
-events_follow events.json
+cluster_serve 8
 
 # the primary serving the most shards gives all its slots to another
 from=$(cluster_busiest_primary 8)

@@ -12,12 +12,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3 1
-kafka_start --brokers 1
 CLUSTER_REDIS_EXTRA="wait_replicas = 1; wait_timeout_ms = 1000;"
-cluster_config
-scale init 8 >/dev/null || fail "init: exit status $?"
-for s in 0 1 2 3 4 5 6 7; do scanner_start "$s"; done
-events_follow events.json
+cluster_serve 8
 
 t0=$(now_ms)
 for ((i = 0; i < 300; i++)); do printf 'touch f%03d @%d\n' "$i" $((t0 + 3000 + i * 20)); done >fires.txt

@@ -12,11 +12,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3
-kafka_start --brokers 1
-cluster_config
-scale init 4 >/dev/null || fail "init: exit status $?"
-for s in 0 1 2 3; do scanner_start "$s"; done
-events_follow events.json
+cluster_serve 4
 
 # stale_count: STALE replies over every primary
 stale_count() {

@@ -9,11 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3
-kafka_start --brokers 1
-cluster_config
-scale init 8 >/dev/null || fail "init: exit status $?"
-for s in 0 1 2 3 4 5 6 7; do scanner_start "$s"; done
-events_follow events.json
+cluster_serve 8
 
 SP_LEAD_MS=11000 # the rebalance takes 5-11 s; writes stop 3 s before this
 # the workload, and 200 IDs falling due every 25 ms while slots move
