@@ -1,0 +1,364 @@
+# tests/lib/redis.sh — part of tests/lib.sh (sourced by it, never alone):
+# throwaway redis-servers (plain, replicas, Sentinel, TLS) and the look-ups
+# tests make in them (rcli, now_ms, where an ID is, what it holds).
+
+# ---------------------------------------------------------------- redis
+
+declare -A _REDIS_PORT=() _REDIS_ARGS=() _REDIS_PROC=()
+
+# redis_start NAME [redis-server args...]: a redis-server on 127.0.0.1, data
+# in $T/redis-NAME, no RDB snapshots, AOF off unless the args say
+# `--appendonly yes`. The first one started is the test's redis: REDIS_PORT,
+# used by rcli, now_ms and write_config.
+redis_start() {
+    local name=$1 attempt port
+    shift
+    for attempt in 1 2 3 4 5; do
+        free_port >/dev/null
+        port=$FREE_PORT
+        if _redis_launch "$name" "$port" "$@"; then
+            _REDIS_ARGS[$name]=
+            (($# == 0)) || _REDIS_ARGS[$name]=$(printf '%q ' "$@") # (no args: no '' either)
+            [[ -n $REDIS_PORT ]] || REDIS_PORT=$port
+            return 0
+        fi
+    done
+    fail "redis_start $name: could not start redis-server"
+}
+
+_redis_launch() { # NAME PORT ARGS...: 0 when it answers PING, 1 if the port was taken
+    local name=$1 port=$2 dir=$T/redis-$1
+    shift 2
+    mkdir -p "$dir"
+    # --repl-diskless-sync-delay 0: a replica's first sync starts at once
+    # (Redis otherwise waits 5 s for more replicas to share the transfer)
+    spawn "redis-$name" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+        --save '' --appendonly no --daemonize no --logfile '' --repl-diskless-sync-delay 0 \
+        "$@"
+    local proc=$SPAWNED
+    _REDIS_PROC[$name]=$proc
+    _REDIS_PORT[$name]=$port
+    if wait_until 10000 "! proc_alive $proc || [[ \$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null) == PONG ]]" &&
+        proc_alive "$proc"; then
+        return 0
+    fi
+    _WATCH[$proc]=0
+    if grep -q 'Address already in use' "$T/$proc.log"; then
+        proc_kill9 "$proc"
+        return 1
+    fi
+    proc_kill9 "$proc"
+    tail -n 20 "$T/$proc.log" >&2
+    fail "redis-server $name did not start"
+}
+
+redis_port() { echo "${_REDIS_PORT[${1:-main}]:?no redis named ${1:-main}}"; }
+
+redis_stop() { # NAME: SIGTERM (an AOF is flushed), wait for the exit
+    proc_stop "${_REDIS_PROC[$1]:?no redis named $1}" 20
+}
+
+redis_kill9() { # NAME
+    proc_kill9 "${_REDIS_PROC[$1]:?no redis named $1}"
+}
+
+redis_restart() { # NAME: same port, dir and args (reloads its AOF)
+    local name=$1 args
+    eval "args=(${_REDIS_ARGS[$name]})"
+    if proc_alive "${_REDIS_PROC[$name]}"; then redis_stop "$name"; fi
+    _redis_launch "$name" "${_REDIS_PORT[$name]}" "${args[@]}" ||
+        fail "redis_restart $name: port ${_REDIS_PORT[$name]} taken meanwhile"
+}
+
+# redis_replica_start PRIMARY NAME...: redis_start'ed replicas of redis
+# PRIMARY (started together, so they sync together); returns once each
+# one's link to the primary is up and the primary streams to it
+redis_replica_start() {
+    local p r
+    p=$(redis_port "$1")
+    for r in "${@:2}"; do redis_start "$r" --replicaof 127.0.0.1 "$p"; done
+    for r in "${@:2}"; do
+        wait_until 10000 "redis-cli -p $(redis_port "$r") INFO replication | grep -q 'master_link_status:up'" ||
+            fail "replica $r did not connect to $1 within 10 s"
+    done
+    # ... and the primary streams to them: after a sync it waits for a
+    # replica's first REPLCONF ACK (up to a second) before it sends writes,
+    # so a WAIT right away could count it short. A write WAITed for by
+    # every replica the primary has says the stream is on.
+    wait_until 10000 "_primary_streams $p" ||
+        fail "primary $1 does not stream to its replicas within 10 s"
+}
+
+# sentinels_start N MASTER PRIMARY [DOWN_MS]: N sentinels (sentinel-1..N, a
+# quorum of N/2+1) monitoring redis PRIMARY as MASTER, declaring it down
+# after DOWN_MS (default 1000) ms; returns once each knows the others and
+# the replicas. Their "host:port" list, quoted for a config, is left in
+# SENTINELS, their ports in SENTINEL_PORTS and process names in
+# SENTINEL_NAMES. Each config names the others and PRIMARY's replicas
+# (known-sentinel, known-replica, as Sentinel writes them itself), so they
+# start settled instead of finding each other by hello messages every 2 s.
+declare -a SENTINEL_PORTS=() SENTINEL_NAMES=()
+SENTINELS=
+sentinels_start() {
+    local n=$1 master=$2 primary=$3 down=${4:-1000} i j port dir pp known=() ids=()
+    pp=$(redis_port "$primary")
+    SENTINEL_PORTS=() SENTINEL_NAMES=() SENTINELS=
+    for ((i = 0; i < n; i++)); do
+        free_port >/dev/null
+        SENTINEL_PORTS+=("$FREE_PORT")
+        ids+=("$(printf '%040x' $((0x5e0 + i)))")
+    done
+    mapfile -t known < <(redis-cli -p "$pp" INFO replication | tr -d '\r' |
+        sed -n 's/^slave[0-9]*:ip=\([^,]*\),port=\([0-9]*\),.*/\1 \2/p')
+    for ((i = 0; i < n; i++)); do
+        port=${SENTINEL_PORTS[i]}
+        dir=$T/sentinel-$((i + 1))
+        mkdir -p "$dir"
+        {
+            printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir" "sentinel myid ${ids[i]}" \
+                "sentinel monitor $master 127.0.0.1 $pp $((n / 2 + 1))" \
+                "sentinel down-after-milliseconds $master $down" \
+                "sentinel failover-timeout $master 10000" \
+                "sentinel parallel-syncs $master 1"
+            for ((j = 0; j < n; j++)); do
+                ((j == i)) || echo "sentinel known-sentinel $master 127.0.0.1 ${SENTINEL_PORTS[j]} ${ids[j]}"
+            done
+            for j in "${known[@]}"; do echo "sentinel known-replica $master $j"; done
+        } >"$dir/sentinel.conf"
+        spawn "sentinel-$((i + 1))" redis-server "$dir/sentinel.conf" --sentinel --logfile ''
+        SENTINEL_NAMES+=("$SPAWNED")
+        SENTINELS+="${SENTINELS:+, }\"127.0.0.1:$port\""
+    done
+    for port in "${SENTINEL_PORTS[@]}"; do
+        wait_until 10000 "[[ \$(redis-cli -p $port SENTINEL get-master-addr-by-name $master 2>/dev/null | tail -n 1) == $pp ]]" ||
+            fail "the sentinel on port $port did not come up within 10 s"
+    done
+    wait_until 20000 "_sentinels_settled $master" ||
+        fail "the sentinels did not find each other and the replicas within 20 s"
+}
+
+_sentinels_settled() { # MASTER: each sentinel sees the others and a replica
+    local p others
+    for p in "${SENTINEL_PORTS[@]}"; do
+        others=$(redis-cli -p "$p" SENTINEL sentinels "$1" 2>/dev/null | grep -c '^name$')
+        ((others == ${#SENTINEL_PORTS[@]} - 1)) || return 1
+        [[ -n $(redis-cli -p "$p" SENTINEL replicas "$1" 2>/dev/null) ]] || return 1
+    done
+}
+
+# sentinel_node: the Sentinel tests' node "lapse-a": primary a, replicas b
+# and c, three sentinels (down after 1 s). From then on rcli and the sp_*
+# look-ups follow the primary the sentinels name (during a failover the
+# dead one, which refuses: waits go on).
+sentinel_node() {
+    redis_start a
+    redis_replica_start a b c
+    sentinels_start 3 lapse-a a 1000
+    _sp_ports() { sentinel_primary lapse-a; }
+    rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
+}
+
+# sentinel_config [REDIS_KEYS]: CONF (write_config's) reaches node lapse-a
+# through its sentinels; REDIS_KEYS (libconfig text) go in the redis group
+sentinel_config() {
+    sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); ${1:-} };|" "$CONF"
+}
+
+sentinel_primary() { # MASTER: the port the first sentinel names as the primary
+    redis-cli -p "${SENTINEL_PORTS[0]}" SENTINEL get-master-addr-by-name "$1" | tail -n 1
+}
+
+# tls_mkcert NAME CA [SAN]: NAME.crt and NAME.key in the current dir,
+# signed by CA (made before; self-signed when NAME = CA), SAN e.g.
+# "IP:127.0.0.1" for a server
+tls_mkcert() {
+    openssl req -new -newkey rsa:2048 -nodes -keyout "$1.key" -subj "/CN=lapse-test-$1" \
+        -out "$1.csr" 2>/dev/null || fail "openssl req $1"
+    if [[ $1 == "$2" ]]; then
+        printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\n' >"$1.ext"
+        openssl x509 -req -in "$1.csr" -signkey "$1.key" -days 2 -extfile "$1.ext" \
+            -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    else
+        printf 'basicConstraints=CA:FALSE\n%s\n' "${3:+subjectAltName=$3}" >"$1.ext"
+        openssl x509 -req -in "$1.csr" -CA "$2.crt" -CAkey "$2.key" -CAcreateserial -days 2 \
+            -extfile "$1.ext" -out "$1.crt" 2>/dev/null || fail "openssl x509 $1"
+    fi
+}
+
+rcli() { # redis-cli against the test's redis (raw output)
+    redis-cli -h 127.0.0.1 -p "${REDIS_PORT:?no redis started}" "$@"
+}
+
+# now_ms: the shard clock (TIME of the test's redis), in ms
+now_ms() {
+    local -a t
+    mapfile -t t < <(rcli TIME)
+    [[ ${t[0]:-} =~ ^[0-9]+$ && ${t[1]:-} =~ ^[0-9]+$ ]] || fail "now_ms: redis TIME answered '${t[*]:-}'"
+    echo $((t[0] * 1000 + 10#${t[1]} / 1000))
+}
+
+# id_where ID: prints "SHARD SCORE" for the shard zset of namespace NS that
+# holds ID (shards taken from NS:layout), nothing when none does.
+id_where() {
+    rcli EVAL "
+        local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
+        local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
+        if p > n then n = p end
+        for s = 0, n - 1 do
+            local sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[2])
+            if sc then return s .. ' ' .. sc end
+        end
+        return ''" 0 "$NS" "$1"
+}
+
+id_score() { # ID: its score (deadline, or a lease ending in .5), or nothing
+    local w
+    w=$(id_where "$1")
+    echo "${w#* }"
+}
+
+id_shard() { # ID: the shard zset holding it, or nothing
+    local w
+    w=$(id_where "$1")
+    [[ -z $w ]] || echo "${w%% *}"
+}
+
+# inflight_of ID [SHARD]: the deadline being dispatched for ID, from its
+# lease's record in f (common/lua/lib/inflight.lua), or nothing when the ID
+# is not in flight (or its record is gone); SHARD: the ID's shard by default
+inflight_of() {
+    local s=${2:-$(id_shard "$1")}
+    [[ -n $s ]] || return 0
+    rcli EVAL "$(lua_source lib/inflight)
+        local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+        if not s or not string.find(s, '.', 1, true) then return false end
+        local d = inflight_deadline(KEYS[2], s, ARGV[1])
+        return d and string.format('%d', d) or false" 2 "$NS:z:$s" "$NS:f:$s" "$1"
+}
+
+# inflight_ids SHARD: the IDs of SHARD in flight (leased: a fractional
+# score), one per line
+inflight_ids() {
+    rcli EVAL "local out, all = {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+        for i = 1, #all, 2 do
+            if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i] end
+        end
+        return out" 1 "$NS:z:$1"
+}
+
+# inflight_set SHARD LEASE ID DEADLINE [ID DEADLINE ...]: leases those IDs
+# (score LEASE) and adds them to LEASE's record in f, in one call, as
+# claim.lua or take.lua would (a record without its IDs is garbage to the
+# next claim)
+inflight_set() {
+    local s=$1 lease=$2
+    shift 2
+    rcli EVAL "$(lua_source lib/inflight)
+        for i = 2, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i]) end
+        inflight_add(KEYS[2], ARGV[1], { unpack(ARGV, 2) })" 2 "$NS:z:$s" "$NS:f:$s" "$lease" "$@" >/dev/null
+}
+
+id_payload() { # ID: its stored payload (empty when none or not pending)
+    local s
+    s=$(id_shard "$1")
+    [[ -z $s ]] || rcli HGET "$NS:p:$s" "$1"
+}
+
+# random_ops IDS COUNT > FILE: COUNT random touch/extend/repeat/cancel lines
+# over IDS IDs (id-0..), absolute times an hour or more ahead (nothing fires),
+# 40 % with payloads; for tests that compare one stream applied two ways
+random_ops() {
+    awk -v seed="$RANDOM" -v base="$(($(now_ms) + 3600000))" -v ids="$1" -v n="$2" 'BEGIN {
+        srand(seed)
+        split("touch extend extend repeat cancel touch", ops, " ")
+        for (i = 0; i < n; i++) {
+            op = ops[int(rand() * 6) + 1]; id = "id-" int(rand() * ids)
+            t = sprintf("@%.0f", base + int(rand() * 50) * 1000)
+            pl = rand() < 0.4 ? " pl-" i : ""
+            if (op == "cancel") print "cancel " id
+            else if (op == "repeat") print "repeat " id " " t " " (1000 + int(rand() * 3) * 1000) pl
+            else print op " " id " " t pl
+        }
+        print "repeat id-0 @" base " 1000" # so that some ID surely ends repeating
+    }'
+}
+
+# ns_records NS: every shard record of namespace NS (zsets, payloads, repeat
+# records), one a line, sorted: two namespaces with equal output hold equal
+# deadlines, payloads and repeats
+ns_records() {
+    local k
+    for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
+        case $k in
+        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|${k#"$1"} |" ;;
+        *) rcli HGETALL "$k" | paste - - | sed "s|^|${k#"$1"} |" ;;
+        esac
+    done | sort
+}
+
+# ids_state ID...: "ID SCORE HAS_PAYLOAD" per ID (SCORE "-" when no shard
+# holds it, HAS_PAYLOAD 0/1), one EVAL for all: a snapshot taken fast enough
+# that deadlines do not pass while a loaded machine checks ID after ID
+ids_state() {
+    rcli EVAL "
+        local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
+        local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
+        if p > n then n = p end
+        local out = {}
+        for i = 2, #ARGV do
+            local sc, pl = '-', 0
+            for s = 0, n - 1 do
+                sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[i]) or sc
+                pl = math.max(pl, redis.call('HEXISTS', ARGV[1] .. ':p:' .. s, ARGV[i]))
+            end
+            out[#out + 1] = ARGV[i] .. ' ' .. sc .. ' ' .. pl
+        end
+        return out" 0 "$NS" "$@"
+}
+id_has_payload() { # ID: 0 when a payload is stored for it in any shard
+    local n
+    n=$(rcli EVAL "
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':p:*')) do
+            if redis.call('HEXISTS', k, ARGV[2]) == 1 then return 1 end
+        end
+        return 0" 0 "$NS" "$1")
+    [[ $n == 1 ]]
+}
+
+# ns_data_keys: how many zsets, payload and in-flight hashes NS has left
+ns_data_keys() {
+    rcli EVAL "return #redis.call('KEYS', ARGV[1] .. ':[zpf]:*')" 0 "$NS"
+}
+
+# ns_wait_empty [TIMEOUT_MS]: waits until every ID of NS is gone from Redis
+ns_wait_empty() {
+    wait_until "${1:-5000}" '[[ $(ns_data_keys) == 0 ]]' || {
+        rcli EVAL "local r = {} for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':[zpf]:*')) do
+                       r[#r + 1] = k .. ' ' .. redis.call('TYPE', k).ok end return r" 0 "$NS" | head -20 >&2 || true
+        fail "namespace $NS still holds data after delivery"
+    }
+}
+
+is_lease() { [[ $1 == *.5 ]]; } # SCORE: a claimed ID's lease (claim + lease_ms + 0.5)
+
+ns_leases() { # how many IDs of NS are claimed (score x.5) right now
+    rcli EVAL "
+        local c = 0
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+            local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+            for i = 2, #m, 2 do
+                if string.sub(m[i], -2) == '.5' then c = c + 1 end
+            end
+        end
+        return c" 0 "$NS"
+}
+
+# hash_shard ID N: the shard of ID among N by the documented hash
+# (XXH64, seed 0), computed with xxhsum; nothing when xxhsum is missing.
+hash_shard() {
+    command -v xxhsum >/dev/null 2>&1 || return 0
+    local h
+    h=$(printf '%s' "$1" | xxhsum -H1 - | cut -d' ' -f1)
+    [[ $h =~ ^[0-9a-f]{16}$ ]] || fail "xxhsum printed '$h'"
+    echo $((16#${h:12:4} & ($2 - 1)))
+}
