@@ -216,6 +216,12 @@ static int redis_connect(lapse_redis *r)
     return 0;
 }
 
+int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
+{
+    r->next_attempt_ms = attempt_ms + lapse_backoff_next(&r->backoff);
+    return -1;
+}
+
 int lapse_redis_ensure(lapse_redis *r)
 {
     if (r->cl)
@@ -227,16 +233,12 @@ int lapse_redis_ensure(lapse_redis *r)
         int64_t now = lapse_clock_mono_ms();
         if (now < r->next_attempt_ms)
             return -1; /* errstr still says why the last attempt failed */
-        if (redis_connect(r) < 0) {
-            r->next_attempt_ms = now + lapse_backoff_next(&r->backoff);
-            return -1;
-        }
+        if (redis_connect(r) < 0)
+            return redis_retry_after(r, now);
         fresh = 1;
     }
-    if (redis_load_scripts(r) < 0) {
-        r->next_attempt_ms = lapse_clock_mono_ms() + lapse_backoff_next(&r->backoff);
-        return -1;
-    }
+    if (redis_load_scripts(r) < 0)
+        return redis_retry_after(r, lapse_clock_mono_ms());
     lapse_backoff_reset(&r->backoff);
     if (fresh && r->connected_once)
         r->reconnects++; /* a new connection, not a script reload (NOSCRIPT) */

@@ -168,10 +168,8 @@ int redis_cluster_ensure(lapse_redis *r)
     int64_t now = lapse_clock_mono_ms();
     if (now < r->next_attempt_ms)
         return -1; /* errstr still says why the last attempt failed */
-    if (cluster_refresh(r) < 0) {
-        r->next_attempt_ms = now + lapse_backoff_next(&r->backoff);
-        return -1;
-    }
+    if (cluster_refresh(r) < 0)
+        return redis_retry_after(r, now);
     lapse_backoff_reset(&r->backoff);
     return 0;
 }

@@ -46,6 +46,11 @@ struct lapse_redis {
 
 void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An attempt to connect (or read a cluster's map) begun at attempt_ms
+ * failed: the next one waits for the back-off's next step from then.
+ * Returns -1. */
+int redis_retry_after(lapse_redis *r, int64_t attempt_ms);
+
 /* A connection to host:port with the handle's timeouts, over TLS for a node
  * with tls = true (not authenticated); NULL with the reason in err, and
  * r->refused set when trying again cannot help. */
