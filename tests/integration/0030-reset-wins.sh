@@ -2,10 +2,10 @@
 # 0030-reset-wins: writes that land while an ID is being dispatched.
 #
 # The broker's round trip is made 2 s long, so a claimed batch stays in
-# flight (the new deadlines are 8 s ahead, so even a loaded machine finishes
-# the slow dispatch first; the lease is 15 s, so +8000 is still earlier than
+# flight (the new deadlines are 5 s ahead, so even a loaded machine finishes
+# the slow dispatch first; the lease is 15 s, so +5000 is still earlier than
 # B's lease score). While A, B and C are claimed (their score is a lease, x.5):
-#   touch A +8000   -> kept: A stays pending with the new deadline and fires
+#   touch A +5000   -> kept: A stays pending with the new deadline and fires
 #                      again later with it (the old fire may arrive too)
 #   extend B +8000  -> kept, although +8000 is earlier than B's lease score
 #                      (extend compares with the in-flight deadline)
@@ -38,16 +38,16 @@ _int "$dB" "in-flight deadline of B"
 _int "$dC" "in-flight deadline of C"
 
 t1=$(now_ms)
-printf 'touch A +8000 pa2\nextend B +8000 pb2\ncancel C\n' | produce
+printf 'touch A +5000 pa2\nextend B +5000 pb2\ncancel C\n' | produce
 t2=$(now_ms)
 [[ $(rcli HLEN "$NS:f:0") != 0 ]] ||
     fail "machine too slow: the resets landed $((t2 - seen)) ms after the claim was seen, when its 2 s dispatch had completed"
 newA=$(id_score A)
 newB=$(id_score B)
-assert_ge "$newA" $((t1 + 8000)) "A's new deadline"
-assert_le "$newA" $((t2 + 8000)) "A's new deadline"
-assert_ge "$newB" $((t1 + 8000)) "B's new deadline"
-assert_le "$newB" $((t2 + 8000)) "B's new deadline"
+assert_ge "$newA" $((t1 + 5000)) "A's new deadline"
+assert_le "$newA" $((t2 + 5000)) "A's new deadline"
+assert_ge "$newB" $((t1 + 5000)) "B's new deadline"
+assert_le "$newB" $((t2 + 5000)) "B's new deadline"
 assert_eq "$(id_score C)" "" "C's score after cancel"
 
 # the slow dispatch completes
