@@ -7,7 +7,7 @@
 # B's lease score). While A, B and C are claimed (their score is a lease, x.5):
 #   touch A +5000   -> kept: A stays pending with the new deadline and fires
 #                      again later with it (the old fire may arrive too)
-#   extend B +8000  -> kept, although +8000 is earlier than B's lease score
+#   extend B +5000  -> kept, although +5000 is earlier than B's lease score
 #                      (extend compares with the in-flight deadline)
 #   cancel C        -> C is gone after the in-flight dispatch completes and
 #                      never fires a second time
