@@ -118,22 +118,19 @@ void lapse_scanner_free(lapse_scanner *s)
  * with the broker) ends that producer instance, not the service: a new
  * instance starts clean. Its unanswered events are purged; their IDs stay
  * leased and are claimed again when the leases run out. Returns -1 (exit
- * with LAPSE_SCANNER_FATAL) when it keeps happening: FATAL_MAX times within
+ * with LAPSE_SCANNER_FATAL) when it keeps happening: SINK_FATAL_MAX times within
  * FATAL_WINDOW_MS, or the new instance cannot be made.
  */
-#define FATAL_MAX 3
 #define FATAL_WINDOW_MS 60000
 static int scanner_new_sink(lapse_scanner *s, const char *why)
 {
-    static int64_t seen[FATAL_MAX];
-    static int next;
     int64_t now = lapse_clock_mono_ms();
-    int64_t oldest = seen[next];
-    seen[next] = now;
-    next = (next + 1) % FATAL_MAX;
+    int64_t oldest = s->sink_fatal_at[s->sink_fatal_next];
+    s->sink_fatal_at[s->sink_fatal_next] = now;
+    s->sink_fatal_next = (s->sink_fatal_next + 1) % SINK_FATAL_MAX;
     if (oldest && now - oldest < FATAL_WINDOW_MS) {
         log_error("shard %u: %s (%d fatal Kafka errors within %d s: giving up)", s->shard, why,
-                  FATAL_MAX, FATAL_WINDOW_MS / 1000);
+                  SINK_FATAL_MAX, FATAL_WINDOW_MS / 1000);
         return -1;
     }
     log_error("shard %u: %s; starting a new Kafka producer (%zu unanswered events will be "

@@ -63,6 +63,9 @@ struct flight {
     size_t id_len;
 };
 
+/* Kafka fatal errors within a minute that end the scanner (scanner.c) */
+#define SINK_FATAL_MAX 3
+
 struct lapse_scanner {
     const struct lapse_config *cfg;
     uint32_t shard;
@@ -84,6 +87,8 @@ struct lapse_scanner {
     int64_t ahead_lock_until;    /* as scanner_claim's lock_until */
     int no_ahead;                /* stopping: no more claims ahead */
     lapse_sink *sink;
+    int64_t sink_fatal_at[SINK_FATAL_MAX]; /* when the last Kafka fatal errors came */
+    int sink_fatal_next;                   /* ... the oldest of them */
     struct batch *settle;        /* batches with acknowledged IDs to settle */
     struct batch **settle_tail;
     char *event;                 /* the event being encoded (reused) */
