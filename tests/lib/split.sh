@@ -183,7 +183,10 @@ sp_producer() {
 sp_feed() {
     local name=$1 file=$2 k fd=${SP_FD[$1]:?no producer $1}
     k=${SP_MARK[$name]}
-    cat "$file" >&"$fd"
+    # one write(2) per line: a pipe write that short is atomic, so lines
+    # another writer sends meanwhile (a test's background stream) land
+    # between these, never inside one (cat's large writes get split)
+    awk '{ print; fflush() }' "$file" >&"$fd"
     for _ in 1 2; do
         ((k == 0)) || printf 'cancel mk.%s.%d\n' "$name" "$k" >&"$fd"
         k=$((k + 1))
