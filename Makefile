@@ -62,6 +62,9 @@ EXAMPLES := $(BUILD)/examples/watchdog
 UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
 .PHONY: all test unit run clean deps
+# Every target is kept (no intermediate is deleted): a later make, e.g.
+# make install in tests 0700/0710 while other tests run the tools, then has
+# nothing to rebuild. Naming targets after .SECONDARY anywhere would end it.
 .SECONDARY:
 .DELETE_ON_ERROR: # (a generated file cut short by a failed command is not kept)
 all: $(PROGRAMS) $(EXAMPLES) lib-build

@@ -74,5 +74,8 @@ fuzz-%: $(FUZZ_DIR)/fuzz_%
 	    exit 1; \
 	fi
 
-# Built through a pattern chain but worth keeping between runs.
-.SECONDARY: $(FUZZ_ALL:%=$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o)
+# (The objects built through the pattern chain are kept between runs: the
+# Makefile's bare .SECONDARY: covers them. A .SECONDARY: with a list here
+# would end that for every target, and make would delete the tools'
+# objects after each build, relinking lapse-kafka-dev and the other tools
+# at the next make while tests run them.)
