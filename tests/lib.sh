@@ -320,7 +320,7 @@ free_port() {
 }
 
 # The rest of the library, one file per subject (tests/lib/): its functions
-# are defined here; nothing in them runs until a test calls it.
+# and their globals are defined here; nothing else runs until a test calls it.
 for _part in redis programs split cluster; do
     . "$LAPSE_ROOT/tests/lib/$_part.sh"
 done
