@@ -32,7 +32,8 @@ static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
  */
 void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict)
 {
-    memset(verdict, 0, n);
+    enum { FIRE, STALE, UNKNOWN, ASKED }; /* ASKED: its SISMEMBER is in the pipeline */
+    memset(verdict, FIRE, n);
     if (!s->layout.splitting || s->shard >= s->layout.prev_shards)
         return;
     uint32_t prev = s->layout.prev_shards;
@@ -47,33 +48,35 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
             if (s->layout.node_of[j] != node)
                 continue;
             char key[KEY_MAX];
-            lapse_key(key, sizeof key, s->cfg, LAPSE_KEY_MOVED, j);
+            size_t key_len = (size_t)lapse_key(key, sizeof key, s->cfg, LAPSE_KEY_MOVED, j);
             const char *argv[3] = {"SISMEMBER", key, fl[i].id};
-            size_t argvlen[3] = {9, strlen(key), fl[i].id_len};
-            if (!peer && !(peer = twins_peer(s, node))) {
-                verdict[i] = 2;
+            size_t argvlen[3] = {9, key_len, fl[i].id_len};
+            verdict[i] = UNKNOWN; /* until an answer says otherwise */
+            if (!peer && !(peer = twins_peer(s, node)))
                 continue;
-            }
-            verdict[i] = 2; /* until the answer says otherwise */
+            /* only what went into the pipeline gets a reply: an append
+             * that fails half-way through must not shift the answers */
             if (lapse_redis_append_argv(peer, 3, argv, argvlen) == 0)
-                asked++;
+                verdict[i] = ASKED, asked++;
         }
-        for (size_t i = 0, k = 0; i < n && k < asked; i++) {
-            if (verdict[i] != 2)
+        for (size_t i = 0; i < n && asked > 0; i++) {
+            if (verdict[i] != ASKED)
                 continue;
-            uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
-            if (!(h & prev) || s->layout.node_of[lapse_shard_of(h, s->layout.shards)] != node)
-                continue;
+            verdict[i] = UNKNOWN;
+            asked--;
             redisReply *r;
             if (lapse_redis_get_reply(peer, &r) < 0) {
                 scanner_redis_error(s, "split check", NULL);
-                break; /* the rest stay "unknown" */
+                asked = 0; /* the rest stay unknown */
+                continue;
             }
             if (r->type == REDIS_REPLY_INTEGER)
-                verdict[i] = r->integer ? 1 : 0;
+                verdict[i] = r->integer ? STALE : FIRE;
             freeReplyObject(r);
-            k++;
         }
+        for (size_t i = 0; i < n; i++) /* (after a failed read) */
+            if (verdict[i] == ASKED)
+                verdict[i] = UNKNOWN;
     }
 }
 
