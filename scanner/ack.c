@@ -114,6 +114,7 @@ void scanner_ack(lapse_scanner *s, int force)
         if (groups == 0)
             return;
         redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
+        SET(redis_up, r != NULL); /* as scanner_eval: acks go past it for their argv size */
         int ok = r && (r->type == REDIS_REPLY_INTEGER ||
                        (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
                         r->element[0]->type == REDIS_REPLY_INTEGER));
