@@ -127,23 +127,14 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
                         int as_json)
 {
     const struct lapse_redis_node *nc = &cfg->nodes[n];
-    long online = -1, lag = -1;
+    long online, lag;
     if (lapse_redis_is_cluster(r)) {
         cluster_status(cfg, r, out, as_json);
         return;
     }
     redisReply *rep = lapse_redis_command(r, "INFO replication");
-    if (rep && rep->type == REDIS_REPLY_STRING) {
-        online = 0;
-        for (const char *p = strstr(rep->str, "\nslave"); p; p = strstr(p + 1, "\nslave")) {
-            const char *eol = strchr(p + 1, '\n'), *st = strstr(p, "state=online");
-            const char *lg = strstr(p, "lag=");
-            if (st && (!eol || st < eol))
-                online++;
-            if (lg && (!eol || lg < eol) && atol(lg + 4) > lag)
-                lag = atol(lg + 4);
-        }
-    } else if (rep) {
+    replication_of(rep, &online, &lag);
+    if (rep && rep->type != REDIS_REPLY_STRING) {
         freeReplyObject(rep);
         /* replicas acknowledge once a second: a WAIT for more than can
          * be there answers, after that second, how many there are */
