@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,6 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
-#include "stop.h"
-
 #define PROG "lapse-tail"
 #define TICK_MS 100           /* longest wait before the stop flag is seen */
 #define METADATA_MS 1000      /* longest single metadata request */
@@ -47,6 +46,8 @@
 #define PAYLOAD_SHOW 200      /* bytes of a payload shown in demo format */
 #define MAX_CONF 64           /* -X properties */
 #define WARN_EVERY_MS 5000    /* at most one Kafka warning per this period */
+
+static volatile sig_atomic_t stop_requested;
 
 enum format { FORMAT_JSON, FORMAT_DEMO };
 
@@ -61,6 +62,11 @@ struct opts {
         const char *conf[MAX_CONF][2]; /* -X name=value, applied last */
         int conf_cnt;
 };
+
+static void on_signal(int sig) {
+        (void)sig;
+        stop_requested = 1;
+}
 
 static void usage(FILE *f) {
         fprintf(f,
@@ -456,7 +462,7 @@ static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
         rd_kafka_message_t *m;
         int i, j;
 
-        while (!lapse_stop && (deadline == 0 || now_ms() < deadline)) {
+        while (!stop_requested && (deadline == 0 || now_ms() < deadline)) {
                 const struct rd_kafka_metadata *md = NULL;
                 int ms = wait_ms(deadline, METADATA_MS);
 
@@ -496,7 +502,7 @@ static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
                         rd_kafka_message_destroy(m);
         }
         if (parts == NULL) {
-                if (lapse_stop)
+                if (stop_requested)
                         return 1;
                 fprintf(stderr, PROG ": topic %s not available before the "
                         "timeout: %s\n", topic, rd_kafka_err2str(err));
@@ -524,7 +530,7 @@ static int tail(rd_kafka_t *rk, const struct opts *o, long long deadline) {
         if ((r = assign_all(rk, o->topic, deadline)) != 0)
                 return r == 1 ? 0 : 1;
 
-        while (!lapse_stop && (o->count == 0 || seen < o->count)) {
+        while (!stop_requested && (o->count == 0 || seen < o->count)) {
                 rd_kafka_message_t *m;
 
                 if (deadline != 0 && now_ms() >= deadline)
@@ -547,11 +553,23 @@ static int tail(rd_kafka_t *rk, const struct opts *o, long long deadline) {
                 }
                 seen++;
         }
-        if (o->count > 0 && seen < o->count && !lapse_stop) {
+        if (o->count > 0 && seen < o->count && !stop_requested) {
                 fprintf(stderr, PROG ": timed out after %lld ms with %lld of "
                         "%lld messages\n", o->timeout_ms, seen, o->count);
                 return 1;
         }
+        return 0;
+}
+
+static int install_signals(void) {
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGTERM, &sa, NULL) == -1 ||
+            sigaction(SIGINT, &sa, NULL) == -1)
+                return -1;
         return 0;
 }
 
@@ -564,7 +582,7 @@ int main(int argc, char **argv) {
         if ((r = parse_args(argc, argv, &o)) != 0)
                 return r == 1 ? 0 : 2;
         deadline = o.timeout_ms > 0 ? now_ms() + o.timeout_ms : 0;
-        if (lapse_stop_on_signals(0) == -1) {
+        if (install_signals() == -1) {
                 fprintf(stderr, PROG ": sigaction: %s\n", strerror(errno));
                 return 1;
         }
