@@ -1,8 +1,9 @@
 /*
  * stop — how a lapse program learns that it should stop: SIGTERM and SIGINT
  * only set lapse_stop, and the program's loop, seeing it, takes its own
- * clean way out (drain, release, exit 0). One handler for every program,
- * so none of them can die by a signal's default action halfway.
+ * clean way out (drain, release, exit 0). One handler for the programs
+ * (lapse-tail, the tests' independent event reader, keeps its own), so
+ * none of them can die by a signal's default action halfway.
  */
 #ifndef LAPSE_STOP_H
 #define LAPSE_STOP_H
