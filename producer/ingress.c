@@ -235,8 +235,9 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     if (rc < 0) {
         json_decref(j);
-        ingress_mark_bad(ing, i, why, is_cmd ? LAPSE_REJECT_BAD_COMMAND
-                                     : lapse_ingress_metrics_watchdog_reason(why));
+        ingress_mark_bad(ing, i, why, is_cmd       ? LAPSE_REJECT_BAD_COMMAND
+                                      : rc == -2 ? LAPSE_REJECT_BAD_SIGNAL
+                                                 : LAPSE_REJECT_NO_RULE);
         return;
     }
     rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);

@@ -43,16 +43,6 @@ void lapse_ingress_metrics_free(struct lapse_ingress_metrics *m)
     free(m);
 }
 
-const char *lapse_ingress_metrics_reason(enum lapse_ingress_reject r)
-{
-    return (unsigned)r < LAPSE_REJECT_COUNT ? reasons[r] : "?";
-}
-
-enum lapse_ingress_reject lapse_ingress_metrics_watchdog_reason(const char *why)
-{
-    return why && strncmp(why, "rules[", 6) == 0 ? LAPSE_REJECT_BAD_SIGNAL : LAPSE_REJECT_NO_RULE;
-}
-
 void lapse_ingress_metrics_reject(struct lapse_ingress_metrics *m, enum lapse_ingress_reject r)
 {
     if ((unsigned)r < LAPSE_REJECT_COUNT)

@@ -20,7 +20,7 @@
 #include "producer.h"
 
 /* Why a message was not understood: the label reason="..." of
- * lapse_ingress_rejected_total (lapse_ingress_metrics_reason names them). */
+ * lapse_ingress_rejected_total. */
 enum lapse_ingress_reject {
     LAPSE_REJECT_BAD_COMMAND,   /* "bad_command": has "op", but is no valid command */
     LAPSE_REJECT_NO_RULE,       /* "no_rule": no command, and no watchdog rule matches */
@@ -65,13 +65,6 @@ struct lapse_ingress_metrics {
  * it. Free with lapse_ingress_metrics_free (accepts NULL). */
 struct lapse_ingress_metrics *lapse_ingress_metrics_new(const char *ns);
 void lapse_ingress_metrics_free(struct lapse_ingress_metrics *m);
-
-/* The label value of a reason ("bad_command", ...). */
-const char *lapse_ingress_metrics_reason(enum lapse_ingress_reject r);
-
-/* The reason of a watchdog error (watchdog.h: "no watchdog rule matches
- * ..." or "rules[i]: ..."). */
-enum lapse_ingress_reject lapse_ingress_metrics_watchdog_reason(const char *why);
 
 void lapse_ingress_metrics_reject(struct lapse_ingress_metrics *m, enum lapse_ingress_reject r);
 

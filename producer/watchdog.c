@@ -217,7 +217,7 @@ int lapse_watchdog_apply(const struct lapse_ingress_rule *rules, size_t n,
         for (size_t i = 0; i < n; i++) {
             switch (try_rule(&rules[i], i, sig, res, &miss, &o)) {
             case MATCH: return 0;
-            case BAD: return -1;
+            case BAD: return -2;
             case MISS: break;
             }
         }

@@ -56,9 +56,9 @@ struct lapse_watchdog_result {
 };
 
 /*
- * Applies `rules[0..n)` to `sig`. Returns 0 with `res` filled, or -1 with
- * the reason in errstr: "no watchdog rule matches (rules[0]: ...; ...)",
- * or "rules[i]: <what is wrong>" when rule i matched a malformed signal.
+ * Applies `rules[0..n)` to `sig`. Returns 0 with `res` filled; -1 when no
+ * rule matches, errstr "no watchdog rule matches (rules[0]: ...; ...)"; -2
+ * when rule i matched a malformed signal, errstr "rules[i]: <what is wrong>".
  * `res` is unspecified on error.
  */
 int lapse_watchdog_apply(const struct lapse_ingress_rule *rules, size_t n,

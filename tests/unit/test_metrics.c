@@ -135,8 +135,8 @@ TEST(ingress_metrics_render_and_lag)
     atomic_store(&m->messages, 13);
     atomic_store(&m->redis_up, 1);
     lapse_ingress_metrics_reject(m, LAPSE_REJECT_NO_RULE);
-    lapse_ingress_metrics_reject(m, lapse_ingress_metrics_watchdog_reason("rules[0]: bad"));
-    lapse_ingress_metrics_reject(m, lapse_ingress_metrics_watchdog_reason("no watchdog rule matches (x)"));
+    lapse_ingress_metrics_reject(m, LAPSE_REJECT_BAD_SIGNAL);
+    lapse_ingress_metrics_reject(m, LAPSE_REJECT_NO_RULE);
     lapse_ingress_metrics_apply(m, 2);    /* le 0.003 */
     lapse_ingress_metrics_apply(m, 9000); /* le 10 */
     /* librdkafka's statistics: lag from consumer_lag, or from the consumed
