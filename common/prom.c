@@ -56,6 +56,17 @@ void lapse_prom_escape(char *dst, size_t size, const char *src)
     dst[j] = '\0';
 }
 
+void lapse_prom_observe(const struct lapse_prom_hist *h, int64_t v)
+{
+    if (v < 0)
+        v = 0;
+    size_t b = 0;
+    while (b < h->n && v > h->bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&h->counts[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(h->sum, (uint64_t)v, memory_order_relaxed);
+}
+
 void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *help,
                           const char *labels, const struct lapse_prom_hist *h)
 {

@@ -49,9 +49,12 @@ struct lapse_prom_hist {
     const int64_t *bounds;
     size_t n;
     double per_second;
-    const atomic_uint_fast64_t *counts;
-    const atomic_uint_fast64_t *sum;
+    atomic_uint_fast64_t *counts;
+    atomic_uint_fast64_t *sum;
 };
+
+/* Counts one value v (in the histogram's units; below 0 counts as 0). */
+void lapse_prom_observe(const struct lapse_prom_hist *h, int64_t v);
 
 /* One histogram family in seconds: HELP and TYPE, name_bucket{labels,le=...}
  * for each bound and +Inf (cumulative), name_sum and name_count. `labels` is

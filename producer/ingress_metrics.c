@@ -49,15 +49,17 @@ void lapse_ingress_metrics_reject(struct lapse_ingress_metrics *m, enum lapse_in
         atomic_fetch_add_explicit(&m->rejected[r], 1, memory_order_relaxed);
 }
 
+/* The apply-time histogram as prom.h reads and counts it: ms. */
+static struct lapse_prom_hist apply_hist(struct lapse_ingress_metrics *m)
+{
+    return (struct lapse_prom_hist){lapse_apply_bounds, LAPSE_APPLY_BUCKETS, 1000, m->apply,
+                                    &m->apply_sum_ms};
+}
+
 void lapse_ingress_metrics_apply(struct lapse_ingress_metrics *m, int64_t ms)
 {
-    if (ms < 0)
-        ms = 0;
-    int b = 0;
-    while (b < LAPSE_APPLY_BUCKETS && ms > lapse_apply_bounds[b])
-        b++;
-    atomic_fetch_add_explicit(&m->apply[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->apply_sum_ms, (uint64_t)ms, memory_order_relaxed);
+    struct lapse_prom_hist h = apply_hist(m);
+    lapse_prom_observe(&h, ms);
 }
 
 void lapse_ingress_metrics_settled(struct lapse_ingress_metrics *m, const lapse_producer *p,
@@ -202,8 +204,7 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
     }
     pthread_mutex_unlock(&m->lock);
 
-    struct lapse_prom_hist apply = {lapse_apply_bounds, LAPSE_APPLY_BUCKETS, 1000, m->apply,
-                                    &m->apply_sum_ms};
+    struct lapse_prom_hist apply = apply_hist(m);
     lapse_prom_histogram(&o, "lapse_ingress_batch_apply_seconds",
                          "Time from a batch's first message to its writes applied.", labels, &apply);
     return lapse_prom_end(&o);

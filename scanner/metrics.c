@@ -10,15 +10,17 @@
 const int64_t lapse_lateness_bounds[LAPSE_LATENESS_BUCKETS] = {1,   2,   5,    10,   20,    50,
                                                                100, 250, 1000, 5000, 30000, 300000};
 
+/* The lateness histogram as prom.h reads and counts it: ms. */
+static struct lapse_prom_hist lateness_hist(struct lapse_metrics *m)
+{
+    return (struct lapse_prom_hist){lapse_lateness_bounds, LAPSE_LATENESS_BUCKETS, 1000,
+                                    m->lateness, &m->lateness_sum_ms};
+}
+
 void lapse_metrics_lateness(struct lapse_metrics *m, int64_t late_ms)
 {
-    if (late_ms < 0)
-        late_ms = 0;
-    int b = 0;
-    while (b < LAPSE_LATENESS_BUCKETS && late_ms > lapse_lateness_bounds[b])
-        b++;
-    atomic_fetch_add_explicit(&m->lateness[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->lateness_sum_ms, (uint64_t)late_ms, memory_order_relaxed);
+    struct lapse_prom_hist h = lateness_hist(m);
+    lapse_prom_observe(&h, late_ms);
 }
 
 #define LOAD(x) ((long long)atomic_load_explicit(&(x), memory_order_relaxed))
@@ -64,8 +66,7 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
     lapse_prom_printf(&o, "lapse_scanner_oldest_overdue_seconds{%s} %.3f\n", labels,
                       (double)LOAD(m->oldest_overdue_ms) / 1000.0);
 
-    struct lapse_prom_hist late = {lapse_lateness_bounds, LAPSE_LATENESS_BUCKETS, 1000,
-                                   m->lateness, &m->lateness_sum_ms};
+    struct lapse_prom_hist late = lateness_hist(m);
     lapse_prom_histogram(&o, "lapse_scanner_lateness_seconds",
                          "Time from an event's deadline to its hand-over to Kafka.", labels, &late);
     return lapse_prom_end(&o);
