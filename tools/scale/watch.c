@@ -8,11 +8,9 @@
  */
 #include "watch.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -127,17 +125,6 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
     lapse_layout_free(&l);
 }
 
-/* Sleeps until `ms` have passed or a signal asked to stop. */
-static void pause_ms(int ms)
-{
-    int64_t end = lapse_clock_mono_ms() + ms;
-    for (int64_t left = ms; left > 0 && !lapse_stop; left = end - lapse_clock_mono_ms()) {
-        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
-        if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
-            break;
-    }
-}
-
 int lapse_scale_watch(const struct lapse_config *cfg, lapse_redis **nodes, int interval_ms,
                       int count)
 {
@@ -146,7 +133,7 @@ int lapse_scale_watch(const struct lapse_config *cfg, lapse_redis **nodes, int i
     struct progress pg = {.epoch = -1};
     for (int n = 0; !lapse_stop && (count <= 0 || n < count); n++) {
         if (n > 0)
-            pause_ms(interval_ms);
+            lapse_clock_sleep_ms(interval_ms);
         if (lapse_stop)
             break;
         if (tty)
