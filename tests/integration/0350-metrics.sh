@@ -31,6 +31,8 @@ scale init 1 >/dev/null
 events_follow events.json
 scanner_start 0
 wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the lock"
+assert_eq "$(listen_addrs "$mp" | paste -sd' ')" 127.0.0.1 \
+    "where the endpoint listens (scanner.metrics_bind's default: loopback only)"
 
 # ---- idle
 metrics_get "$mp" >idle.txt

@@ -16,22 +16,23 @@
 
 redis_start main
 kafka_start
-metrics_config
+metrics_config 'metrics_bind = "127.0.0.2";' # (another loopback address: the key is obeyed)
 scale init 1 >/dev/null
 scanner_start 0
 wait_until 5000 '[[ -n $(holder_pid) ]]' || fail "the scanner did not take the lock"
-url=http://127.0.0.1:$mp
+assert_eq "$(listen_addrs "$mp" | paste -sd' ')" 127.0.0.2 "where the endpoint listens (scanner.metrics_bind)"
+url=http://127.0.0.2:$mp
 
 fds=()
 for ((i = 0; i < 10; i++)); do
-    exec {fd}<>"/dev/tcp/127.0.0.1/$mp" || fail "connection $i refused"
+    exec {fd}<>"/dev/tcp/127.0.0.2/$mp" || fail "connection $i refused"
     printf 'GET /metr' >&"$fd" # half a request line, never finished
     fds+=("$fd")
 done
-exec {fd}<>"/dev/tcp/127.0.0.1/$mp" || fail "garbage connection refused"
+exec {fd}<>"/dev/tcp/127.0.0.2/$mp" || fail "garbage connection refused"
 head -c 300 /dev/urandom >&"$fd" || true # (the server may drop it at once)
 fds+=("$fd")
-exec {fd}<>"/dev/tcp/127.0.0.1/$mp" || fail "garbage connection refused"
+exec {fd}<>"/dev/tcp/127.0.0.2/$mp" || fail "garbage connection refused"
 printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03' >&"$fd" || true # a TLS hello
 fds+=("$fd")
 

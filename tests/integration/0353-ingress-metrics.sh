@@ -38,6 +38,8 @@ ingress_start
 url=http://127.0.0.1:$mp
 code() { curl -s -o "${2:-/dev/null}" -w '%{http_code}' -m 2 "$url$1" || true; }
 wait_until 5000 '[[ $(code /healthz) == 200 ]]' || fail "/healthz did not answer 200"
+assert_eq "$(listen_addrs "$mp" | paste -sd' ')" 127.0.0.1 \
+    "where the endpoint listens (ingress.metrics_bind's default: loopback only)"
 wait_until 5000 '[[ $(code /readyz) == 200 ]]' || fail "/readyz: $(code /readyz r.txt) $(cat r.txt)"
 ingress_wait_assigned
 

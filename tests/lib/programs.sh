@@ -196,6 +196,18 @@ metrics_config() {
     write_config
 }
 
+# listen_addrs PORT: the address of every socket listening on TCP PORT, one
+# a line: a.b.c.d for IPv4, "ipv6" for any IPv6 one
+listen_addrs() {
+    local p h
+    printf -v p '%04X' "$1"
+    awk -v p="$p" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == p) print a[1] }' /proc/net/tcp |
+        while read -r h; do printf '%d.%d.%d.%d\n' "0x${h:6:2}" "0x${h:4:2}" "0x${h:2:2}" "0x${h:0:2}"; done
+    awk -v p="$p" 'NR > 1 && $4 == "0A" { n = split($2, a, ":"); if (a[n] == p) print "ipv6" }' \
+        /proc/net/tcp6 2>/dev/null
+    return 0
+}
+
 # metrics_get PORT: the body of a scanner's GET /metrics on 127.0.0.1:PORT,
 # read with bash's /dev/tcp (curl may be missing); fails the test unless a
 # "200" answer arrives within 3 s.
