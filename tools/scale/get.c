@@ -15,6 +15,7 @@
 #include "event.h"
 #include "inspect.h"
 #include "layout.h"
+#include "status.h"
 
 #define PREVIEW_BYTES 64
 
@@ -141,14 +142,8 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
         return 2;
     }
     struct lapse_layout l;
-    int rc = lapse_layout_load(nodes[0], cfg, &l, err, sizeof err);
-    if (rc != 0) {
-        if (rc == 1)
-            fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised\n", cfg->ns);
-        else
-            fprintf(stderr, "lapse-scale: %s\n", err);
+    if (lapse_scale_layout(cfg, nodes, &l) < 0) /* (it says why) */
         return 1;
-    }
     struct lapse_inspect in;
     if (lapse_inspect_read(nodes, cfg, &l, id, len, &in, err, sizeof err) < 0) {
         fprintf(stderr, "lapse-scale: get: %s\n", err);
@@ -156,7 +151,7 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
         lapse_layout_free(&l);
         return 1;
     }
-    rc = 0;
+    int rc = 0;
     if (as_json) {
         json_t *o = json_object();
         json_t *at = place_json(nodes, &in.at);

@@ -16,7 +16,7 @@
 int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json);
 
 /* The layout, read again while no reply comes (up to
- * redis.retry_timeout_ms). 0, or -1 with the reason printed on stderr (an
+ * redis.retry_timeout_ms); status, get and finish read it through this. 0, or -1 with the reason printed on stderr (an
  * uninitialised namespace: how to initialise it). */
 int lapse_scale_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l);
 
