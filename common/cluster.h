@@ -9,7 +9,9 @@
  * that is; it changes when the cluster reshards or fails over, which a
  * command learns from a MOVED reply (the slot has a new owner for good:
  * read the map again) or an ASK reply (the slot is being migrated and this
- * key is already on the target: ASKING there, for this one command).
+ * key is already on the target). lapse follows neither by hand: its scripts
+ * name keys of both sides of a migration, so it reads the map again and
+ * retries (common/redis_cluster.c says why).
  *
  * Invariant of a parsed map: every owner[] entry is UNOWNED or an index
  * below nprimaries, and primaries[] are distinct "host:port" strings.
@@ -53,7 +55,7 @@ const char *lapse_cluster_owner(const struct lapse_cluster_map *m, uint16_t slot
 enum lapse_redirect {
     LAPSE_REDIRECT_NONE = 0, /* not a redirection */
     LAPSE_REDIRECT_MOVED,    /* the slot has a new owner: update the map */
-    LAPSE_REDIRECT_ASK,      /* migrating: ASKING at addr, for this command only */
+    LAPSE_REDIRECT_ASK,      /* migrating: the key is at addr for now (lapse retries) */
     LAPSE_REDIRECT_RETRY,    /* TRYAGAIN, CLUSTERDOWN: back off and retry */
 };
 
