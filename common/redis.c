@@ -92,6 +92,7 @@ void lapse_redis_free(lapse_redis *r)
     struct lapse_redis_node *n = &r->node;
     free(n->host);
     free(n->master);
+    lapse_conn_free(r->sentinel_conn);
     free(n->sentinel_username);
     free(n->sentinel_password);
     free(n->username);
@@ -112,6 +113,7 @@ void lapse_redis_disconnect(lapse_redis *r)
     lapse_conn_free(r->c);
     r->c = NULL;
     r->scripts_loaded = 0;
+    r->pending = 0;
 }
 
 /* Drops the connection after an I/O error, keeping its reason. */
@@ -222,10 +224,36 @@ int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
     return -1;
 }
 
+/* How often a connected Sentinel node's primary is confirmed (ms). */
+#define CONFIRM_EVERY_MS 1000
+
+/* Confirms a Sentinel node's primary once every CONFIRM_EVERY_MS: when the
+ * sentinels name another server, drops the connection like a lost one (the
+ * caller retries; the next connect goes where they say). Only between
+ * pipelines: replies still owed would be lost with the connection. When no
+ * sentinel answers, the primary in use is kept: an outage of the sentinels
+ * alone is no reason to leave it. Returns -1 when it dropped the connection. */
+static int redis_confirm(lapse_redis *r)
+{
+    int64_t now = lapse_clock_mono_ms();
+    if (now < r->confirm_at_ms || r->pending)
+        return 0;
+    r->confirm_at_ms = now + CONFIRM_EVERY_MS;
+    char named[sizeof r->addr];
+    if (redis_sentinel_confirm(r, named, sizeof named) != 0)
+        return 0;
+    redis_set_error(r, "redis %s: the sentinels now name %s as the primary, not %s (failed over)",
+                    r->name, named, r->addr);
+    lapse_redis_disconnect(r);
+    return -1;
+}
+
 int lapse_redis_ensure(lapse_redis *r)
 {
     if (r->cl)
         return redis_cluster_ensure(r);
+    if (r->c && r->node.master && redis_confirm(r) < 0)
+        return -1;
     if (r->c && r->scripts_loaded)
         return 0;
     int fresh = 0;
@@ -236,6 +264,7 @@ int lapse_redis_ensure(lapse_redis *r)
         if (redis_connect(r) < 0)
             return redis_retry_after(r, now);
         fresh = 1;
+        r->confirm_at_ms = now + CONFIRM_EVERY_MS; /* (they were just asked) */
     }
     if (redis_load_scripts(r) < 0)
         return redis_retry_after(r, lapse_clock_mono_ms());
@@ -374,6 +403,8 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     }
     if (rc < 0 && !r->cl)
         redis_set_error(r, "redis %s: out of memory", r->name);
+    else if (!r->cl)
+        r->pending++;
     return rc;
 }
 
@@ -383,8 +414,10 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
         return redis_cluster_append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen));
     if (lapse_redis_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0)
+    if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0) {
+        r->pending++;
         return 0;
+    }
     redis_set_error(r, "redis %s: out of memory", r->name);
     return -1;
 }
@@ -413,6 +446,8 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
         return -1;
     }
     redisReply *rep = NULL;
+    if (r->pending > 0)
+        r->pending--;
     if (lapse_conn_reply(r->c, &rep) < 0) {
         redis_fail(r, "reply");
         return -1;
@@ -457,8 +492,10 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
     if (lapse_redis_ensure(r) < 0)
         return -1;
     if (lapse_conn_append(r->c, "INCR %s", r->wait_key) == 0 &&
-        lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0)
+        lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0) {
+        r->pending += 2;
         return 0;
+    }
     redis_set_error(r, "redis %s: out of memory", r->name);
     return -1;
 }

@@ -50,16 +50,23 @@ int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
     return *port > 0 && *port <= 65535 ? 0 : -1;
 }
 
-/* A connection to host:port with the handle's timeouts, over TLS for a
- * node with tls = true; NULL with the reason in err. */
-lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, size_t size)
+int redis_tls(lapse_redis *r, char *err, size_t size)
 {
     if (r->node.tls && !r->tls &&
         !(r->tls = lapse_tls_new(r->tls_files[0], r->tls_files[1], r->tls_files[2],
                                  r->tls_files[3], err, size))) {
         r->refused = 1; /* a file that cannot be read stays so */
-        return NULL;
+        return -1;
     }
+    return 0;
+}
+
+/* A connection to host:port with the handle's timeouts, over TLS for a
+ * node with tls = true; NULL with the reason in err. */
+lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, size_t size)
+{
+    if (redis_tls(r, err, size) < 0)
+        return NULL;
     return lapse_conn_open(host, port, r->node.tls ? r->tls : NULL, r->connect_timeout_ms,
                            r->command_timeout_ms, &r->refused, err, size);
 }

@@ -32,6 +32,9 @@ struct lapse_redis {
     struct lapse_redis_node node;    /* deep copy of the config's entry */
     const char *ns;                  /* the namespace (the config's) */
     size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
+    lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_confirm) */
+    int64_t confirm_at_ms;           /* monotonic: when to confirm the primary next */
+    int pending;                     /* replies owed on c (appended, not yet read) */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
     int scripts_loaded;              /* 0: load before the next call */
@@ -50,6 +53,10 @@ void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format
  * failed: the next one waits for the back-off's next step from then.
  * Returns -1. */
 int redis_retry_after(lapse_redis *r, int64_t attempt_ms);
+
+/* Makes r->tls for a node with tls = true (once; its files are read then).
+ * 0, or -1 with the reason in err (r->refused set). */
+int redis_tls(lapse_redis *r, char *err, size_t size);
 
 /* A connection to host:port with the handle's timeouts, over TLS for a node
  * with tls = true (not authenticated); NULL with the reason in err, and
@@ -90,6 +97,14 @@ int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
  * host and port, or -1 with r->errstr naming every sentinel's failure and
  * r->refused set if one refused for good. */
 int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
+
+/* redis_sentinel.c: whether the sentinels still name r->addr as the node's
+ * primary: 1 yes, 0 no (named says which server they name), -1 when none
+ * could be asked. Keeps one sentinel's connection open between calls
+ * (r->sentinel_conn), so a call costs one round trip; a sentinel that does
+ * not answer costs at most redis.connect_timeout_ms, once: the next call
+ * asks the next one. */
+int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size);
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
  * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */

@@ -2,19 +2,73 @@
  * redis_sentinel — where a Sentinel node's primary is: the sentinels are
  * asked in turn, from the one that answered last, and the server found is
  * checked to be a primary before it is used (a failover may be under way).
+ * While connected, the primary is confirmed with a sentinel once a second
+ * (redis.c calls redis_sentinel_confirm): a primary the sentinels replaced
+ * without it dying (a false failover, a partition that healed) keeps
+ * answering as a primary until Sentinel demotes it, 8 s or more later, and
+ * what is written there meanwhile is lost.
  *
  * Why a file of its own: a plain node is connected to where the config says;
- * only a Sentinel node needs this, and only redis.c's connect calls it. It
- * calls back into redis.c for nothing but the helpers redis_priv.h declares
- * for every part of the module (open, AUTH, split an address, read a
- * refusal, set the handle's error: the ones redis_cluster.c uses too), and
- * keeps no state of its own: where to start asking is r->sentinel_first.
+ * only a Sentinel node needs this, and only redis.c calls it. It calls back
+ * into redis.c for nothing but the helpers redis_priv.h declares for every
+ * part of the module (open, AUTH, split an address, read a refusal, set the
+ * handle's error: the ones redis_cluster.c uses too). Its state is in the
+ * handle: where to start asking (r->sentinel_first) and the connection kept
+ * for confirming (r->sentinel_conn).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redis_priv.h"
+
+/* Asks the sentinel on c where the node's primary is: 0 with host and port,
+ * or -1 with the reason in `one` (*refused set for a refusal for good). */
+static int sentinel_ask(lapse_redis *r, lapse_conn *c, char *host, size_t hsize, int *port,
+                        char *one, size_t osize, int *refused)
+{
+    redisReply *reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", r->node.master);
+    if (!reply)
+        snprintf(one, osize, "%s", lapse_conn_errstr(c));
+    else if (reply->type == REDIS_REPLY_ERROR)
+        snprintf(one, osize, "%s", reply->str), *refused |= redis_refusal(reply->str);
+    else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+             reply->element[0]->type != REDIS_REPLY_STRING ||
+             reply->element[1]->type != REDIS_REPLY_STRING)
+        snprintf(one, osize, "does not monitor a master named %s", r->node.master);
+    else if (snprintf(host, hsize, "%s", reply->element[0]->str) >= (int)hsize ||
+             (*port = atoi(reply->element[1]->str)) <= 0)
+        snprintf(one, osize, "unusable address");
+    else
+        one[0] = '\0';
+    if (reply)
+        freeReplyObject(reply);
+    return one[0] ? -1 : 0;
+}
+
+/* A connection to sentinel i, authenticated; NULL with the reason in `one`.
+ * reply_ms bounds each reply (the confirmation's is short: it runs between
+ * a scanner's batches). */
+static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int reply_ms, char *one, size_t osize,
+                                 int *refused)
+{
+    const struct lapse_redis_node *n = &r->node;
+    char sh[256];
+    int sp, rc, gone = 0;
+    lapse_conn *c = NULL;
+    one[0] = '\0';
+    if (redis_split_addr(n->sentinels[i], sh, sizeof sh, &sp) < 0)
+        snprintf(one, osize, "not host:port");
+    else if (!(c = lapse_conn_open(sh, sp, n->tls ? r->tls : NULL, r->connect_timeout_ms, reply_ms,
+                                   &gone, one, osize)))
+        *refused |= gone;
+    else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, osize))) {
+        *refused |= rc == -2;
+        lapse_conn_free(c);
+        c = NULL;
+    }
+    return c;
+}
 
 /* Asks the sentinels, in turn from the one that answered last, where the
  * node's primary is. 0 with host and port, or -1 with errstr naming every
@@ -25,44 +79,48 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     char why[400] = "", one[200];
     size_t wl = 0;
     int refused = 0;
+    if (redis_tls(r, one, sizeof one) < 0) {
+        redis_set_error(r, "redis %s: %s", r->name, one);
+        return -1;
+    }
     for (size_t k = 0; k < n->nsentinels; k++) {
         size_t i = (r->sentinel_first + k) % n->nsentinels;
-        const char *sa = n->sentinels[i];
-        char sh[256];
-        int sp, rc;
-        lapse_conn *c = NULL;
-        redisReply *reply = NULL;
-        one[0] = '\0';
-        if (redis_split_addr(sa, sh, sizeof sh, &sp) < 0)
-            snprintf(one, sizeof one, "not host:port");
-        else if (!(c = redis_open(r, sh, sp, one, sizeof one)))
-            refused |= r->refused;
-        else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, sizeof one)))
-            refused |= rc == -2;
-        else if (!(reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", n->master)))
-            snprintf(one, sizeof one, "%s", lapse_conn_errstr(c));
-        else if (reply->type == REDIS_REPLY_ERROR)
-            snprintf(one, sizeof one, "%s", reply->str), refused |= redis_refusal(reply->str);
-        else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-                 reply->element[0]->type != REDIS_REPLY_STRING ||
-                 reply->element[1]->type != REDIS_REPLY_STRING)
-            snprintf(one, sizeof one, "does not monitor a master named %s", n->master);
-        else if (snprintf(host, hsize, "%s", reply->element[0]->str) >= (int)hsize ||
-                 (*port = atoi(reply->element[1]->str)) <= 0)
-            snprintf(one, sizeof one, "unusable address");
-        if (reply)
-            freeReplyObject(reply);
+        lapse_conn *c = sentinel_open(r, i, r->command_timeout_ms, one, sizeof one, &refused);
+        if (c)
+            sentinel_ask(r, c, host, hsize, port, one, sizeof one, &refused);
         lapse_conn_free(c);
-        if (!one[0]) {
+        if (c && !one[0]) {
             r->sentinel_first = i;
             return 0;
         }
-        int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", sa, one);
+        int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", n->sentinels[i], one);
         if (w > 0)
             wl = wl + (size_t)w < sizeof why ? wl + (size_t)w : sizeof why - 1;
     }
     redis_set_error(r, "redis %s: no sentinel named its primary (%s)", r->name, why);
     r->refused = refused;
+    return -1;
+}
+
+int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
+{
+    char host[256], one[200];
+    int port, refused = 0;
+    for (int fresh = 0; fresh < 2; fresh++) {
+        if (!r->sentinel_conn) {
+            fresh = 1;
+            r->sentinel_conn = sentinel_open(r, r->sentinel_first, r->connect_timeout_ms, one,
+                                             sizeof one, &refused);
+        }
+        if (r->sentinel_conn &&
+            sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
+            snprintf(named, size, "%s:%d", host, port);
+            return strcmp(named, r->addr) == 0;
+        }
+        lapse_conn_free(r->sentinel_conn); /* (a kept link may have gone stale: once more) */
+        r->sentinel_conn = NULL;
+    }
+    r->sentinel_first = (r->sentinel_first + 1) % r->node.nsentinels; /* the next one next time */
     return -1;
 }
 

@@ -146,12 +146,13 @@ _sentinels_settled() { # MASTER: each sentinel sees the others and a replica
     done
 }
 
-# sentinel_node: the Sentinel tests' node "lapse-a": primary a, replicas b
-# and c, three sentinels (down after 1 s). From then on rcli and the sp_*
-# look-ups follow the primary the sentinels name (during a failover the
-# dead one, which refuses: waits go on).
+# sentinel_node [ARGS...]: the Sentinel tests' node "lapse-a": primary a
+# (ARGS: more redis-server arguments for it), replicas b and c, three
+# sentinels (down after 1 s). From then on rcli and the sp_* look-ups follow
+# the primary the sentinels name (during a failover the dead one, which
+# refuses: waits go on).
 sentinel_node() {
-    redis_start a
+    redis_start a "$@"
     redis_replica_start a b c
     sentinels_start 3 lapse-a a 1000
     _sp_ports() { sentinel_primary lapse-a; }
