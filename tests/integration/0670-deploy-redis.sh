@@ -7,8 +7,13 @@
 # ACL user, TLS, wait_replicas = 1). Only what cannot be the same here is
 # replaced: host names and ports by 127.0.0.1 and free ports, certificate
 # paths by certificates made here, the quorum by 1 (one sentinel), the
-# second node and Kafka's settings by this test's. Then lapse-scale
-# init and status, a producer and a scanner work through it.
+# second node and Kafka's settings by this test's, and the sentinel's
+# down-after-milliseconds by 1000. Then lapse-scale init and status, a
+# producer and the scanners work through it; and after a kill -9 of the
+# primary the sentinel, with the rights its ACL user has, promotes a
+# replica (the second one keeps wait_replicas = 1 possible), and the
+# scanners follow by themselves, confirming the primary as the lapse-sentinel
+# user (who may ask for nothing else).
 . "$(dirname "$0")/../lib.sh"
 NS=devices # the namespace deploy/ grants the ACL user
 D=$LAPSE_ROOT/deploy
@@ -43,16 +48,19 @@ node_start a
 pa=$NODE_PORT
 node_start b "$pa"
 pb=$NODE_PORT
+node_start c "$pa"
+pc=$NODE_PORT
 # (as the ACL user: WAIT answers how many replicas have synced; the first
 # sync waits repl-diskless-sync-delay, 5 s)
-wait_until 20000 "[[ \$(tcli $pa --user lapse --pass change-me WAIT 1 1000) == 1 ]]" ||
-    fail "the replica did not sync with the primary as user replicator"
+wait_until 20000 "[[ \$(tcli $pa --user lapse --pass change-me WAIT 2 1000) == 2 ]]" ||
+    fail "the replicas did not sync with the primary as user replicator"
 
 free_port >/dev/null
 ps=$FREE_PORT
 mkdir -p "$T/sentinel"
 sed -e "s/^tls-port 26379/tls-port $ps/" -e '/lapse-b/d' \
     -e "s/^sentinel monitor lapse-a lapse-a-1.internal 6379 2/sentinel monitor lapse-a 127.0.0.1 $pa 1/" \
+    -e "s/^sentinel down-after-milliseconds lapse-a 5000/sentinel down-after-milliseconds lapse-a 1000/" \
     "$D/redis/sentinel.conf" >"$T/sentinel/sentinel.conf"
 certs "$T/sentinel/sentinel.conf"
 printf 'dir %s\nbind 127.0.0.1\nlogfile ""\n' "$T/sentinel" >>"$T/sentinel/sentinel.conf"
@@ -78,13 +86,35 @@ rcli() { tcli "$REDIS_PORT" --user lapse --pass change-me "$@"; }
 scale init 2 >/dev/null || fail "init: exit status $?"
 st=$(scale status --json) || fail "status: exit status $?"
 assert_eq "$(jq -c '.nodes[0] | [.name, .via, .tls, .primary, .replicas_online]' <<<"$st")" \
-    "[\"lapse-a\",\"sentinel\",true,\"127.0.0.1:$pa\",1]" "status of the node"
+    "[\"lapse-a\",\"sentinel\",true,\"127.0.0.1:$pa\",2]" "status of the node"
 scanners_start 2
 events_follow events.json
 t0=$(now_ms)
 for i in $(seq 0 9); do echo "touch dev-$i @$((t0 + 300 + i * 10))"; done | produce ||
     fail "producer through the deploy layout: exit status $?"
 events_wait_ids events.json 10 10000
+
+# the failover: as the sentinel's own ACL user, with the scanners running
+sentinel_names() { tcli "$ps" --user lapse-sentinel --pass change-me-too SENTINEL get-master-addr-by-name lapse-a 2>/dev/null | tail -n 1; }
+proc_kill9 redis-a
+wait_until 20000 '[[ $(sentinel_names) == "$pb" || $(sentinel_names) == "$pc" ]]' ||
+    fail "the sentinel did not promote a replica within 20 s of the kill: $(grep -E 'odown|failover|switch' "$T/sentinel.log" | tail -n 5)"
+REDIS_PORT=$(sentinel_names)
+wait_until 20000 '[[ $(tcli $REDIS_PORT --user lapse --pass change-me WAIT 1 200) == 1 ]]' ||
+    fail "the new primary $REDIS_PORT has no replica after the failover (the sentinel did not reconfigure the other one)"
+t0=$(now_ms)
+for i in $(seq 0 9); do echo "touch after-$i @$((t0 + 300 + i * 10))"; done | produce ||
+    fail "producer after the failover: exit status $?"
+events_wait_ids events.json 20 15000
+assert_eq "$(scale status --json | jq -r '.nodes[0].primary')" "127.0.0.1:$REDIS_PORT" "status: the primary after the failover"
+# each scanner keeps a link to the sentinel to confirm the primary with, as
+# lapse-sentinel (whose rights are enough: the link stays and is used)
+confirm_links() {
+    tcli "$ps" --user admin --pass change-me-5 CLIENT LIST |
+        grep -c 'cmd=sentinel|get-master-addr-by-name user=lapse-sentinel '
+}
+wait_until 5000 '(($(confirm_links) >= 2))' ||
+    fail "the scanners keep no link to the sentinel to confirm the primary: $(tcli "$ps" --user admin --pass change-me-5 CLIENT LIST)"
 scanner_stop
 events_follow_stop
 assert_never_early events.json
