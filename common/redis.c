@@ -224,23 +224,37 @@ int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
     return -1;
 }
 
-/* How often a connected Sentinel node's primary is confirmed (ms). */
+/* How often a connected Sentinel node's primary is confirmed (ms), and how
+ * far apart confirmations no sentinel answers go at most (each one waits
+ * up to redis_sentinel_confirm's timeout). */
 #define CONFIRM_EVERY_MS 1000
+#define CONFIRM_FAILED_MAX_MS 30000
 
 /* Confirms a Sentinel node's primary once every CONFIRM_EVERY_MS: when the
  * sentinels name another server, drops the connection like a lost one (the
  * caller retries; the next connect goes where they say). Only between
  * pipelines: replies still owed would be lost with the connection. When no
- * sentinel answers, the primary in use is kept: an outage of the sentinels
- * alone is no reason to leave it. Returns -1 when it dropped the connection. */
+ * sentinel answers, the primary in use is kept (an outage of the sentinels
+ * alone is no reason to leave it) and the next try waits twice as long.
+ * Returns -1 when it dropped the connection. */
 static int redis_confirm(lapse_redis *r)
 {
     int64_t now = lapse_clock_mono_ms();
     if (now < r->confirm_at_ms || r->pending)
         return 0;
-    r->confirm_at_ms = now + CONFIRM_EVERY_MS;
     char named[sizeof r->addr];
-    if (redis_sentinel_confirm(r, named, sizeof named) != 0)
+    int rc = redis_sentinel_confirm(r, named, sizeof named);
+    int64_t every = CONFIRM_EVERY_MS;
+    if (rc < 0) {
+        r->confirm_failed += r->confirm_failed < 16;
+        every <<= r->confirm_failed;
+        if (every > CONFIRM_FAILED_MAX_MS)
+            every = CONFIRM_FAILED_MAX_MS;
+    } else {
+        r->confirm_failed = 0;
+    }
+    r->confirm_at_ms = lapse_clock_mono_ms() + every;
+    if (rc != 0)
         return 0;
     redis_set_error(r, "redis %s: the sentinels now name %s as the primary, not %s (failed over)",
                     r->name, named, r->addr);

@@ -34,6 +34,7 @@ struct lapse_redis {
     size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
     lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_confirm) */
     int64_t confirm_at_ms;           /* monotonic: when to confirm the primary next */
+    int confirm_failed;              /* confirmations in a row no sentinel answered */
     int pending;                     /* replies owed on c (appended, not yet read) */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
@@ -102,8 +103,8 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
  * primary: 1 yes, 0 no (named says which server they name), -1 when none
  * could be asked. Keeps one sentinel's connection open between calls
  * (r->sentinel_conn), so a call costs one round trip; a sentinel that does
- * not answer costs at most redis.connect_timeout_ms, once: the next call
- * asks the next one. */
+ * not answer costs at most 200 ms (redis_sentinel.c's CONFIRM_TIMEOUT_MS),
+ * once: the next call asks the next one. */
 int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size);
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with

@@ -47,10 +47,9 @@ static int sentinel_ask(lapse_redis *r, lapse_conn *c, char *host, size_t hsize,
 }
 
 /* A connection to sentinel i, authenticated; NULL with the reason in `one`.
- * reply_ms bounds each reply (the confirmation's is short: it runs between
- * a scanner's batches). */
-static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int reply_ms, char *one, size_t osize,
-                                 int *refused)
+ * connect_ms and reply_ms bound the connect and each reply. */
+static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int connect_ms, int reply_ms, char *one,
+                                 size_t osize, int *refused)
 {
     const struct lapse_redis_node *n = &r->node;
     char sh[256];
@@ -59,7 +58,7 @@ static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int reply_ms, char *o
     one[0] = '\0';
     if (redis_split_addr(n->sentinels[i], sh, sizeof sh, &sp) < 0)
         snprintf(one, osize, "not host:port");
-    else if (!(c = lapse_conn_open(sh, sp, n->tls ? r->tls : NULL, r->connect_timeout_ms, reply_ms,
+    else if (!(c = lapse_conn_open(sh, sp, n->tls ? r->tls : NULL, connect_ms, reply_ms,
                                    &gone, one, osize)))
         *refused |= gone;
     else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, osize))) {
@@ -85,7 +84,8 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     }
     for (size_t k = 0; k < n->nsentinels; k++) {
         size_t i = (r->sentinel_first + k) % n->nsentinels;
-        lapse_conn *c = sentinel_open(r, i, r->command_timeout_ms, one, sizeof one, &refused);
+        lapse_conn *c = sentinel_open(r, i, r->connect_timeout_ms, r->command_timeout_ms, one,
+                                      sizeof one, &refused);
         if (c)
             sentinel_ask(r, c, host, hsize, port, one, sizeof one, &refused);
         lapse_conn_free(c);
@@ -102,15 +102,20 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     return -1;
 }
 
+/* How long a confirmation may wait for a sentinel, connect and reply (ms,
+ * or less when redis.connect_timeout_ms is): it runs between a scanner's
+ * batches, and sentinels answer within a millisecond or two. */
+#define CONFIRM_TIMEOUT_MS 200
+
 int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
 {
     char host[256], one[200];
     int port, refused = 0;
+    int ms = r->connect_timeout_ms < CONFIRM_TIMEOUT_MS ? r->connect_timeout_ms : CONFIRM_TIMEOUT_MS;
     for (int fresh = 0; fresh < 2; fresh++) {
         if (!r->sentinel_conn) {
             fresh = 1;
-            r->sentinel_conn = sentinel_open(r, r->sentinel_first, r->connect_timeout_ms, one,
-                                             sizeof one, &refused);
+            r->sentinel_conn = sentinel_open(r, r->sentinel_first, ms, ms, one, sizeof one, &refused);
         }
         if (r->sentinel_conn &&
             sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
