@@ -119,7 +119,7 @@ void scanner_ack(lapse_scanner *s, int force)
                        (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
                         r->element[0]->type == REDIS_REPLY_INTEGER));
         if (!ok) {
-            scanner_redis_error(s, "ack", r);
+            scanner_redis_error(s, "ack", s->node, r);
             if (r)
                 freeReplyObject(r);
             return;

@@ -151,7 +151,7 @@ int scanner_claim(lapse_scanner *s, int want)
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 1 ||
         r->element[4]->type != REDIS_REPLY_ARRAY || r->element[4]->elements % 3 != 0 ||
         (count = scanner_claimed(r->element[HEAD], NULL, NULL)) < 0) {
-        scanner_redis_error(s, "claim", r);
+        scanner_redis_error(s, "claim", s->node, r);
         if (r)
             freeReplyObject(r);
         int wait = lapse_redis_backoff_ms(s->node);

@@ -19,11 +19,12 @@
 #include "redis.h"
 #include "shard.h"
 
-void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r)
+void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *from,
+                         const redisReply *r)
 {
     INC(redis_errors);
     lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
-                      !r ? lapse_redis_errstr(s->node)
+                      !r ? lapse_redis_errstr(from)
                       : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
@@ -160,7 +161,7 @@ int scanner_acquire(lapse_scanner *s)
     const char *args[2] = {s->token, lease};
     redisReply *r = scanner_eval(s, LAPSE_SCRIPT_ACQUIRE, args, NULL, 2);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-        scanner_redis_error(s, "acquire", r);
+        scanner_redis_error(s, "acquire", s->node, r);
         if (r)
             freeReplyObject(r);
         return 0;

@@ -107,8 +107,11 @@ struct lapse_scanner {
 
 /* lease.c: the shard's node, layout and lock (see there). */
 
-/* Counts and logs (rate-limited) a failed Redis call of the shard. */
-void scanner_redis_error(lapse_scanner *s, const char *what, const redisReply *r);
+/* Counts and logs (rate-limited) a failed Redis call of the shard: the
+ * error reply r, or when r is NULL why the call on `from` failed (the
+ * shard's node, or the other node a split check asked). */
+void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *from,
+                         const redisReply *r);
 
 /* Runs a shard script with the shard's keys, then `args` (lens may be NULL
  * for NUL-terminated args). The reply, or NULL on a connection failure. */

@@ -66,7 +66,7 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
             asked--;
             redisReply *r;
             if (lapse_redis_get_reply(peer, &r) < 0) {
-                scanner_redis_error(s, "split check", NULL);
+                scanner_redis_error(s, "split check", peer, NULL);
                 asked = 0; /* the rest stay unknown */
                 continue;
             }
@@ -95,7 +95,7 @@ void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, con
         if (m > 0 && (m == 2 * 64 || i == n)) {
             redisReply *r = scanner_eval(s, LAPSE_SCRIPT_DROP, args, lens, m);
             if (!r || r->type != REDIS_REPLY_INTEGER)
-                scanner_redis_error(s, "drop", r);
+                scanner_redis_error(s, "drop", s->node, r);
             if (r)
                 freeReplyObject(r);
             m = 0;
