@@ -219,15 +219,13 @@ static int cluster_connect(lapse_redis *r, struct route *rt)
     return 0;
 }
 
-/* The hash tag of a key ("" if it has none), as cluster.h's slot takes it. */
+/* The hash tag of a key ("" if it has none or it is too long to keep). */
 static void cluster_tag(const char *key, size_t len, char *tag)
 {
-    const char *open = memchr(key, '{', len);
-    const char *close = open ? memchr(open + 1, '}', len - (size_t)(open + 1 - key)) : NULL;
-    size_t tl = close ? (size_t)(close - open - 1) : 0;
-    if (tl == 0 || tl >= TAG_MAX)
+    size_t off = 0, tl = 0;
+    if (!lapse_slot_tag(key, len, &off, &tl) || tl >= TAG_MAX)
         tl = 0;
-    memcpy(tag, open ? open + 1 : "", tl);
+    memcpy(tag, key + off, tl);
     tag[tl] = '\0';
 }
 

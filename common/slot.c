@@ -16,17 +16,27 @@ static uint16_t slot_crc16(const char *b, size_t len)
     return crc;
 }
 
-uint16_t lapse_slot(const char *key, size_t len)
+int lapse_slot_tag(const char *key, size_t len, size_t *off, size_t *tag_len)
 {
     size_t open = 0;
     while (open < len && key[open] != '{')
         open++;
-    if (open < len) {
-        size_t close = open + 1;
-        while (close < len && key[close] != '}')
-            close++;
-        if (close < len && close > open + 1) /* "{}" is no tag: the whole key counts */
-            return slot_crc16(key + open + 1, close - open - 1) & (LAPSE_SLOTS - 1);
-    }
+    if (open == len)
+        return 0;
+    size_t close = open + 1;
+    while (close < len && key[close] != '}')
+        close++;
+    if (close == len || close == open + 1) /* "{}" is no tag: the whole key counts */
+        return 0;
+    *off = open + 1;
+    *tag_len = close - open - 1;
+    return 1;
+}
+
+uint16_t lapse_slot(const char *key, size_t len)
+{
+    size_t off, tl;
+    if (lapse_slot_tag(key, len, &off, &tl))
+        return slot_crc16(key + off, tl) & (LAPSE_SLOTS - 1);
     return slot_crc16(key, len) & (LAPSE_SLOTS - 1);
 }

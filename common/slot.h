@@ -17,4 +17,8 @@
 
 uint16_t lapse_slot(const char *key, size_t len);
 
+/* Where key's hash tag is: 1 with its offset and length (the bytes between
+ * the braces), or 0 when it has none (then the whole key is hashed). */
+int lapse_slot_tag(const char *key, size_t len, size_t *off, size_t *tag_len);
+
 #endif
