@@ -29,3 +29,17 @@ TEST(slot_hash_tags)
     CHECK(slot("{a}{b}") == 15495); /* only the first tag */
     CHECK(slot("{a}{b}") == slot("a"));
 }
+
+TEST(slot_tag_found)
+{
+    size_t off = 99, len = 99;
+    CHECK(lapse_slot_tag("demo:z:{demo:3}", 15, &off, &len) == 1);
+    CHECK(off == 8 && len == 6);
+    CHECK(lapse_slot_tag("{a}{b}", 6, &off, &len) == 1);
+    CHECK(off == 1 && len == 1);
+    CHECK(lapse_slot_tag("a{}b", 4, &off, &len) == 0);
+    CHECK(lapse_slot_tag("{}{x}", 5, &off, &len) == 0);
+    CHECK(lapse_slot_tag("x{y", 3, &off, &len) == 0);
+    CHECK(lapse_slot_tag("plain", 5, &off, &len) == 0);
+    CHECK(lapse_slot_tag("k{t}", 3, &off, &len) == 0); /* the '}' lies past len */
+}
