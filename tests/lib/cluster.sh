@@ -10,10 +10,29 @@
 CLUSTER_NODES=()             # names of the cluster's nodes, c1 first
 CLUSTER_TIMEOUT_MS=${CLUSTER_TIMEOUT_MS:-2000} # cluster-node-timeout: how soon a failover starts
 
-# cluster_node_start NAME: one more cluster-enabled redis (not yet joined)
+# cluster_node_start NAME [ARGS...]: one more cluster-enabled redis (not yet
+# joined). With CLUSTER_TLS=1 it also serves mutual TLS on a port of its
+# own (CLUSTER_TLS_PORT[NAME]; server.crt, server.key and ca.crt of the
+# test dir, tls_mkcert), its cluster bus and replication run over TLS, and
+# the cluster tells a TLS client TLS ports, a plain one (the test's
+# redis-cli) plain ports.
+declare -A CLUSTER_TLS_PORT=()
 cluster_node_start() {
+    local tls=()
+    if [[ ${CLUSTER_TLS:-0} == 1 ]]; then
+        # (the cluster bus listens on the TLS port + 10000 then: free too)
+        local hex i
+        for ((i = 0; i < 50; i++)); do
+            free_port >/dev/null
+            printf -v hex ':%04X ' $((FREE_PORT + 10000))
+            grep -qF -- "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null || break
+        done
+        CLUSTER_TLS_PORT[$1]=$FREE_PORT
+        tls=(--tls-port "$FREE_PORT" --tls-cluster yes --tls-replication yes --tls-auth-clients yes
+            --tls-cert-file "$T/server.crt" --tls-key-file "$T/server.key" --tls-ca-cert-file "$T/ca.crt")
+    fi
     redis_start "$1" --cluster-enabled yes --cluster-config-file nodes.conf \
-        --cluster-node-timeout "$CLUSTER_TIMEOUT_MS" "${@:2}"
+        --cluster-node-timeout "$CLUSTER_TIMEOUT_MS" "${tls[@]}" "${@:2}"
     CLUSTER_NODES+=("$1")
 }
 
@@ -34,8 +53,10 @@ cluster_start() {
         out+=$(redis-cli -p "${ports[i]}" CLUSTER SET-CONFIG-EPOCH $((i + 1)))
         [[ $out == OKOK ]] || fail "cluster node c$((i + 1)): slots and epoch: $out"
     done
+    local meet=${ports[0]} # (with TLS, the bus is at the TLS port + 10000)
+    [[ ${CLUSTER_TLS:-0} != 1 ]] || meet=${CLUSTER_TLS_PORT[c1]}
     for ((i = 1; i < n; i++)); do
-        out=$(redis-cli -p "${ports[i]}" CLUSTER MEET 127.0.0.1 "${ports[0]}")
+        out=$(redis-cli -p "${ports[i]}" CLUSTER MEET 127.0.0.1 "$meet")
         [[ $out == OK ]] || fail "cluster node c$((i + 1)): MEET: $out"
     done
     wait_until 20000 "_cluster_all_know $n" || fail "the cluster's $n nodes did not all meet within 20 s"
@@ -118,10 +139,15 @@ cluster_node_of() {
 cluster_id() { redis-cli -p "$1" CLUSTER MYID; }
 
 # cluster_config [EXTRA]: write_config with redis.cluster naming every node
-# started so far as a seed, and CLUSTER_REDIS_EXTRA inside the redis group
+# started so far as a seed (its TLS port with CLUSTER_TLS=1), and
+# CLUSTER_REDIS_EXTRA inside the redis group
 cluster_config() {
-    local seeds="" c
-    for c in "${CLUSTER_NODES[@]}"; do seeds+="${seeds:+, }\"127.0.0.1:$(redis_port "$c")\""; done
+    local seeds="" c p
+    for c in "${CLUSTER_NODES[@]}"; do
+        p=$(redis_port "$c")
+        [[ ${CLUSTER_TLS:-0} != 1 ]] || p=${CLUSTER_TLS_PORT[$c]}
+        seeds+="${seeds:+, }\"127.0.0.1:$p\""
+    done
     write_config "$CONF" "${1:-}"
     sed -i "s|^redis = .*|redis = { cluster = ( $seeds ); ${CLUSTER_REDIS_EXTRA:-} };|" "$CONF"
 }
