@@ -142,11 +142,14 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
     };
     static const int argc[7] = {3, 1, 3, 3, 3, 2, 3};
     int n = want_moved ? 7 : 6;
+    /* (on a cluster the keyless two go to the shard's primary too: TIME is
+     * its clock, NO-TOUCH its connection) */
+    uint16_t slot = lapse_shard_slot(cfg->ns, p->shard);
     for (int i = 0; i < n; i++) {
         size_t lens[3];
         for (int j = 0; j < argc[i]; j++)
             lens[j] = argv[i][j] == id ? len : strlen(argv[i][j]);
-        if (lapse_redis_append_argv(r, argc[i], argv[i], lens) < 0)
+        if (lapse_redis_append_slot(r, slot, argc[i], argv[i], lens) < 0)
             return reply_fail(r, NULL, NULL, errstr, size);
     }
     redisReply *rep[7] = {0};

@@ -565,6 +565,14 @@ const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
     return r->cl ? redis_cluster_map(r) : NULL;
 }
 
+int lapse_redis_append_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
+                            const size_t *argvlen)
+{
+    if (!r->cl)
+        return lapse_redis_append_argv(r, argc, argv, argvlen);
+    return redis_cluster_append_slot(r, argc, argv, argvlen, -1, slot);
+}
+
 redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                                      const size_t *argvlen)
 {

@@ -135,6 +135,11 @@ const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot);
 /* A cluster node's slot map (cluster.h; read first if need be), or NULL:
  * not a cluster, or the map could not be read (errstr says why). */
 const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r);
+/* Queues a command for the primary that owns `slot` (a cluster node;
+ * elsewhere as lapse_redis_append_argv): for keyless ones (TIME, CLIENT)
+ * that must go with a shard's keys to its primary. 0, or -1. */
+int lapse_redis_append_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
+                            const size_t *argvlen);
 /* One command on the primary that owns `slot` (a cluster node; elsewhere
  * as lapse_redis_command_argv): for keyless ones, like INFO, meant for one
  * primary. */
