@@ -60,8 +60,9 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
         struct lapse_layout next;
         if (lapse_layout_read(nodes[0], cfg, "layout:next", &next, err, sizeof err) == 0) {
             problem(&v, -1, "interrupted",
-                    "namespace %s: a %s to epoch %" PRId64 " was interrupted: writers and "
-                    "scanners are paused until lapse-scale %s runs again",
+                    "namespace %s: a %s to epoch %" PRId64 " is under way or was "
+                    "interrupted: writers and scanners are paused until it ends (if no "
+                    "lapse-scale %s runs now, run it again)",
                     cfg->ns, next.splitting ? "split" : "finish", next.epoch,
                     next.splitting ? "split" : "finish");
             lapse_layout_free(&next);

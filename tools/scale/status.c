@@ -194,8 +194,9 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     struct lapse_layout pending;
     int has_pending = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, err, sizeof err) == 0;
     if (has_pending && !as_json)
-        fprintf(stderr, "lapse-scale: a %s to epoch %lld was interrupted: writers and scanners "
-                "are paused until you run lapse-scale %s again\n",
+        fprintf(stderr, "lapse-scale: a %s to epoch %lld is under way or was interrupted: "
+                "writers and scanners are paused until it ends (if no lapse-scale %s runs "
+                "now, run it again)\n",
                 pending.splitting ? "split" : "finish", (long long)pending.epoch,
                 pending.splitting ? "split" : "finish");
     if (!as_json) {
