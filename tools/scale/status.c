@@ -169,18 +169,19 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
 }
 
 /* Shard i's counters (and what a split has left to move there); read again
- * while no reply comes (struct retry). */
+ * while no reply comes (struct retry), unless `once`. 0, -2 when no reply
+ * came (then or in the end), or -1 with err. */
 static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
-                      const struct lapse_layout *l, uint32_t i, struct lapse_health *st,
+                      const struct lapse_layout *l, uint32_t i, int once, struct lapse_health *st,
                       struct lapse_split_left *left, char *err, size_t size)
 {
     lapse_redis *r = nodes[l->node_of[i]];
     struct retry t;
     int rc;
     retry_init(&t, cfg);
-    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && retry_again(&t, r))
+    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && !once && retry_again(&t, r))
         ;
-    return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : -1;
+    return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
 
 int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
@@ -216,18 +217,27 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     if (!as_json)
         printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
                "inflight", "oldest_due", "to_move", "scanner");
+    /* A shard that cannot be read is named (stderr; "error" in --json) and
+     * the rest still shown, exit status 1. A node that gave no reply for
+     * a whole retry window is asked once for each of its other shards. */
+    int failed = 0;
+    char *gone = calloc(cfg->nnodes ? cfg->nnodes : 1, 1);
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        if (shard_read(cfg, nodes, &l, i, &st, &left, err, sizeof err) < 0) {
+        int rc = shard_read(cfg, nodes, &l, i, gone && gone[l.node_of[i]], &st, &left, err,
+                            sizeof err);
+        if (rc < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
-            json_decref(shards);
-            json_decref(node_info);
-            lapse_layout_free(&l);
-            if (has_pending)
-                lapse_layout_free(&pending);
-            return 1;
+            if (rc == -2 && gone)
+                gone[l.node_of[i]] = 1;
+            failed = 1;
+            json_array_append_new(shards, json_pack("{s:i, s:s, s:s}", "shard", (int)i, "node",
+                                                    lapse_redis_name(r), "error", err));
+            if (!as_json)
+                printf("%-6u %-22s %10s\n", i, lapse_redis_name(r), "(unread)");
+            continue;
         }
         to_move += left.ids;
         if (left.last_due_ms > last_due)
@@ -290,9 +300,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                    (unsigned long long)to_move,
                    to_move ? "; finish refuses until they fell due or were drained" : "");
     }
+    free(gone);
     lapse_layout_free(&l);
     if (has_pending)
         lapse_layout_free(&pending);
-    return 0;
+    return failed;
 }
 

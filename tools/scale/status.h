@@ -11,8 +11,9 @@
 #include "layout.h"
 #include "redis.h"
 
-/* Prints the status. Returns the exit status: 0, or 1 when the layout
- * cannot be read (the reason on stderr). */
+/* Prints the status. Returns the exit status: 0, or 1 when the layout or
+ * a shard cannot be read (the reason on stderr; the other shards are
+ * shown all the same). */
 int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json);
 
 /* The layout, read again while no reply comes (up to
