@@ -15,6 +15,8 @@
 #  - after the failover: both scanners say they leave a for the new primary,
 #    and A's writes land on the new primary, none on a; they fire there,
 #    once each, never early;
+#  - every sentinel hung (SIGSTOP): A's writes are applied and fire, and
+#    nobody leaves the primary (a confirmation that gets no answer keeps it);
 #  - no connection of lapse's is left on a.
 . "$(dirname "$0")/../lib.sh"
 
@@ -70,12 +72,24 @@ sp_feed A after.txt # (returns once they are on the primary the sentinels name)
 assert_eq "$(stored_on "$pa" f-)" 0 "IDs written after the failover that landed on a"
 events_wait_ids events.json 200 10000
 
+# every sentinel hangs (SIGSTOP): that alone is no reason to leave the
+# primary; A's writes go on, the scanners fire them, nobody reconnects
+for n in "${SENTINEL_NAMES[@]}"; do kill -STOP "${_PID[$n]}"; done
+_sp_ports() { echo "$pn"; } # (sp_feed's look-ups: the sentinels do not answer now)
+seq -f 'g-%03g' 0 49 | awk '{ print "touch " $1 " +500" }' >hung.txt
+sp_feed A hung.txt
+events_wait_ids events.json 250 10000
+for n in "${SENTINEL_NAMES[@]}"; do kill -CONT "${_PID[$n]}"; done
+for l in "$T"/scanner-*.log; do
+    assert_eq "$(grep -c 'sentinels now name' "$l")" 1 "times $(basename "$l" .log) left a primary"
+done
+
 proc_stop A 10
 assert_eq "$PROC_RC" 0 "producer A's exit status"
 wait_until 10000 '(($(lapse_clients_on "$pa") == 0))' ||
     fail "connections of lapse's left on a: $(redis-cli -p "$pa" CLIENT LIST | grep -v -e name=sentinel- -e 'cmd=client|list')"
 scanner_stop
 events_follow_stop
-grep '"f-' events.json >after.json
+grep -e '"f-' -e '"g-' events.json >after.json
 assert_once after.json
 assert_never_early events.json
