@@ -116,6 +116,15 @@ void lapse_redis_disconnect(lapse_redis *r)
     r->pending = 0;
 }
 
+/* An append ran out of memory: whatever it queued (a part of a command, or
+ * the INCR before a WAIT) would leave the replies out of step, so the
+ * connection goes, and with it what earlier appends queued. */
+static void redis_append_failed(lapse_redis *r)
+{
+    redis_set_error(r, "redis %s: out of memory", r->name);
+    lapse_redis_disconnect(r);
+}
+
 /* Drops the connection after an I/O error, keeping its reason. */
 static void redis_fail(lapse_redis *r, const char *what)
 {
@@ -231,12 +240,12 @@ int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
 #define CONFIRM_FAILED_MAX_MS 30000
 
 /* Confirms a Sentinel node's primary once every CONFIRM_EVERY_MS: when the
- * sentinels name another server, drops the connection like a lost one (the
- * caller retries; the next connect goes where they say). Only between
- * pipelines: replies still owed would be lost with the connection. When no
- * sentinel answers, the primary in use is kept (an outage of the sentinels
- * alone is no reason to leave it) and the next try waits twice as long.
- * Returns -1 when it dropped the connection. */
+ * sentinels name another server, drops the connection (the caller's
+ * lapse_redis_ensure connects at once where they say; moved says why).
+ * Only between pipelines: replies still owed would be lost with the
+ * connection. When no sentinel answers, the primary in use is kept (an
+ * outage of the sentinels alone is no reason to leave it) and the next
+ * try waits twice as long. Returns -1 when it dropped the connection. */
 static int redis_confirm(lapse_redis *r)
 {
     int64_t now = lapse_clock_mono_ms();
@@ -256,9 +265,12 @@ static int redis_confirm(lapse_redis *r)
     r->confirm_at_ms = lapse_clock_mono_ms() + every;
     if (rc != 0)
         return 0;
-    redis_set_error(r, "redis %s: the sentinels now name %s as the primary, not %s (failed over)",
-                    r->name, named, r->addr);
+    snprintf(r->moved, sizeof r->moved,
+             "redis %s: the sentinels now name %s as the primary, not %s (failed over): "
+             "following", r->name, named, r->addr);
+    r->moved_unread = 1;
     lapse_redis_disconnect(r);
+    r->next_attempt_ms = 0; /* (nothing failed: connect now) */
     return -1;
 }
 
@@ -266,8 +278,8 @@ int lapse_redis_ensure(lapse_redis *r)
 {
     if (r->cl)
         return redis_cluster_ensure(r);
-    if (r->c && r->node.master && redis_confirm(r) < 0)
-        return -1;
+    if (r->c && r->node.master)
+        redis_confirm(r); /* (may drop it: connected again below) */
     if (r->c && r->scripts_loaded)
         return 0;
     int fresh = 0;
@@ -416,7 +428,7 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
         free(l);
     }
     if (rc < 0 && !r->cl)
-        redis_set_error(r, "redis %s: out of memory", r->name);
+        redis_append_failed(r);
     else if (!r->cl)
         r->pending++;
     return rc;
@@ -432,7 +444,7 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
         r->pending++;
         return 0;
     }
-    redis_set_error(r, "redis %s: out of memory", r->name);
+    redis_append_failed(r);
     return -1;
 }
 
@@ -510,7 +522,7 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
         r->pending += 2;
         return 0;
     }
-    redis_set_error(r, "redis %s: out of memory", r->name);
+    redis_append_failed(r);
     return -1;
 }
 
@@ -550,6 +562,14 @@ int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms)
     if (lapse_redis_append_wait(r, replicas, timeout_ms) < 0)
         return -1;
     return lapse_redis_wait_reply(r, replicas, timeout_ms);
+}
+
+const char *lapse_redis_moved(lapse_redis *r)
+{
+    if (!r->moved_unread)
+        return NULL;
+    r->moved_unread = 0;
+    return r->moved;
 }
 
 const char *lapse_redis_errstr(const lapse_redis *r) { return r->errstr; }

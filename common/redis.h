@@ -46,6 +46,14 @@ void lapse_redis_free(lapse_redis *r); /* accepts NULL */
  * it is down and (re)connecting failed or the back-off forbids trying yet. */
 int lapse_redis_ensure(lapse_redis *r);
 
+/* A Sentinel node's handle confirms its primary with a sentinel at most
+ * once a second (at a call that owes no reply) and, when the sentinels name
+ * another server, reconnects there by itself: a primary replaced without
+ * dying goes on answering until Sentinel demotes it, and writes taken
+ * there meanwhile are lost. Why it moved, once per move for the caller to
+ * log; NULL when it has not moved since the last call. */
+const char *lapse_redis_moved(lapse_redis *r);
+
 /* Milliseconds until the back-off allows the next connect attempt (0 = now). */
 int lapse_redis_backoff_ms(const lapse_redis *r);
 

@@ -33,6 +33,9 @@ struct lapse_redis {
     const char *ns;                  /* the namespace (the config's) */
     size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
     lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_confirm) */
+    size_t sentinel_conn_at;         /* the sentinel it is connected to */
+    char moved[1024];                /* why it left a primary the sentinels replaced */
+    int moved_unread;                /* moved is news for lapse_redis_moved */
     int64_t confirm_at_ms;           /* monotonic: when to confirm the primary next */
     int confirm_failed;              /* confirmations in a row no sentinel answered */
     int pending;                     /* replies owed on c (appended, not yet read) */
@@ -102,9 +105,11 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
 /* redis_sentinel.c: whether the sentinels still name r->addr as the node's
  * primary: 1 yes, 0 no (named says which server they name), -1 when none
  * could be asked. Keeps one sentinel's connection open between calls
- * (r->sentinel_conn), so a call costs one round trip; a sentinel that does
- * not answer costs at most 200 ms (redis_sentinel.c's CONFIRM_TIMEOUT_MS),
- * once: the next call asks the next one. */
+ * (r->sentinel_conn, to the sentinel the connection was found through),
+ * so a call costs one round trip; a sentinel that does not answer costs
+ * one wait of 200 ms (redis_sentinel.c's CONFIRM_TIMEOUT_MS; a TLS
+ * handshake or AUTH on a new link, one more each), and the next call asks
+ * the next sentinel. */
 int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size);
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with

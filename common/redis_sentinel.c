@@ -2,8 +2,9 @@
  * redis_sentinel — where a Sentinel node's primary is: the sentinels are
  * asked in turn, from the one that answered last, and the server found is
  * checked to be a primary before it is used (a failover may be under way).
- * While connected, the primary is confirmed with a sentinel once a second
- * (redis.c calls redis_sentinel_confirm): a primary the sentinels replaced
+ * While connected, the primary is confirmed with a sentinel at most once a
+ * second, at the handle's first call that owes no reply (redis.c calls
+ * redis_sentinel_confirm): a primary the sentinels replaced
  * without it dying (a false failover, a partition that healed) keeps
  * answering as a primary until Sentinel demotes it, 8 s or more later, and
  * what is written there meanwhile is lost.
@@ -91,6 +92,10 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
         lapse_conn_free(c);
         if (c && !one[0]) {
             r->sentinel_first = i;
+            if (r->sentinel_conn && r->sentinel_conn_at != i) { /* confirm with this one too */
+                lapse_conn_free(r->sentinel_conn);
+                r->sentinel_conn = NULL;
+            }
             return 0;
         }
         int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", n->sentinels[i], one);
@@ -102,9 +107,9 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
     return -1;
 }
 
-/* How long a confirmation may wait for a sentinel, connect and reply (ms,
- * or less when redis.connect_timeout_ms is): it runs between a scanner's
- * batches, and sentinels answer within a millisecond or two. */
+/* How long a confirmation may wait for a sentinel, each step (ms, or less
+ * when redis.connect_timeout_ms is): it runs between a scanner's batches,
+ * and sentinels answer within a millisecond or two. */
 #define CONFIRM_TIMEOUT_MS 200
 
 int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
@@ -112,19 +117,19 @@ int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
     char host[256], one[200];
     int port, refused = 0;
     int ms = r->connect_timeout_ms < CONFIRM_TIMEOUT_MS ? r->connect_timeout_ms : CONFIRM_TIMEOUT_MS;
-    for (int fresh = 0; fresh < 2; fresh++) {
-        if (!r->sentinel_conn) {
-            fresh = 1;
-            r->sentinel_conn = sentinel_open(r, r->sentinel_first, ms, ms, one, sizeof one, &refused);
-        }
-        if (r->sentinel_conn &&
-            sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
-            snprintf(named, size, "%s:%d", host, port);
-            return strcmp(named, r->addr) == 0;
-        }
-        lapse_conn_free(r->sentinel_conn); /* (a kept link may have gone stale: once more) */
-        r->sentinel_conn = NULL;
+    if (!r->sentinel_conn) {
+        r->sentinel_conn = sentinel_open(r, r->sentinel_first, ms, ms, one, sizeof one, &refused);
+        r->sentinel_conn_at = r->sentinel_first;
     }
+    if (r->sentinel_conn &&
+        sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
+        snprintf(named, size, "%s:%d", host, port);
+        return strcmp(named, r->addr) == 0;
+    }
+    /* (not asked again now, on a new link or the next sentinel: a sentinel
+     * that hangs costs one wait per confirmation) */
+    lapse_conn_free(r->sentinel_conn);
+    r->sentinel_conn = NULL;
     r->sentinel_first = (r->sentinel_first + 1) % r->node.nsentinels; /* the next one next time */
     return -1;
 }

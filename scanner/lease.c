@@ -28,6 +28,16 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *
                       : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
+void scanner_log_moved(lapse_scanner *s)
+{
+    const char *m;
+    for (size_t i = 0; s->peers && i < s->cfg->nnodes; i++) /* (node and home are peers too) */
+        if (s->peers[i] && (m = lapse_redis_moved(s->peers[i])))
+            log_warn("shard %u: %s", s->shard, m);
+    if (s->ahead && (m = lapse_redis_moved(s->ahead)))
+        log_warn("shard %u: claims sent ahead: %s", s->shard, m);
+}
+
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */
 static void scanner_layout_gauges(lapse_scanner *s)
 {

@@ -170,6 +170,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             reconnects = lapse_redis_reconnects(s->node);
             SET(redis_reconnects, reconnects);
         }
+        scanner_log_moved(s);
         if (!s->active) {
             if (!scanner_acquire(s)) {
                 /* standby: poll the lock often enough to take over promptly */

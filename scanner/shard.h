@@ -107,6 +107,10 @@ struct lapse_scanner {
 
 /* lease.c: the shard's node, layout and lock (see there). */
 
+/* Logs each of the scanner's handles that followed its node's primary to
+ * another server by itself (lapse_redis_moved). */
+void scanner_log_moved(lapse_scanner *s);
+
 /* Counts and logs (rate-limited) a failed Redis call of the shard: the
  * error reply r, or when r is NULL why the call on `from` failed (the
  * shard's node, or the other node a split check asked). */

@@ -284,9 +284,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                                           pending.splitting ? "split" : "finish", "epoch",
                                           (json_int_t)pending.epoch));
         if (l.splitting) {
-            json_object_set_new(o, "to_move", json_integer((json_int_t)to_move));
+            /* (a shard unread: what is left is not known, only a floor) */
+            json_object_set_new(o, "to_move", failed ? json_null() : json_integer((json_int_t)to_move));
             json_object_set_new(o, "last_to_move_due_ms",
-                                to_move ? json_integer(last_due) : json_null());
+                                to_move && !failed ? json_integer(last_due) : json_null());
         }
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
@@ -296,9 +297,9 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         json_decref(shards);
         json_decref(node_info);
         if (l.splitting)
-            printf("split: %llu IDs left to move out of old shards%s\n",
-                   (unsigned long long)to_move,
-                   to_move ? "; finish refuses until they fell due or were drained" : "");
+            printf("split: %s%llu IDs left to move out of old shards%s\n",
+                   failed ? "at least " : "", (unsigned long long)to_move,
+                   to_move || failed ? "; finish refuses until they fell due or were drained" : "");
     }
     free(gone);
     lapse_layout_free(&l);
