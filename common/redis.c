@@ -233,53 +233,12 @@ int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
     return -1;
 }
 
-/* How often a connected Sentinel node's primary is confirmed (ms), and how
- * far apart confirmations no sentinel answers go at most (each one waits
- * up to redis_sentinel_confirm's timeout). */
-#define CONFIRM_EVERY_MS 1000
-#define CONFIRM_FAILED_MAX_MS 30000
-
-/* Confirms a Sentinel node's primary once every CONFIRM_EVERY_MS: when the
- * sentinels name another server, drops the connection (the caller's
- * lapse_redis_ensure connects at once where they say; moved says why).
- * Only between pipelines: replies still owed would be lost with the
- * connection. When no sentinel answers, the primary in use is kept (an
- * outage of the sentinels alone is no reason to leave it) and the next
- * try waits twice as long. Returns -1 when it dropped the connection. */
-static int redis_confirm(lapse_redis *r)
-{
-    int64_t now = lapse_clock_mono_ms();
-    if (now < r->confirm_at_ms || r->pending)
-        return 0;
-    char named[sizeof r->addr];
-    int rc = redis_sentinel_confirm(r, named, sizeof named);
-    int64_t every = CONFIRM_EVERY_MS;
-    if (rc < 0) {
-        r->confirm_failed += r->confirm_failed < 16;
-        every <<= r->confirm_failed;
-        if (every > CONFIRM_FAILED_MAX_MS)
-            every = CONFIRM_FAILED_MAX_MS;
-    } else {
-        r->confirm_failed = 0;
-    }
-    r->confirm_at_ms = lapse_clock_mono_ms() + every;
-    if (rc != 0)
-        return 0;
-    snprintf(r->moved, sizeof r->moved,
-             "redis %s: the sentinels now name %s as the primary, not %s (failed over): "
-             "following", r->name, named, r->addr);
-    r->moved_unread = 1;
-    lapse_redis_disconnect(r);
-    r->next_attempt_ms = 0; /* (nothing failed: connect now) */
-    return -1;
-}
-
 int lapse_redis_ensure(lapse_redis *r)
 {
     if (r->cl)
         return redis_cluster_ensure(r);
     if (r->c && r->node.master)
-        redis_confirm(r); /* (may drop it: connected again below) */
+        redis_sentinel_check(r); /* (may drop it: connected again below) */
     if (r->c && r->scripts_loaded)
         return 0;
     int fresh = 0;
@@ -290,7 +249,7 @@ int lapse_redis_ensure(lapse_redis *r)
         if (redis_connect(r) < 0)
             return redis_retry_after(r, now);
         fresh = 1;
-        r->confirm_at_ms = now + CONFIRM_EVERY_MS; /* (they were just asked) */
+        r->confirm_at_ms = now + REDIS_CONFIRM_EVERY_MS; /* (they were just asked) */
     }
     if (redis_load_scripts(r) < 0)
         return redis_retry_after(r, lapse_clock_mono_ms());

@@ -32,7 +32,7 @@ struct lapse_redis {
     struct lapse_redis_node node;    /* deep copy of the config's entry */
     const char *ns;                  /* the namespace (the config's) */
     size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
-    lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_confirm) */
+    lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_check) */
     size_t sentinel_conn_at;         /* the sentinel it is connected to */
     char moved[1024];                /* why it left a primary the sentinels replaced */
     int moved_unread;                /* moved is news for lapse_redis_moved */
@@ -102,15 +102,18 @@ int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
  * r->refused set if one refused for good. */
 int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
 
-/* redis_sentinel.c: whether the sentinels still name r->addr as the node's
- * primary: 1 yes, 0 no (named says which server they name), -1 when none
- * could be asked. Keeps one sentinel's connection open between calls
- * (r->sentinel_conn, to the sentinel the connection was found through),
- * so a call costs one round trip; a sentinel that does not answer costs
- * one wait of 200 ms (redis_sentinel.c's CONFIRM_TIMEOUT_MS; a TLS
- * handshake or AUTH on a new link, one more each), and the next call asks
- * the next sentinel. */
-int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size);
+/* How often a connected Sentinel node's primary is confirmed (ms). */
+#define REDIS_CONFIRM_EVERY_MS 1000
+
+/* redis_sentinel.c: confirms a connected Sentinel node's primary with a
+ * sentinel, once every REDIS_CONFIRM_EVERY_MS and only while no reply is
+ * owed (replies still owed would be lost with the connection). When the
+ * sentinels name another server it drops the connection, for
+ * lapse_redis_ensure to connect where they say at once (r->moved says
+ * why). When no sentinel answers, the primary in use is kept (an outage of
+ * the sentinels alone is no reason to leave it) and the next try waits
+ * twice as long. Returns -1 when it dropped the connection, else 0. */
+int redis_sentinel_check(lapse_redis *r);
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
  * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */

@@ -4,7 +4,7 @@
  * checked to be a primary before it is used (a failover may be under way).
  * While connected, the primary is confirmed with a sentinel at most once a
  * second, at the handle's first call that owes no reply (redis.c calls
- * redis_sentinel_confirm): a primary the sentinels replaced
+ * redis_sentinel_check): a primary the sentinels replaced
  * without it dying (a false failover, a partition that healed) keeps
  * answering as a primary until Sentinel demotes it, 8 s or more later, and
  * what is written there meanwhile is lost.
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "redis_priv.h"
 
 /* Asks the sentinel on c where the node's primary is: 0 with host and port,
@@ -112,7 +113,14 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
  * and sentinels answer within a millisecond or two. */
 #define CONFIRM_TIMEOUT_MS 200
 
-int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
+/* Whether the sentinels still name r->addr as the node's primary: 1 yes,
+ * 0 no (named says which server they name), -1 when none could be asked.
+ * Keeps one sentinel's connection open between calls (r->sentinel_conn,
+ * to the sentinel the connection was found through), so a call costs one
+ * round trip; a sentinel that does not answer costs one wait of
+ * CONFIRM_TIMEOUT_MS (on a new link a TLS handshake or AUTH, one more
+ * each), and the next call asks the next sentinel. */
+static int sentinel_confirm(lapse_redis *r, char *named, size_t size)
 {
     char host[256], one[200];
     int port, refused = 0;
@@ -131,6 +139,38 @@ int redis_sentinel_confirm(lapse_redis *r, char *named, size_t size)
     lapse_conn_free(r->sentinel_conn);
     r->sentinel_conn = NULL;
     r->sentinel_first = (r->sentinel_first + 1) % r->node.nsentinels; /* the next one next time */
+    return -1;
+}
+
+/* How far apart confirmations no sentinel answers go at most (each one
+ * waits up to CONFIRM_TIMEOUT_MS). */
+#define CONFIRM_FAILED_MAX_MS 30000
+
+int redis_sentinel_check(lapse_redis *r)
+{
+    int64_t now = lapse_clock_mono_ms();
+    if (now < r->confirm_at_ms || r->pending)
+        return 0;
+    char named[sizeof r->addr];
+    int rc = sentinel_confirm(r, named, sizeof named);
+    int64_t every = REDIS_CONFIRM_EVERY_MS;
+    if (rc < 0) {
+        r->confirm_failed += r->confirm_failed < 16;
+        every <<= r->confirm_failed;
+        if (every > CONFIRM_FAILED_MAX_MS)
+            every = CONFIRM_FAILED_MAX_MS;
+    } else {
+        r->confirm_failed = 0;
+    }
+    r->confirm_at_ms = lapse_clock_mono_ms() + every;
+    if (rc != 0)
+        return 0;
+    snprintf(r->moved, sizeof r->moved,
+             "redis %s: the sentinels now name %s as the primary, not %s (failed over): "
+             "following", r->name, named, r->addr);
+    r->moved_unread = 1;
+    lapse_redis_disconnect(r);
+    r->next_attempt_ms = 0; /* (nothing failed: connect now) */
     return -1;
 }
 
