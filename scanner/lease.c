@@ -188,8 +188,7 @@ int scanner_acquire(lapse_scanner *s)
         log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
                  s->shard, s->token, r->element[1]->integer);
     } else {
-        static struct lapse_log_limit lim;
-        lapse_log_limited(&lim, 1, LAPSE_LOG_INFO, "shard %u: standby; held by %s", s->shard,
+        lapse_log_limited(&s->lim_standby, 1, LAPSE_LOG_INFO, "shard %u: standby; held by %s", s->shard,
                           r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "?");
     }
     freeReplyObject(r);

@@ -98,7 +98,7 @@ struct lapse_scanner {
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
     lapse_httpd *httpd;
-    struct lapse_log_limit lim_redis, lim_kafka;
+    struct lapse_log_limit lim_redis, lim_kafka, lim_standby;
 };
 
 #define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)

@@ -15,6 +15,7 @@ struct lapse_sink {
     lapse_sink_delivered_cb *cb;
     lapse_sink_error_cb *on_error;
     void *ctx;
+    struct lapse_log_limit lim_log, lim_error; /* (both served by lapse_sink_poll) */
 };
 
 static void sink_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *conf_opaque)
@@ -26,12 +27,12 @@ static void sink_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *conf_opaq
 }
 
 /* librdkafka's own log lines go through ours (rate-limited: a broker outage
- * makes it chatty). */
+ * makes it chatty). They come through the log queue (log.queue), served by
+ * lapse_sink_poll on the scanner's thread, not from librdkafka's threads. */
 static void sink_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-    (void)rk;
-    static struct lapse_log_limit lim;
-    lapse_log_limited(&lim, 5, level <= 3 ? LAPSE_LOG_ERROR : level <= 4 ? LAPSE_LOG_WARN : LAPSE_LOG_INFO,
+    struct lapse_sink *s = rd_kafka_opaque(rk);
+    lapse_log_limited(&s->lim_log, 5, level <= 3 ? LAPSE_LOG_ERROR : level <= 4 ? LAPSE_LOG_WARN : LAPSE_LOG_INFO,
                       "kafka %s: %s", fac, buf);
 }
 
@@ -41,8 +42,7 @@ static void sink_error(rd_kafka_t *rk, int err, const char *reason, void *conf_o
     struct lapse_sink *s = conf_opaque;
     if (s->on_error)
         s->on_error(s->ctx);
-    static struct lapse_log_limit lim;
-    lapse_log_limited(&lim, 1, LAPSE_LOG_WARN, "kafka: %s: %s", rd_kafka_err2name(err), reason);
+    lapse_log_limited(&s->lim_error, 1, LAPSE_LOG_WARN, "kafka: %s: %s", rd_kafka_err2name(err), reason);
 }
 
 lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb,
@@ -83,6 +83,7 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
         {"linger.ms", "50"},
         {"message.timeout.ms", timeout},
         {"log.connection.close", "false"},
+        {"log.queue", "true"},
         /* librdkafka backs reconnects off up to 10 s by default; a backlog
          * held up by an outage should drain within a second of the return */
         {"reconnect.backoff.max.ms", "1000"},
@@ -105,6 +106,7 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
         free(s);
         return NULL;
     }
+    rd_kafka_set_log_queue(s->rk, NULL); /* the main queue: rd_kafka_poll serves it */
     s->rkt = rd_kafka_topic_new(s->rk, cfg->kafka_topic, NULL);
     if (!s->rkt) {
         snprintf(errstr, size, "kafka: topic %s: %s", cfg->kafka_topic,
