@@ -3,8 +3,9 @@
 # with every event field right: ns, id, deadline_ms (= the score the ID had),
 # fired_ms >= deadline_ms, shard (= the zset that held it, = XXH64 & 3 when
 # xxhsum is there), payload verbatim when given and absent otherwise. IDs and
-# payloads include JSON-special and UTF-8 bytes. Afterwards the namespace
-# holds no zset, payload or in-flight entry.
+# payloads include JSON-special and UTF-8 bytes; each event's Kafka key is
+# its ID, byte for byte. Afterwards the namespace holds no zset, payload or
+# in-flight entry.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -69,6 +70,15 @@ else
 fi
 
 events_read 200 20000 >events.json || fail "not all 200 events arrived within 20 s"
+
+# the Kafka key of every event is its ID, byte for byte (consumers partition,
+# compact and order by it)
+"$LAPSE_BIN/lapse-tail" -b "$KAFKA_BROKERS" -t "$TOPIC" --keys --count 200 --timeout-ms 10000 \
+    >keyed.tsv 2>>"$T/tail.log" || fail "lapse-tail --keys: exit status $?"
+cut -f1 keyed.tsv >keys.txt
+cut -f2- keyed.tsv | jq -r .id >key-ids.txt
+assert_eq "$(_lines keys.txt)" 200 "keyed events"
+diff key-ids.txt keys.txt >keys.diff || fail "events whose Kafka key is not their ID: $(head -4 keys.diff | tr '\n' ' ')"
 
 jq -s -e 'all(.[]; has("ns") and has("id") and has("deadline_ms") and has("fired_ms") and has("shard"))' \
     events.json >/dev/null || fail "an event lacks a field: $(jq -c 'select(has("shard")|not)' events.json | head -1)"
