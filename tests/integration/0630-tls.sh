@@ -6,7 +6,9 @@
 # with one line naming the node and a non-zero exit, at start: a server
 # whose certificate another CA signed, TLS to a plain port, no client
 # certificate, a CA file that does not exist; and a plain connection to
-# the TLS port (to which a scanner waits, as the server only hangs up).
+# the TLS port (to which a scanner waits, as the server only hangs up). A
+# certificate for another name than the host is refused, unless
+# redis.tls.server_name names it.
 . "$(dirname "$0")/../lib.sh"
 
 # ------------------------------------------------------------ certificates
@@ -90,3 +92,23 @@ expect_refused "no client certificate" \
 expect_refused "a CA file that does not exist" \
     "nodes = ( $node ); tls = { ca_file = \"$T/nope.crt\"; };" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*ca_file.*nope\\.crt"
+
+# ------------------------------------------------------------ server_name
+# a certificate the trusted CA signed for a name, not for 127.0.0.1: refused
+# when connecting to 127.0.0.1 (the name is checked), accepted once
+# redis.tls.server_name names it
+tls_mkcert named ca "DNS:redis.lapse.test"
+tls_redis named named
+named_node="{ host = \"127.0.0.1\"; port = ${TLS_PORT[named]}; tls = true; }"
+expect_refused "a certificate for another name" \
+    "nodes = ( $named_node ); $tls_group" \
+    "127\\.0\\.0\\.1:${TLS_PORT[named]}.*TLS handshake.*(certificate|hostname|name)" "producer scale"
+sed "s|^redis = .*|redis = { nodes = ( $named_node ); tls = { ca_file = \"$T/ca.crt\"; cert_file = \"$T/client.crt\"; key_file = \"$T/client.key\"; server_name = \"redis.lapse.test\"; }; };|" \
+    "$CONF" >named.conf
+"$LAPSE_SCRIPTS/lapse-scale" -c named.conf init 1 >/dev/null 2>named.err ||
+    fail "init with server_name = the certificate's name: exit status $? ($(cat named.err))"
+echo "touch named-1 +600000" | "$LAPSE_BIN/lapse-producer" -c named.conf 2>>named.err ||
+    fail "producer with server_name: exit status $? ($(cat named.err))"
+# (the test's own redis-cli skips the name check: --insecure)
+assert_match "$(tcli "${TLS_PORT[named]}" --insecure ZSCORE "$NS:z:0" named-1)" '^[0-9]+$' \
+    "named-1 stored through server_name"
