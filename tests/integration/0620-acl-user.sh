@@ -4,7 +4,9 @@
 # init, produce, fire, cancel, status. No secret shows in a log, in the
 # status or on a command line. A wrong password, an unknown user, and a
 # Sentinel node whose sentinels are all down stop every program at start
-# with one line naming the node, and a non-zero exit.
+# with one line naming the node, and a non-zero exit; so does a wrong
+# sentinel_password. `password` alone authenticates as the default user of
+# a server with requirepass.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -67,3 +69,30 @@ wait_until 10000 '! proc_alive waiting' || fail "the scanner still waits 10 s af
 proc_stop waiting 1
 assert_ne "$PROC_RC" 0 "the scanner's exit status, all sentinels down"
 assert_file_match "$T/waiting.log" "^error lapse-scanner: redis $want" "the scanner's last word"
+
+# a sentinel that demands a password: a wrong sentinel_password is refused
+# the same way, naming the sentinel
+free_port >/dev/null
+sp=$FREE_PORT
+mkdir -p "$T/sentinel"
+printf '%s\n' "port $sp" "bind 127.0.0.1" "dir $T/sentinel" "requirepass pw-sentinel-s3cret" \
+    "sentinel monitor lapse-x 127.0.0.1 1 1" >"$T/sentinel/sentinel.conf"
+spawn sentinel redis-server "$T/sentinel/sentinel.conf" --sentinel --logfile ''
+wait_until 10000 "[[ \$(redis-cli -p $sp --no-auth-warning -a pw-sentinel-s3cret PING 2>/dev/null) == PONG ]]" ||
+    fail "the sentinel did not start"
+expect_refused "wrong sentinel_password" "nodes = ( { sentinels = ( \"127.0.0.1:$sp\" ); master = \"lapse-x\"; sentinel_password = \"wr0ng\"; } );" \
+    "lapse-x: no sentinel named its primary.*127\\.0\\.0\\.1:$sp.*(WRONGPASS|invalid)"
+
+# password alone: the default user of a server with requirepass
+redis_start req
+assert_eq "$(redis-cli -p "$(redis_port req)" CONFIG SET requirepass pw-default-s3cret)" OK "requirepass"
+req="{ host = \"127.0.0.1\"; port = $(redis_port req); password = \"pw-default-s3cret\"; }"
+sed "s|^redis = .*|redis = { nodes = ( $req ); };|" "$CONF" >req.conf
+"$LAPSE_SCRIPTS/lapse-scale" -c req.conf init 1 >/dev/null 2>req.err || fail "init with password alone: exit status $? ($(cat req.err))"
+echo "touch req-1 +600000" | "$LAPSE_BIN/lapse-producer" -c req.conf 2>>req.err ||
+    fail "producer with password alone: exit status $? ($(cat req.err))"
+assert_match "$(redis-cli -p "$(redis_port req)" --no-auth-warning -a pw-default-s3cret ZSCORE "$NS:z:0" req-1)" '^[0-9]+$' \
+    "req-1 stored as the default user"
+expect_refused "wrong password alone" "nodes = ( { host = \"127.0.0.1\"; port = $(redis_port req); password = \"wr0ng\"; } );" \
+    "127\\.0\\.0\\.1:$(redis_port req).*(WRONGPASS|invalid)"
+! grep -q 's3cret' req.err || fail "the password shows in the programs' output"
