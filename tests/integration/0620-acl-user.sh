@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # 0620-acl-user: lapse runs as an ACL user limited to its namespace, the
 # README's line `~NS:* &* +@all -@dangerous`, with the default user off:
-# init, produce, fire, cancel, status. No secret shows in a log, in the
-# status or on a command line. A wrong password, an unknown user, and a
+# init, produce, fire, cancel, status, and the operator's commands: split,
+# get, check, finish --drain; every key it writes is in the namespace. No
+# secret shows in a log (at log_level debug), in the status or on a
+# command line. A wrong password, an unknown user, and a
 # Sentinel node whose sentinels are all down stop every program at start
 # with one line naming the node, and a non-zero exit; so does a wrong
 # sentinel_password. `password` alone authenticates as the default user of
@@ -17,7 +19,7 @@ rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --user admin --pass pw-admin --
 [[ $(redis-cli -p "$REDIS_PORT" PING 2>&1) == *NOAUTH* ]] || fail "the default user still answers"
 
 kafka_start --brokers 1
-write_config
+LOG_LEVEL=debug write_config # (no secret even in debug lines)
 node="{ host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"pw-lapse-s3cret\"; }"
 sed -i "s|^redis = .*|redis = { nodes = ( $node ); };|" "$CONF"
 scale init 2 >/dev/null || fail "init as the ACL user: exit status $?"
@@ -37,13 +39,37 @@ scale status --json >status.json || fail "status --json as the ACL user: exit st
 assert_eq "$(jq -c '.nodes[0] | [.via, .primary, .replicas_online, .replica_lag_s]' status.json)" \
     "[\"plain\",\"127.0.0.1:$REDIS_PORT\",0,null]" "status --json .nodes as the ACL user"
 sleep 0.5 # let a cancelled fire show
+
+# the operator's commands as the same user: split 2 -> 4 with IDs due later
+# on the old shards, get, check, finish --drain; every key in NS
+t0=$(now_ms)
+for i in $(seq 0 39); do echo "touch far-$i @$((t0 + 3600000 + i))"; done | produce ||
+    fail "producer of the far IDs: exit status $?"
+scale split >split.out 2>&1 || fail "split as the ACL user: exit status $? ($(tail -n 3 split.out))"
+scanner_start 2
+scanner_start 3
+t0=$(now_ms)
+for i in $(seq 0 19); do echo "touch late-$i @$((t0 + 500 + i * 10))"; done | produce ||
+    fail "producer after the split: exit status $?"
+events_wait_ids events.json 40 10000
+get=$(scale get far-7 --json) || fail "get as the ACL user: exit status $?"
+# (a moving ID's deadline may still be in its old shard: .twin)
+assert_eq "$(jq -r '(.deadline_ms // .twin.deadline_ms) != null' <<<"$get")" true "get far-7: a deadline ($get)"
+wait_until 10000 'scale check >check.out 2>&1' || fail "check as the ACL user: $(cat check.out)"
+scale finish --drain >finish.out 2>&1 || fail "finish --drain as the ACL user: exit status $? ($(tail -n 3 finish.out))"
+assert_eq "$(sp_status '[.state, .shards] | @tsv' | tr '\t' ' ')" "stable 4" "state after finish"
+assert_eq "$(rcli EVAL "local c = 0 for s = 0, 3 do c = c + redis.call('ZCARD', ARGV[1] .. ':z:' .. s) end return c" 0 "$NS")" \
+    40 "far IDs pending after the drain"
+others=$(rcli --scan | grep -v "^$NS:" || true)
+[[ -z $others ]] || fail "keys outside the namespace: $(head -3 <<<"$others" | tr '\n' ' ')"
+
 scanner_stop
 events_follow_stop
 assert_eq "$(events_ids events.json | grep -c '^gone$')" 0 "events of the cancelled ID"
 assert_never_early events.json
 
 # no secret in what lapse printed, logged, or showed on a command line
-for f in "$T"/*.log produce.err status.json; do
+for f in "$T"/*.log produce.err status.json split.out check.out finish.out; do
     ! grep -q 's3cret' "$f" || fail "the password shows in $(basename "$f")"
 done
 assert_eq "$(grep -c 's3cret' <<<"$status")" 0 "the password in status"
