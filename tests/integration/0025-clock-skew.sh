@@ -13,7 +13,9 @@
 # wrapper would stay between it and the test's signals)
 ft_lib=$(dpkg -L libfaketime 2>/dev/null | grep -m 1 '/libfaketime\.so\.1$' || true)
 [[ -n $ft_lib ]] || fail "libfaketime is needed (package libfaketime: scripts/install-deps installs it)"
-skew=(env "LD_PRELOAD=$ft_lib") # skew+=(FAKETIME=OFFSET CMD...): CMD with its clock OFFSET off
+# "${skew[@]}" FAKETIME=OFFSET CMD...: CMD with its clock OFFSET off (under
+# AddressSanitizer too, whose runtime otherwise insists on coming first)
+skew=(env "LD_PRELOAD=$ft_lib" "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
 
 redis_start main
 kafka_start --brokers 1
