@@ -75,22 +75,8 @@ msgs() {
 }
 
 # state IDS_FILE: "ID SHARD SCORE PAYLOAD(0/1)" for every shard zset of NS
-# (on any node) holding an ID of the file: one EVAL per node, a snapshot
-state() {
-    local p
-    for p in $(_sp_ports); do
-        sp_cli "$p" EVAL "local r = {}
-            for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-                local sh = string.match(k, ':(%d+)}?$')
-                local pk = string.gsub(k, ':z:', ':p:', 1)
-                for i = 2, #ARGV do
-                    local s = redis.call('ZSCORE', k, ARGV[i])
-                    if s then r[#r + 1] = ARGV[i] .. ' ' .. sh .. ' ' .. s .. ' ' .. redis.call('HEXISTS', pk, ARGV[i]) end
-                end
-            end
-            return r" 0 "$NS" $(cat "$1")
-    done | sed '/^$/d'
-}
+# (on any node) holding an ID of the file: a snapshot
+state() { SP_WHERE_PAYLOAD=1 sp_where_all $(cat "$1") | sed '/^$/d'; }
 
 # all_committed: Kafka holds every message sent so far (SENT; a retried
 # put may add a duplicate) and the group committed every partition to its end

@@ -71,19 +71,26 @@ sp_where() {
 
 # sp_where_all ID...: "ID SHARD SCORE" for every (ID, shard zset of NS) that
 # holds it, one EVAL per node: a snapshot of many IDs at one moment (calling
-# sp_where per ID takes tens of ms each, long enough for IDs to fire meanwhile)
+# sp_where per ID takes tens of ms each, long enough for IDs to fire meanwhile).
+# With SP_WHERE_PAYLOAD=1 a fourth field says whether the shard holds a
+# payload for it (1) or not (0).
 sp_where_all() {
     local p
     for p in $(_sp_ports); do
         sp_cli "$p" EVAL "local r = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
                 local sh = string.match(k, ':(%d+)}?$')
-                for i = 2, #ARGV do
+                local pk = string.gsub(k, ':z:', ':p:', 1)
+                for i = 3, #ARGV do
                     local s = redis.call('ZSCORE', k, ARGV[i])
-                    if s then r[#r + 1] = ARGV[i] .. ' ' .. sh .. ' ' .. s end
+                    if s then
+                        local line = ARGV[i] .. ' ' .. sh .. ' ' .. s
+                        if ARGV[2] == '1' then line = line .. ' ' .. redis.call('HEXISTS', pk, ARGV[i]) end
+                        r[#r + 1] = line
+                    end
                 end
             end
-            return r" 0 "$NS" "$@"
+            return r" 0 "$NS" "${SP_WHERE_PAYLOAD:-0}" "$@"
     done
 }
 
