@@ -169,17 +169,16 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
 }
 
 /* Shard i's counters (and what a split has left to move there); read again
- * while no reply comes (struct retry), unless `once`. 0, -2 when no reply
- * came (then or in the end), or -1 with err. */
+ * while no reply comes, within the status's one retry window t. 0, -2 when
+ * no reply came, or -1 with err. */
 static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
-                      const struct lapse_layout *l, uint32_t i, int once, struct lapse_health *st,
-                      struct lapse_split_left *left, char *err, size_t size)
+                      const struct lapse_layout *l, uint32_t i, struct retry *t,
+                      struct lapse_health *st, struct lapse_split_left *left, char *err,
+                      size_t size)
 {
     lapse_redis *r = nodes[l->node_of[i]];
-    struct retry t;
     int rc;
-    retry_init(&t, cfg);
-    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && !once && retry_again(&t, r))
+    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && retry_again(t, r))
         ;
     return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
@@ -218,20 +217,17 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
                "inflight", "oldest_due", "to_move", "scanner");
     /* A shard that cannot be read is named (stderr; "error" in --json) and
-     * the rest still shown, exit status 1. A node that gave no reply for
-     * a whole retry window is asked once for each of its other shards. */
+     * the rest still shown, exit status 1. Reads that get no reply share
+     * one retry window: once it is over, each is tried once. */
     int failed = 0;
-    char *gone = calloc(cfg->nnodes ? cfg->nnodes : 1, 1);
+    struct retry t;
+    retry_init(&t, cfg);
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        int rc = shard_read(cfg, nodes, &l, i, gone && gone[l.node_of[i]], &st, &left, err,
-                            sizeof err);
-        if (rc < 0) {
+        if (shard_read(cfg, nodes, &l, i, &t, &st, &left, err, sizeof err) < 0) {
             fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
-            if (rc == -2 && gone)
-                gone[l.node_of[i]] = 1;
             failed = 1;
             json_array_append_new(shards, json_pack("{s:i, s:s, s:s}", "shard", (int)i, "node",
                                                     lapse_redis_name(r), "error", err));
@@ -301,7 +297,6 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                    failed ? "at least " : "", (unsigned long long)to_move,
                    to_move || failed ? "; finish refuses until they fell due or were drained" : "");
     }
-    free(gone);
     lapse_layout_free(&l);
     if (has_pending)
         lapse_layout_free(&pending);
