@@ -69,8 +69,9 @@ wait_until 15000 "[[ \$(tcli $ps --user lapse-sentinel --pass change-me-too SENT
     fail "the sentinel from deploy/redis/sentinel.conf does not name lapse-a's primary: $(tcli $ps --user lapse-sentinel --pass change-me-too SENTINEL get-master-addr-by-name lapse-a 2>&1)"
 
 # lapse.conf.production: its first node and its redis keys; this test's Kafka
+# and scanner settings (no ingress, no metrics ports)
 kafka_start --brokers 1
-awk '/^kafka = \{/ { skip = 1 } !skip { print } skip && /^\};/ { skip = 0 }' "$D/lapse.conf.production" |
+awk '/^(kafka|scanner|ingress) = \{/ { skip = 1 } !skip { print } skip && /\};$/ { skip = 0 }' "$D/lapse.conf.production" |
     sed -e "s/sentinel-[123].internal:26379/127.0.0.1:$ps/g" \
         -e "s|/etc/lapse/redis-ca.pem|$T/ca.crt|; s|/etc/lapse/redis-client.pem|$T/client.crt|" \
         -e "s|/etc/lapse/redis-client.key|$T/client.key|" >prod.conf

@@ -10,8 +10,13 @@
 #  - every metric name in an alert expression, a dashboard query or a
 #    template variable is one the programs export (the list below), and the
 #    dashboard shows every one of them;
+#  - prometheus.yml scrapes what deploy/lapse.conf.production sets up: its
+#    namespace on every target, shard N's scanners on scanner.metrics_port +
+#    N, the ingress on ingress.metrics_port, metrics_bind not loopback, and
+#    target hosts that are not the config's Sentinel master names;
 #  - the checks can fail: a rule file with a moved threshold fails its unit
-#    tests, and an unknown metric name in a rule or on the dashboard is found.
+#    tests, an unknown metric name in a rule or on the dashboard is found,
+#    and so is a scrape config that disagrees with the production config.
 #
 # Needs no server: promtool evaluates the rules on the series in
 # alerts.test.yml.
@@ -137,6 +142,71 @@ for job in lapse-scanner lapse-ingress; do
     assert_file_match "$PROM/prometheus.yml" "job_name: $job\$" "prometheus.yml: job $job"
 done
 
+# ---------------------------------------------------------------- deploy/ agrees with itself
+# scrape_targets PROMETHEUS.yml: "job host port ns shard" for every target
+# (shard "-" where there is none), from the static_configs as written there
+scrape_targets() {
+    awk '
+        /^[ ]*- job_name:/ { job = $NF }
+        /^[ ]*- targets:/ { t = $0; sub(/.*\[/, "", t); sub(/\].*/, "", t); gsub(/[" ]/, "", t) }
+        /^[ ]*labels:/ {
+            ns = "-"; shard = "-"
+            if (match($0, /ns: *"?[^",} ]+/)) { ns = substr($0, RSTART, RLENGTH); sub(/ns: *"?/, "", ns) }
+            if (match($0, /shard: *"?[0-9]+/)) { shard = substr($0, RSTART, RLENGTH); sub(/shard: *"?/, "", shard) }
+            n = split(t, hp, ",")
+            for (i = 1; i <= n; i++) { split(hp[i], a, ":"); print job, a[1], a[2], ns, shard }
+        }' "$1"
+}
+# conf_value CONF PATH: a setting of a libconfig file written as
+# deploy/lapse.conf.production is ("namespace", "scanner.metrics_port"...;
+# groups may nest braces, comments are dropped)
+conf_value() {
+    perl -e '
+        my ($path, $file) = @ARGV;
+        open(my $fh, "<", $file) or exit 1;
+        local $/;
+        $_ = <$fh>;
+        s/#[^\n]*//g;
+        my ($g, $k) = $path =~ /^(?:(\w+)\.)?(\w+)$/;
+        if (defined $g) {
+            /\b\Q$g\E\s*=\s*(\{((?:[^{}]++|(?1))*)\})/ or exit;
+            $_ = $2;
+        }
+        s/(\{(?:[^{}]++|(?1))*\})//g;    # the groups inside: not the ones asked for
+        print "$1\n" if /(?:^|[;\s])\Q$k\E\s*=\s*"?([^";]*?)"?\s*;/;' "$2" "$1"
+}
+# deploy_disagreements PROMETHEUS.yml CONF: one line for every way they differ
+deploy_disagreements() {
+    local ns sport iport masters
+    ns=$(conf_value "$2" namespace)
+    sport=$(conf_value "$2" scanner.metrics_port)
+    iport=$(conf_value "$2" ingress.metrics_port)
+    masters=$(grep -oE 'master = "[^"]+"' "$2" | sed 's/.*"\(.*\)"/\1/' | sort -u)
+    [[ -n $ns ]] || echo "no namespace in $2"
+    [[ ${sport:-0} =~ ^[1-9][0-9]*$ ]] || echo "$2 sets no scanner.metrics_port"
+    [[ ${iport:-0} =~ ^[1-9][0-9]*$ ]] || echo "$2 sets no ingress.metrics_port"
+    for b in scanner.metrics_bind ingress.metrics_bind; do
+        case $(conf_value "$2" "$b") in "" | 127.* | localhost | ::1)
+            echo "$2: $b is loopback (or unset), Prometheus on another host cannot scrape it" ;;
+        esac
+    done
+    scrape_targets "$1" | while read -r job host port tns shard; do
+        [[ $tns == "$ns" ]] || echo "$job target $host:$port: ns $tns, but $2 has namespace $ns"
+        ! grep -qxF "$host" <<<"$masters" || echo "$job target $host: a Redis master name in $2, not a host"
+        case $job in
+        lapse-scanner) ((port == sport + shard)) ||
+            echo "lapse-scanner target $host:$port of shard $shard: scanner.metrics_port $sport + $shard is $((sport + shard))" ;;
+        lapse-ingress) ((port == iport)) || echo "lapse-ingress target $host:$port: ingress.metrics_port is $iport" ;;
+        esac
+    done
+    (($(scrape_targets "$1" | grep -c '^lapse-scanner ') > 0)) || echo "no lapse-scanner targets in $1"
+    (($(scrape_targets "$1" | grep -c '^lapse-ingress ') > 0)) || echo "no lapse-ingress targets in $1"
+}
+PROD=$LAPSE_ROOT/deploy/lapse.conf.production
+bad=$(deploy_disagreements "$PROM/prometheus.yml" "$PROD")
+[[ -z $bad ]] || fail "deploy/prometheus/prometheus.yml and deploy/lapse.conf.production disagree: $bad"
+note "prometheus.yml scrapes $(scrape_targets "$PROM/prometheus.yml" | wc -l) targets as lapse.conf.production sets them up"
+
 # ---------------------------------------------------------------- dashboard
 jq empty "$DASH" || fail "lapse.json is not valid JSON"
 assert_ge "$(jq '.schemaVersion' "$DASH")" 37 "schemaVersion"
@@ -209,5 +279,20 @@ assert_eq "$bad" lapse_scanner_split_active "self-check: unknown metric in a rul
 bad=$(jq '.panels[-1].targets[0].expr |= "rate(lapse_ingress_bogus_total{ns=~\"$ns\"}[5m]) + node_load1"' "$DASH" |
     dash_exprs /dev/stdin | metric_names | unknown_metrics | tr '\n' ' ')
 assert_eq "$bad" "lapse_ingress_bogus_total node_load1 " "self-check: unknown metrics on the dashboard"
+
+sed 's/ns: devices/ns: demo/' "$PROM/prometheus.yml" >broken/prometheus.yml
+assert_match "$(deploy_disagreements broken/prometheus.yml "$PROD")" 'ns demo, but .* has namespace devices' \
+    "self-check: another namespace in prometheus.yml"
+sed 's/app-1.internal:9401/app-1.internal:9400/' "$PROM/prometheus.yml" >broken/prometheus.yml
+assert_match "$(deploy_disagreements broken/prometheus.yml "$PROD")" 'app-1.internal:9400 of shard 1: scanner.metrics_port 9400 \+ 1 is 9401' \
+    "self-check: a scanner port that is not metrics_port + shard"
+sed 's/app-2.internal:/lapse-b:/' "$PROM/prometheus.yml" >broken/prometheus.yml
+assert_match "$(deploy_disagreements broken/prometheus.yml "$PROD")" 'target lapse-b: a Redis master name' \
+    "self-check: a master name as a host"
+sed '/metrics_port = 9480/s/9480/9481/; /^scanner = /s/ metrics_port = 9400;//' "$PROD" >broken/prod.conf
+assert_match "$(deploy_disagreements "$PROM/prometheus.yml" broken/prod.conf)" 'sets no scanner.metrics_port' \
+    "self-check: no scanner.metrics_port"
+assert_match "$(deploy_disagreements "$PROM/prometheus.yml" broken/prod.conf)" 'app-1.internal:9480: ingress.metrics_port is 9481' \
+    "self-check: another ingress port"
 
 note "alerts, their tests, the scrape config and the dashboard check out"
