@@ -8,7 +8,8 @@
 # lapse-scale) and their man pages, lapse.conf(5), the producer library
 # (static, shared with its soname and development link, its headers under
 # include/lapse/, lapse-producer.pc), the example configs as documentation,
-# and the systemd units with the installed paths written in. Not installed:
+# and the systemd units with the installed paths written in (as in the man
+# pages). Not installed:
 # lapse-kafka-dev, lapse-kafka-put/-get and lapse-tail, which stand in for a
 # Kafka cluster and its tools in development and tests; production has the
 # real ones (kcat, kafka-console-consumer).
@@ -101,7 +102,14 @@ $(BUILD)/systemd/%.service: deploy/systemd/%.service.in FORCE
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
 
-install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%)
+# Man pages name the default paths (/usr/local/...); the installed ones name
+# the installation's, as the units do.
+$(BUILD)/man/%: man/% FORCE
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|/usr/local/etc/lapse|$(SYSCONFDIR)/lapse|g' -e 's|/usr/local/share/doc/lapse|$(DOCDIR)|g' \
+	    -e 's|/usr/local/bin/|$(BINDIR)/|g' $< > $@
+
+install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%) $(MAN1:%=$(BUILD)/%) $(MAN5:%=$(BUILD)/%)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 	    $(DESTDIR)$(INCLUDEDIR)/lapse $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSTEMDUNITDIR)
@@ -112,8 +120,8 @@ install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
 	$(INSTALL) -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)
 	$(INSTALL) -m 0644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/lapse
-	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
-	$(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
+	$(INSTALL) -m 0644 $(MAN1:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0644 $(MAN5:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man5
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)
 	$(INSTALL) -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(SYSTEMDUNITDIR)
 	@# the dynamic linker's cache, when installing for this very machine

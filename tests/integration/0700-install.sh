@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # 0700-install: make install into a DESTDIR with a PREFIX puts exactly the
-# documented files there; the man pages render without warnings and name
-# every option the programs' --help shows; the shared library has its soname
-# and exports only the API; producer/examples/watchdog.c builds from the
-# installed headers with `pkg-config --cflags --libs lapse-producer` (the
-# prefix overridden to the staging dir), against the shared library and
-# statically, and both builds write deadlines; the installed lapse-scale,
+# documented files there; the man pages render without warnings, name every
+# option the programs' --help shows, and name the installation's config and
+# doc paths as the units do (also for PREFIX=/usr: /etc/lapse); the shared
+# library has its soname and exports only the API;
+# producer/examples/watchdog.c builds from the installed headers with
+# `pkg-config --cflags --libs lapse-producer` (the prefix overridden to the
+# staging dir), against the shared library and statically, and with the
+# README's build lines as written there, and every build writes deadlines; the installed lapse-scale,
 # lapse-producer and lapse-scanner run end to end (init, produce, fire to
 # Kafka). make uninstall with the same variables removes every file install
 # put there and nothing else.
@@ -23,16 +25,17 @@ D=$T/stage
 P=/opt/lapse-test # PREFIX: not the default, so nothing can come from /usr/local
 R=$D$P            # where the files land
 
-# make_in TARGET: make in the repo with the test's DESTDIR and PREFIX (not
-# the jobserver of a make that may have started the tests; one make at a
-# time in the tree, since tests run side by side)
+# make_in TARGET [DESTDIR PREFIX]: make in the repo with the test's DESTDIR
+# and PREFIX (not the jobserver of a make that may have started the tests;
+# one make at a time in the tree, since tests run side by side)
 make_in() {
+    local dest=${2:-$D} prefix=${3:-$P}
     mkdir -p "$LAPSE_ROOT/build"
     flock -w 300 "$LAPSE_ROOT/build/.install.lock" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-        make -C "$LAPSE_ROOT" --no-print-directory "$1" DESTDIR="$D" PREFIX="$P" \
+        make -C "$LAPSE_ROOT" --no-print-directory "$1" DESTDIR="$dest" PREFIX="$prefix" \
         ${san:+SANITIZE=$san} >>"$T/make.log" 2>&1 || {
         tail -n 30 "$T/make.log" >&2
-        fail "make $1 DESTDIR=$D PREFIX=$P failed"
+        fail "make $1 DESTDIR=$dest PREFIX=$prefix failed"
     }
 }
 
@@ -94,6 +97,21 @@ done
 grep -qF 'LAPSE-SCANNER(1)' <(MANPATH=$R/share/man LC_ALL=C.UTF-8 man lapse-scanner 2>&1) ||
     fail "man finds no lapse-scanner page under $R/share/man"
 
+# the installed pages name the installation's paths, as its units do: here
+# PREFIX/etc/lapse; with PREFIX=/usr, /etc/lapse (a second install)
+man_paths() { # STAGE PREFIX SYSCONFDIR
+    local m=$1$2/share/man u=$1$2/lib/systemd/system
+    grep -rl '/usr/local' "$m" && fail "installed man pages name /usr/local (PREFIX=$2): $(grep -rh '/usr/local' "$m")"
+    assert_file_match "$m/man1/lapse-scanner.1" "^\\.I $3/lapse/lapse\\.conf\$" "lapse-scanner(1) FILES (PREFIX=$2)"
+    assert_file_match "$m/man1/lapse-producer.1" "^\\.I $3/lapse/NAME\\.conf\$" "lapse-producer(1) FILES (PREFIX=$2)"
+    assert_file_match "$m/man5/lapse.conf.5" "^\\.I $3/lapse/lapse\\.conf\$" "lapse.conf(5) FILES (PREFIX=$2)"
+    assert_file_match "$m/man5/lapse.conf.5" "^\\.I $2/share/doc/lapse/lapse\\.conf\\.production\$" "lapse.conf(5) FILES, the docs (PREFIX=$2)"
+    assert_file_match "$u/lapse-scanner@.service" "^LoadCredential=lapse\\.conf:$3/lapse/lapse\\.conf\$" "the scanner unit's config (PREFIX=$2)"
+}
+man_paths "$D" "$P" "$P/etc"
+make_in install "$T/stage-usr" /usr
+man_paths "$T/stage-usr" /usr /etc
+
 # ---------------------------------------------------------------- library
 so=$R/lib/liblapse-producer.so.0.1
 assert_match "$(readelf -d "$so")" 'Library soname: \[liblapse-producer\.so\.0\]' "SONAME"
@@ -125,6 +143,34 @@ grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d wd-shared) ||
 assert_match "$(LD_LIBRARY_PATH=$R/lib ldd wd-shared | grep liblapse-producer)" "=> $R/lib/liblapse-producer\.so\.0 " \
     "the library wd-shared loads"
 
+# ---------------------------------------------------------------- the README's build lines
+# The README's lines for building a program with the library (section
+# "Embedding the producer") run as written there, on watchdog.c: from the
+# build tree, and after the install with pkg-config, shared and static.
+# Only app.c and "-o app" are replaced, pkg-config is given the staging dir
+# as prefix, and under a sanitizer its flag and build tree go in.
+readme_builds() {
+    awk '/^## Embedding the producer/ { sec = 1 } sec && /^```sh$/ { blk = 1; next }
+        blk && /^```$/ { exit } blk' "$LAPSE_ROOT/README.md" |
+        sed -e ':a' -e '/\\$/ { N; s/\\\n *//; ba' -e '}' | grep '^cc '
+}
+mapfile -t builds < <(readme_builds)
+assert_eq "${#builds[@]}" 3 "cc lines in the README's Embedding section"
+pkg-config() { command pkg-config --define-variable=prefix="$R" "$@"; }
+for i in 0 1 2; do
+    cmd=$(sed -e "s| app\.c | $LAPSE_ROOT/producer/examples/watchdog.c |" -e "s| -o app\$| -o $T/readme-$i|" \
+        -e "s|^cc |cc $sanflags |" ${san:+-e "s|build/plain/|build/$san/|g"} <<<"${builds[i]}")
+    [[ $cmd == *watchdog.c* && $cmd == *" -o $T/readme-$i" ]] ||
+        fail "the README's line is not 'cc ... app.c ... -o app': ${builds[i]}"
+    (cd "$LAPSE_ROOT" && eval "$cmd") 2>cc.err || fail "the README's build line fails: ${builds[i]}: $(head -c 800 cc.err)"
+done
+assert_match "${builds[0]}" 'build/plain/libproducer\.a' "the README's first line: from the build tree"
+grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-1) ||
+    fail "the README's pkg-config line does not link the shared library"
+! grep -q 'liblapse-producer' <(readelf -d readme-0) <(readelf -d readme-2) ||
+    fail "the README's build-tree or static line links the shared library"
+unset -f pkg-config
+
 # ---------------------------------------------------------------- end to end
 redis_start main
 kafka_start
@@ -135,8 +181,12 @@ assert_match "$(cat scale.out)" 'initialised with 2 shards' "lapse-scale init"
 printf 'wd-shared-%d\n' 1 2 3 | LD_LIBRARY_PATH=$R/lib ./wd-shared "$CONF" 2>wd.err ||
     fail "watchdog (shared) failed: $(cat wd.err)"
 printf 'wd-static-%d\n' 1 2 3 | ./wd-static "$CONF" 2>wd.err || fail "watchdog (static) failed: $(cat wd.err)"
+for i in 0 1 2; do
+    printf "readme-$i-%d\n" 1 2 | LD_LIBRARY_PATH=$R/lib "./readme-$i" "$CONF" 2>wd.err ||
+        fail "watchdog built by the README's line $((i + 1)) failed: $(cat wd.err)"
+done
 now=$(now_ms)
-for id in wd-shared-{1,2,3} wd-static-{1,2,3}; do
+for id in wd-shared-{1,2,3} wd-static-{1,2,3} readme-{0,1,2}-{1,2}; do
     s=$(id_score "$id")
     [[ -n $s ]] || fail "$id (written by the watchdog example) is not in Redis"
     assert_ge "${s%.*}" $((now + 50000)) "$id's deadline (60 s ahead)"
