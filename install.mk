@@ -8,11 +8,11 @@
 # lapse-scale) and their man pages, lapse.conf(5), the producer library
 # (static, shared with its soname and development link, its headers under
 # include/lapse/, lapse-producer.pc), the example configs as documentation,
-# and the systemd units with the installed paths written in (as in the man
-# pages). Not installed:
-# lapse-kafka-dev, lapse-kafka-put/-get and lapse-tail, which stand in for a
-# Kafka cluster and its tools in development and tests; production has the
-# real ones (kcat, kafka-console-consumer).
+# and the systemd units with the installed paths written in (as they are in
+# the man pages). Not installed: lapse-kafka-dev, lapse-kafka-put/-get and
+# lapse-tail, which stand in for a Kafka cluster and its tools in
+# development and tests; production has the real ones (kcat,
+# kafka-console-consumer).
 #
 # The library is built from its own -fPIC objects ($(BUILD)/pic/), so the
 # programs' objects stay as they are; the static archive uses them too, so
