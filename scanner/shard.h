@@ -97,7 +97,10 @@ struct lapse_scanner {
     double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
-    lapse_httpd *httpd;
+    lapse_httpd *httpd;          /* NULL while metrics are off or their port is taken */
+    int metrics_port;            /* scanner.metrics_port + shard; 0: off */
+    int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
+    char metrics_err[256];       /* why the last try failed; "" when none did */
     struct lapse_log_limit lim_redis, lim_kafka, lim_standby;
 };
 
