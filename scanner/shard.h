@@ -101,7 +101,10 @@ struct lapse_scanner {
     int metrics_port;            /* scanner.metrics_port + shard; 0: off */
     int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
     char metrics_err[256];       /* why the last try failed; "" when none did */
-    struct lapse_log_limit lim_redis, lim_kafka, lim_standby;
+    struct lapse_log_limit lim_redis, lim_kafka;
+    char standby_holder[96];     /* the holder last logged while standing by; "" when active */
+    int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
+    uint64_t standby_polls;      /* lock polls since then */
 };
 
 #define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
