@@ -213,6 +213,7 @@ int scanner_acquire(lapse_scanner *s)
         s->term++;
         s->backlog_tokens = s->cfg->scanner_catchup_rate;
         s->backlog_refill_ms = lapse_clock_mono_ms();
+        s->seen_below = 0; /* what fell due meanwhile waited (claim.c: scanner_seen) */
         INC(takeovers);
         ADD(recovered, (uint64_t)r->element[1]->integer);
         SET(lease_held, 1);

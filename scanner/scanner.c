@@ -217,6 +217,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         if (lapse_redis_reconnects(s->node) != reconnects) {
             reconnects = lapse_redis_reconnects(s->node);
             SET(redis_reconnects, reconnects);
+            s->seen_below = 0; /* perhaps another server now (claim.c: scanner_seen) */
         }
         scanner_log_moved(s);
         if (!s->active) {

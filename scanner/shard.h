@@ -94,6 +94,8 @@ struct lapse_scanner {
     char *event;                 /* the event being encoded (reused) */
     size_t event_size;
     size_t inflight;             /* sent and not yet answered by Kafka */
+    long long seen_below;        /* every ID with a deadline below this had been claimed */
+    long long seen_at;           /* ... by the claim at this Redis time (claim.c: scanner_seen) */
     double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
@@ -142,7 +144,7 @@ int scanner_claim(lapse_scanner *s, int want);
 
 /* dispatch.c: claim.lua's IDs and one ID's event to the sink (see there). */
 long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines);
-int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
+int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
                      const redisReply *payload, long long seq);
 
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
