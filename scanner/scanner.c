@@ -75,8 +75,9 @@ static void scanner_metrics_listen(lapse_scanner *s)
     s->httpd = lapse_metrics_serve(&s->metrics, s->cfg->scanner_metrics_bind, s->metrics_port,
                                    err, sizeof err);
     if (s->httpd) {
-        log_info("shard %u: metrics on http://%s:%d/metrics%s", s->shard,
-                 s->cfg->scanner_metrics_bind, s->metrics_port,
+        int v6 = strchr(s->cfg->scanner_metrics_bind, ':') != NULL;
+        log_info("shard %u: metrics on http://%s%s%s:%d/metrics%s", s->shard, v6 ? "[" : "",
+                 s->cfg->scanner_metrics_bind, v6 ? "]" : "", s->metrics_port,
                  s->metrics_err[0] ? " (the port is free again)" : "");
         s->metrics_err[0] = '\0';
     } else if (strcmp(err, s->metrics_err) != 0) {
