@@ -65,7 +65,8 @@ static void scanner_token(lapse_scanner *s)
  * holds it: e.g. this shard's active scanner on the same host while this
  * one stands by) turns metrics off, never dispatch: the scanner says so
  * once and tries again every METRICS_RETRY_MS, quietly while the reason
- * stays the same, and says when it listens.
+ * stays the same (a new reason: at most a line a minute), and says when it
+ * listens.
  */
 #define METRICS_RETRY_MS 10000
 static void scanner_metrics_listen(lapse_scanner *s)
@@ -80,7 +81,9 @@ static void scanner_metrics_listen(lapse_scanner *s)
                  s->cfg->scanner_metrics_bind, v6 ? "]" : "", s->metrics_port,
                  s->metrics_err[0] ? " (the port is free again)" : "");
         s->metrics_err[0] = '\0';
-    } else if (strcmp(err, s->metrics_err) != 0) {
+    } else if (strcmp(err, s->metrics_err) != 0 &&
+               (!s->metrics_err[0] || lapse_clock_mono_ms() - s->metrics_warned_ms >= 60000)) {
+        s->metrics_warned_ms = lapse_clock_mono_ms();
         log_warn("shard %u: %s; metrics are off (dispatch goes on), trying again every %d s",
                  s->shard, err, METRICS_RETRY_MS / 1000);
         snprintf(s->metrics_err, sizeof s->metrics_err, "%s", err);

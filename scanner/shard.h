@@ -102,7 +102,8 @@ struct lapse_scanner {
     lapse_httpd *httpd;          /* NULL while metrics are off or their port is taken */
     int metrics_port;            /* scanner.metrics_port + shard; 0: off */
     int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
-    char metrics_err[256];       /* why the last try failed; "" when none did */
+    char metrics_err[256];       /* why the last try failed, as logged; "" when none did */
+    int64_t metrics_warned_ms;   /* monotonic time that was logged */
     struct lapse_log_limit lim_redis, lim_kafka;
     char standby_holder[96];     /* the holder last logged while standing by; "" when active */
     int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
