@@ -93,6 +93,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer_copy(c, MHD_HTTP_NOT_FOUND, "not found\n", "text/plain");
 }
 
+int lapse_httpd_addr_ok(const char *bind_addr)
+{
+    struct in6_addr a;
+    return inet_pton(AF_INET, bind_addr, &a) == 1 || inet_pton(AF_INET6, bind_addr, &a) == 1;
+}
+
 lapse_httpd *lapse_httpd_start(const char *bind_addr, int port,
                                const struct lapse_httpd_handlers *h, char *errstr, size_t size)
 {

@@ -46,6 +46,10 @@ typedef struct lapse_httpd lapse_httpd;
 lapse_httpd *lapse_httpd_start(const char *bind, int port, const struct lapse_httpd_handlers *h,
                                char *errstr, size_t size);
 
+/* 1 when `bind` is an IPv4 or IPv6 address lapse_httpd_start takes, else
+ * 0: a setting to refuse at start, unlike a port that is taken now. */
+int lapse_httpd_addr_ok(const char *bind);
+
 /* Stops serving and joins MHD's thread; accepts NULL. */
 void lapse_httpd_stop(lapse_httpd *d);
 

@@ -9,6 +9,7 @@
  * nothing is sent once the lock this claim renewed may have run out; no
  * claim takes more than scanner.max_inflight leaves room for.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,35 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
 }
 
 /*
+ * Lateness (lapse_scanner_lateness_seconds) measures the scanner, not the
+ * writer's clock: a deadline already past when it was written ("@0", or
+ * "@<an hour ago>") fires at once, and counting it from its deadline would
+ * report the writer's choice as the scanner's delay. What the scanner knows
+ * is when it last took every ID due below some deadline: after a claim
+ * that left nothing due at Redis time T, every ID with a deadline up to T
+ * had been claimed; after a full claim (oldest first, no catch-up cap) that
+ * took deadlines up to D, every ID below D. An ID claimed later with a
+ * deadline below that mark was written (or written back) after T: its
+ * lateness counts from T, and lapse_scanner_written_past_due_total counts
+ * it. IDs that genuinely waited count from their deadline: a backlog (the
+ * mark stops where the due IDs begin), IDs back from an expired lease
+ * (claim.lua lists them), and everything after this scanner took the shard
+ * over or reconnected (the mark is cleared: what happened meanwhile is not
+ * known).
+ */
+static void scanner_seen(lapse_scanner *s, long long now, long long due_left, int full,
+                         long long max_deadline)
+{
+    if (due_left == 0 && now + 1 > s->seen_below) {
+        s->seen_below = now + 1;
+        s->seen_at = now;
+    } else if (full && !s->cfg->scanner_catchup_rate && max_deadline > s->seen_below) {
+        s->seen_below = max_deadline; /* (ties at D may be left) */
+        s->seen_at = now;
+    }
+}
+
+/*
  * Claims (renewing the lock) and dispatches up to `want` due IDs, or takes
  * the reply of the claim sent ahead (then `want` is that claim's). Returns
  * how long the loop may wait before claiming again: 0 when the batch was
@@ -126,7 +156,7 @@ int scanner_claim(lapse_scanner *s, int want)
         r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
         SET(redis_up, r != NULL);
     }
-    enum { HEAD = 5 /* then the claimed IDs; payloads and seq in extras */ };
+    enum { HEAD = 5 /* then the claimed IDs, then `returned`; payloads and seq in extras */ };
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
         long long why = r->element[0]->integer;
@@ -148,8 +178,9 @@ int scanner_claim(lapse_scanner *s, int want)
         return poll_ms;
     }
     long count = -1;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 1 ||
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 2 ||
         r->element[4]->type != REDIS_REPLY_ARRAY || r->element[4]->elements % 3 != 0 ||
+        r->element[HEAD + 1]->type != REDIS_REPLY_ARRAY ||
         (count = scanner_claimed(r->element[HEAD], NULL, NULL)) < 0) {
         scanner_redis_error(s, "claim", s->node, r);
         if (r)
@@ -160,7 +191,7 @@ int scanner_claim(lapse_scanner *s, int want)
     long long now = r->element[0]->integer, next = r->element[2]->integer;
     const redisReply *lease = r->element[1];
     size_t claimed = (size_t)count;
-    long long due_left = r->element[3]->integer;
+    long long due_left = r->element[3]->integer, max_deadline = LLONG_MIN;
     if (claimed == (size_t)want && want > 0 && s->active)
         scanner_claim_ahead(s, claimed);
     /* the batch keeps the reply: the flights' IDs live in it */
@@ -182,9 +213,10 @@ int scanner_claim(lapse_scanner *s, int want)
         scanner_claimed(r->element[HEAD], fl, deadlines);
         scanner_twins_check(s, fl, claimed, verdict);
         scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
-        const redisReply *extras = r->element[4];
-        size_t x = 0; /* the next (k, payload, seq) */
+        const redisReply *extras = r->element[4], *returned = r->element[HEAD + 1];
+        size_t x = 0, y = 0; /* the next (k, payload, seq); the next place returned */
         int old_taken = 0;
+        long long seen_below = s->seen_below, seen_at = s->seen_at;
         for (size_t i = 0; i < claimed; i++) {
             const redisReply *payload = NULL;
             long long seq = 0;
@@ -193,20 +225,30 @@ int scanner_claim(lapse_scanner *s, int want)
                 seq = extras->element[x + 2]->integer;
                 x += 3;
             }
+            int back = y < returned->elements && returned->element[y]->integer == (long long)i + 1;
+            y += back;
             long long deadline = deadlines[i];
+            /* written already past due (scanner_seen): lateness counts from
+             * when this scanner could first have seen it */
+            long long since = !back && deadline < seen_below ? seen_at : deadline;
+            if (!back && deadline > max_deadline)
+                max_deadline = deadline;
             if (deadline <= now - s->cfg->scanner_fresh_ms)
                 old_taken++;
             /* not sent (a stale twin; the lock may have expired; Kafka
              * refused it): it stays leased and is sent later, by whoever
              * holds the lock then */
             if (verdict[i] != 0 || lapse_clock_mono_ms() >= lock_until ||
-                scanner_dispatch(s, &fl[i], deadline, payload, seq) < 0)
+                scanner_dispatch(s, &fl[i], deadline, since, payload, seq) < 0)
                 b->refs--;
+            else if (since != deadline)
+                INC(written_past_due);
         }
         scanner_batch_unref(b, 1); /* the hold of the loop above */
         if (s->cfg->scanner_catchup_rate)
             s->backlog_tokens -= old_taken;
     }
+    scanner_seen(s, now, due_left, claimed == (size_t)want && want > 0, max_deadline);
     ADD(claimed, claimed);
     SET(due, due_left);
     SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);

@@ -21,10 +21,12 @@
 #include "shard.h"
 
 /* Sends the event of one claimed ID; the flight record rides along as the
- * message's opaque and comes back in scanner_delivered. Returns 0, or -1 if
- * it was not sent (its lease runs out and the ID is claimed again). */
-int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
-                            const redisReply *payload /* NULL: none */, long long seq)
+ * message's opaque and comes back in scanner_delivered. Its lateness counts
+ * from `since` (the deadline, or later: claim.c, scanner_seen). Returns 0,
+ * or -1 if it was not sent (its lease runs out and the ID is claimed
+ * again). */
+int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
+                     const redisReply *payload /* NULL: none */, long long seq)
 {
     struct lapse_event ev = {
         .ns = s->cfg->ns,
@@ -54,7 +56,7 @@ int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
         lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: %s", s->shard, err);
         return -1;
     }
-    lapse_metrics_lateness(&s->metrics, ev.fired_ms - deadline);
+    lapse_metrics_lateness(&s->metrics, ev.fired_ms - since);
     s->inflight++;
     INC(sent);
     SET(inflight, (int64_t)s->inflight);

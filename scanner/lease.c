@@ -163,6 +163,37 @@ void scanner_fenced(lapse_scanner *s)
     scanner_drop_acks(s);
 }
 
+/*
+ * A standby polls the lock ten times a lease and would say so every time:
+ * it logs what changes (it became standby, the lease passed to another
+ * holder; taking over is logged by scanner_acquire), and while nothing
+ * does, one line every STANDBY_SUMMARY_MS that it is still there.
+ */
+#define STANDBY_SUMMARY_MS 600000
+static void scanner_standby_log(lapse_scanner *s, const char *holder)
+{
+    int64_t now = lapse_clock_mono_ms();
+    s->standby_polls++;
+    if (!*holder) /* the lock ran out between our try and the read: the next poll tells */
+        return;
+    if (strncmp(holder, s->standby_holder, sizeof s->standby_holder - 1) != 0) {
+        if (!s->standby_holder[0])
+            log_info("shard %u: standby; held by %s", s->shard, holder);
+        else
+            log_info("shard %u: standby; the lease passed from %s to %s", s->shard,
+                     s->standby_holder, holder);
+        snprintf(s->standby_holder, sizeof s->standby_holder, "%s", holder);
+    } else if (now - s->standby_logged_ms >= STANDBY_SUMMARY_MS) {
+        log_info("shard %u: still standby; held by %s (%llu polls of the lock in %lld s)",
+                 s->shard, holder, (unsigned long long)s->standby_polls,
+                 (long long)(now - s->standby_logged_ms) / 1000);
+    } else {
+        return;
+    }
+    s->standby_logged_ms = now;
+    s->standby_polls = 0;
+}
+
 /* Tries to become the shard's active scanner. Returns 1 if it did. */
 int scanner_acquire(lapse_scanner *s)
 {
@@ -182,14 +213,15 @@ int scanner_acquire(lapse_scanner *s)
         s->term++;
         s->backlog_tokens = s->cfg->scanner_catchup_rate;
         s->backlog_refill_ms = lapse_clock_mono_ms();
+        s->seen_below = 0; /* what fell due meanwhile waited (claim.c: scanner_seen) */
         INC(takeovers);
         ADD(recovered, (uint64_t)r->element[1]->integer);
         SET(lease_held, 1);
         log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
                  s->shard, s->token, r->element[1]->integer);
-    } else {
-        lapse_log_limited(&s->lim_standby, 1, LAPSE_LOG_INFO, "shard %u: standby; held by %s", s->shard,
-                          r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "?");
+        s->standby_holder[0] = '\0';
+    } else if (r->element[1]->type == REDIS_REPLY_STRING) {
+        scanner_standby_log(s, r->element[1]->str);
     }
     freeReplyObject(r);
     return got;

@@ -59,6 +59,10 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
     C("kafka_errors_total", "Kafka client errors (brokers down, timeouts).", kafka_errors);
     G("splitting", "1 while the layout this scanner follows is splitting, else 0.", splitting);
     G("layout_epoch", "Epoch of the layout this scanner follows.", layout_epoch);
+    C("written_past_due_total",
+      "Events of IDs written with a deadline already past; their lateness counts from when "
+      "the scanner could first have seen them.",
+      written_past_due);
 #undef C
 #undef G
     lapse_prom_family(&o, "lapse_scanner_oldest_overdue_seconds", "gauge",
@@ -68,7 +72,9 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
 
     struct lapse_prom_hist late = lateness_hist(m);
     lapse_prom_histogram(&o, "lapse_scanner_lateness_seconds",
-                         "Time from an event's deadline to its hand-over to Kafka.", labels, &late);
+                         "Time from an event's deadline (or, written past due, from when the "
+                         "scanner could first have seen it) to its hand-over to Kafka.",
+                         labels, &late);
     return lapse_prom_end(&o);
 }
 

@@ -43,6 +43,7 @@ struct lapse_metrics {
     atomic_int_fast64_t layout_epoch;  /* epoch of the layout followed */
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
+    atomic_uint_fast64_t written_past_due; /* events whose lateness counts from after the deadline */
 };
 
 /* Counts one event's lateness (fired_ms - deadline_ms, clamped at 0). */

@@ -59,6 +59,44 @@ static void scanner_token(lapse_scanner *s)
     snprintf(s->token, sizeof s->token, "%s:%d:%016llx", host, (int)getpid(), rnd);
 }
 
+/*
+ * Metrics: shard N listens on scanner.metrics_port + N, so the scanners of
+ * one host share one config. A port that cannot be bound (another process
+ * holds it: e.g. this shard's active scanner on the same host while this
+ * one stands by) turns metrics off, never dispatch: the scanner says so
+ * once and tries again every METRICS_RETRY_MS, quietly while the reason
+ * stays the same (a new reason: at most a line a minute), and says when it
+ * listens.
+ */
+#define METRICS_RETRY_MS 10000
+static void scanner_metrics_listen(lapse_scanner *s)
+{
+    char err[sizeof s->metrics_err];
+    s->metrics_retry_ms = lapse_clock_mono_ms() + METRICS_RETRY_MS;
+    s->httpd = lapse_metrics_serve(&s->metrics, s->cfg->scanner_metrics_bind, s->metrics_port,
+                                   err, sizeof err);
+    if (s->httpd) {
+        int v6 = strchr(s->cfg->scanner_metrics_bind, ':') != NULL;
+        log_info("shard %u: metrics on http://%s%s%s:%d/metrics%s", s->shard, v6 ? "[" : "",
+                 s->cfg->scanner_metrics_bind, v6 ? "]" : "", s->metrics_port,
+                 s->metrics_err[0] ? " (the port is free again)" : "");
+        s->metrics_err[0] = '\0';
+    } else if (strcmp(err, s->metrics_err) != 0 &&
+               (!s->metrics_err[0] || lapse_clock_mono_ms() - s->metrics_warned_ms >= 60000)) {
+        s->metrics_warned_ms = lapse_clock_mono_ms();
+        log_warn("shard %u: %s; metrics are off (dispatch goes on), trying again every %d s",
+                 s->shard, err, METRICS_RETRY_MS / 1000);
+        snprintf(s->metrics_err, sizeof s->metrics_err, "%s", err);
+    }
+}
+
+/* Tries the metrics port again when it was taken and the time has come. */
+static void scanner_metrics_retry(lapse_scanner *s)
+{
+    if (s->metrics_port && !s->httpd && lapse_clock_mono_ms() >= s->metrics_retry_ms)
+        scanner_metrics_listen(s);
+}
+
 lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard, char *errstr,
                                  size_t size)
 {
@@ -84,11 +122,24 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
         lapse_scanner_free(s);
         return NULL;
     }
-    if (cfg->scanner_metrics_port &&
-        !(s->httpd = lapse_metrics_serve(&s->metrics, cfg->scanner_metrics_bind,
-                                         cfg->scanner_metrics_port, errstr, size))) {
-        lapse_scanner_free(s);
-        return NULL;
+    if (cfg->scanner_metrics_port) {
+        long port = (long)cfg->scanner_metrics_port + shard;
+        if (port > 65535) {
+            snprintf(errstr, size,
+                     "%s: scanner.metrics_port: %d + shard %u = %ld is above 65535 (shard N "
+                     "listens on metrics_port + N): lower it",
+                     cfg->path, cfg->scanner_metrics_port, shard, port);
+            lapse_scanner_free(s);
+            return NULL;
+        }
+        if (!lapse_httpd_addr_ok(cfg->scanner_metrics_bind)) {
+            snprintf(errstr, size, "%s: scanner.metrics_bind: \"%s\" is not an IPv4 or IPv6 address",
+                     cfg->path, cfg->scanner_metrics_bind);
+            lapse_scanner_free(s);
+            return NULL;
+        }
+        s->metrics_port = (int)port;
+        scanner_metrics_listen(s);
     }
     return s;
 }
@@ -161,6 +212,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     int rc = LAPSE_SCANNER_OK;
     uint64_t reconnects = 0;
     while (!*stop) {
+        scanner_metrics_retry(s);
         lapse_sink_poll(s->sink, 0);
         if (lapse_sink_fatal(s->sink, err, sizeof err) && scanner_new_sink(s, err) < 0) {
             rc = LAPSE_SCANNER_FATAL;
@@ -169,6 +221,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         if (lapse_redis_reconnects(s->node) != reconnects) {
             reconnects = lapse_redis_reconnects(s->node);
             SET(redis_reconnects, reconnects);
+            s->seen_below = 0; /* perhaps another server now (claim.c: scanner_seen) */
         }
         scanner_log_moved(s);
         if (!s->active) {

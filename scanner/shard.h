@@ -94,11 +94,20 @@ struct lapse_scanner {
     char *event;                 /* the event being encoded (reused) */
     size_t event_size;
     size_t inflight;             /* sent and not yet answered by Kafka */
+    long long seen_below;        /* every ID with a deadline below this had been claimed */
+    long long seen_at;           /* ... by the claim at this Redis time (claim.c: scanner_seen) */
     double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
-    lapse_httpd *httpd;
-    struct lapse_log_limit lim_redis, lim_kafka, lim_standby;
+    lapse_httpd *httpd;          /* NULL while metrics are off or their port is taken */
+    int metrics_port;            /* scanner.metrics_port + shard; 0: off */
+    int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
+    char metrics_err[256];       /* why the last try failed, as logged; "" when none did */
+    int64_t metrics_warned_ms;   /* monotonic time that was logged */
+    struct lapse_log_limit lim_redis, lim_kafka;
+    char standby_holder[96];     /* the holder last logged while standing by; "" when active */
+    int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
+    uint64_t standby_polls;      /* lock polls since then */
 };
 
 #define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
@@ -136,7 +145,7 @@ int scanner_claim(lapse_scanner *s, int want);
 
 /* dispatch.c: claim.lua's IDs and one ID's event to the sink (see there). */
 long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines);
-int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline,
+int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
                      const redisReply *payload, long long seq);
 
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */

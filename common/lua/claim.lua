@@ -5,7 +5,7 @@
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
 -- take, ARGV[6] the scanner's layout epoch
--- Returns { now_ms, lease, next_ms, due_left, extras, claimed },
+-- Returns { now_ms, lease, next_ms, due_left, extras, claimed, returned },
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
 --   lease:     the score every claimed ID now carries (string, ".5"; a
@@ -22,6 +22,10 @@
 --              string (IDs never hold spaces: the producers refuse them), or
 --              "" when none; or { id1, deadline1, ... } when an ID does hold
 --              one (not written by lapse) or an expired lease was among them
+--   returned:  the places (1, 2, ...) of claimed IDs that came back from an
+--              expired lease, ascending (most claims: none): their holder
+--              never settled them (Kafka gave up, a lost ack), so they have
+--              waited since their deadline, whatever the scanner saw since
 --
 -- Due means score <= now on this Redis server's clock: never early. A claimed
 -- ID stays in the zset with score now + lease + 0.5 (a producer's take during
@@ -85,6 +89,7 @@ local out = { now, lease, -1, 0, {} }
 local n = #due / 2
 local ids, list = nil, due
 local expired = {} -- the expired leases met: their records may be done with
+local returned = {} -- the places of IDs claimed again from an expired lease
 local packed = n > 0 and table.concat(due, ' ') or ''
 local _, spaces = string.gsub(packed, ' ', ' ')
 if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.find(packed, '%.7?5$')
@@ -109,6 +114,7 @@ if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.fin
         end
         if not back then
             ids[#ids + 1] = id
+            if score ~= due[i + 1] then returned[#returned + 1] = #ids end
             list[#list + 1] = id
             list[#list + 1] = score
         end
@@ -146,6 +152,7 @@ if n > 0 then
     end
 end
 out[6] = packed or list
+out[7] = returned
 
 -- Records of expired leases that no ID holds any more: those this claim
 -- took IDs back from; and, at the first claim of each second (the previous

@@ -67,14 +67,14 @@ inflight_set 0 "$gone2" Z $((t - 5000))
 rcli ZREM "$z" Z >/dev/null
 
 # one ID per claim: Y1 first (its record stays: Y2 still holds the lease)
-claim() { # one ID: its ID and deadline
+claim() { # one ID: its ID, deadline and place in `returned` (back from an expired lease)
     rcli EVAL "$(lua_source claim)" 8 "$z" "$NS:p:0" "$f" "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$NS:c:0" \
-        tok 1 5000 1000 1 "$epoch" | tail -n 2 | paste -sd' '
+        tok 1 5000 1000 1 "$epoch" | tail -n 3 | paste -sd' '
 }
-assert_eq "$(claim)" "Y1 $((t - 7000))" "the first claim: Y1 with its record's deadline"
+assert_eq "$(claim)" "Y1 $((t - 7000)) 1" "the first claim: Y1 with its record's deadline, returned"
 assert_eq "$(rcli HEXISTS "$f" "$gone1") $(rcli HEXISTS "$f" "$gone2") $(rcli HEXISTS "$f" "$due")" "0 0 1" \
     "records of expired leases: X's and Z's gone (no holder), Y's kept (Y2 holds it)"
-assert_eq "$(claim)" "Y2 $((t - 6999))" "the second claim: Y2 with its record's deadline"
+assert_eq "$(claim)" "Y2 $((t - 6999)) 1" "the second claim: Y2 with its record's deadline, returned"
 assert_eq "$(rcli HEXISTS "$f" "$due") $(rcli HEXISTS "$f" "$ahead") $(rcli HGET "$f" olddev)" "0 1 $((t - 100))" \
     "Y's record gone with its last holder; the unexpired lease's and the old entry kept"
 assert_eq "$(inflight_of Y1 0) $(inflight_of Y2 0)" "$((t - 7000)) $((t - 6999))" \
