@@ -7,7 +7,7 @@
  *                     with the same N is a no-op, with another N an error
  *   status [--json]   the layout, per node how it is reached, its primary and
  *                     replicas, and per shard: node, pending, due, in
- *                     flight, oldest overdue, the active scanner; during a
+ *                     flight, overdue, the active scanner; during a
  *                     split also the IDs left to move per old shard
  *                     (tools/scale/status.c)
  *   status --watch [--interval S] [--count N]
@@ -46,7 +46,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: lapse-scale -c FILE COMMAND\n"
             "  init N                         create the layout with N shards (a power of two)\n"
-            "  status [--json]                the layout and every shard's backlog and scanner\n"
+            "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
             "  status --watch [--interval S] [--count N]\n"
             "                                 the same, refreshed every S seconds (default 2): on a\n"
             "                                 terminal redrawn, else one block per refresh; during a\n"
