@@ -129,6 +129,19 @@ TEST(line_payload_keeps_inner_and_trailing_spaces)
     CHECK(payload_is("hello   big  world ", 19));
 }
 
+/* The contract's "everything after the spaces that follow the last field"
+ * (README, lapse-producer(1)): leading spaces are separators, so a payload
+ * cannot begin with one here; inner and trailing spaces are payload. */
+TEST(line_payload_leading_spaces_are_separators)
+{
+    REQUIRE(parse("touch a +1    x  y ") == LAPSE_LINE_OK);
+    CHECK(payload_is("x  y ", 5));
+    REQUIRE(parse("extend a @7 \t x ") == LAPSE_LINE_OK);
+    CHECK(payload_is("\t x ", 4));
+    REQUIRE(parse("repeat a +1 5  {\"k\": 1}  ") == LAPSE_LINE_OK);
+    CHECK(payload_is("{\"k\": 1}  ", 10));
+}
+
 TEST(line_trailing_spaces_are_no_payload)
 {
     REQUIRE(parse("touch a +1     ") == LAPSE_LINE_OK);
