@@ -232,6 +232,15 @@ TEST(line_id_control_bytes)
     CHECK_ERR("touch a\rb +1", "id contains control byte 0x0d at offset 1");
 }
 
+/* A space cannot reach an ID through the line (it separates fields), but
+ * it can through the library: it is named, not called a control byte. */
+TEST(cmd_check_id_with_a_space)
+{
+    struct lapse_cmd c = {.op = LAPSE_OP_CANCEL, .id = "dev 42", .id_len = 6};
+    CHECK(lapse_cmd_check(&c, err, sizeof err) == -1);
+    CHECK_STR(err, "id contains a space at offset 3");
+}
+
 TEST(line_id_high_bytes_allowed)
 {
     REQUIRE(parse("touch \x80\xff\xc3\xa9-\xfe +1") == LAPSE_LINE_OK);
