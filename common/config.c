@@ -118,6 +118,69 @@ int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, siz
     return -1;
 }
 
+/* libconfig names the line where its parser gave up, which for a group or
+ * list left open is lines later (often the end of the file). So on a
+ * syntax error the file's brackets are scanned (outside strings and
+ * comments of all three kinds), and the bracket left open, or closed by the
+ * wrong one, is named: " (the group opened at line 4 is not closed)".
+ * hint is "" when the brackets pair up (the error is something else). */
+static void bracket_hint(const char *file, char *hint, size_t size)
+{
+    enum { CODE, STR, LINE_COMMENT, BLOCK_COMMENT } st = CODE;
+    struct { int c, line; } open[64]; /* the brackets open at this point */
+    int depth = 0, over = 0, line = 1, prev = 0, c;
+    hint[0] = '\0';
+    FILE *f = fopen(file, "r");
+    if (f == NULL)
+        return;
+    while ((c = getc(f)) != EOF) {
+        int was = (int)st;
+        if (st == STR && c == '\\') { /* an escaped byte, a quote too */
+            if ((c = getc(f)) == EOF)
+                break;
+        } else if (st == STR && c == '"') {
+            st = CODE;
+        } else if (st == LINE_COMMENT && c == '\n') {
+            st = CODE;
+        } else if (st == BLOCK_COMMENT && c == '/' && prev == '*') {
+            st = CODE;
+        } else if (st == CODE && (c == '"' || c == '#' || (c == '/' && prev == '/'))) {
+            st = c == '"' ? STR : LINE_COMMENT;
+        } else if (st == CODE && c == '*' && prev == '/') {
+            st = BLOCK_COMMENT;
+        } else if (st == CODE && (c == '{' || c == '(' || c == '[')) {
+            if (depth < (int)(sizeof open / sizeof open[0]))
+                open[depth].c = c, open[depth].line = line;
+            else
+                over++;
+            depth++;
+        } else if (st == CODE && (c == '}' || c == ')' || c == ']')) {
+            int want = c == '}' ? '{' : c == ')' ? '(' : '[';
+            if (depth == 0) {
+                snprintf(hint, size, " (the '%c' at line %d closes nothing)", c, line);
+                break;
+            }
+            if (depth <= (int)(sizeof open / sizeof open[0]) && open[depth - 1].c != want) {
+                int o = open[depth - 1].c;
+                snprintf(hint, size, " (the %s opened at line %d is not closed before the '%c' at line %d)",
+                         o == '{' ? "group" : o == '(' ? "list" : "array", open[depth - 1].line, c,
+                         line);
+                break;
+            }
+            depth--;
+        }
+        if (c == '\n')
+            line++;
+        prev = (int)st != was ? 0 : c; /* a comment's opening star does not also close it */
+    }
+    fclose(f);
+    if (!hint[0] && depth > 0 && !over) {
+        int o = open[depth - 1].c;
+        snprintf(hint, size, " (the %s opened at line %d is not closed)",
+                 o == '{' ? "group" : o == '(' ? "list" : "array", open[depth - 1].line);
+    }
+}
+
 int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size)
 {
     struct ctx x = {cfg, path, errstr, size};
@@ -133,13 +196,15 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
         const char *file = config_error_file(&lc) ? config_error_file(&lc) : path;
         const char *text = config_error_text(&lc) ? config_error_text(&lc) : "?";
         if (errstr && size) {
+            char hint[128] = "";
             if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
                 snprintf(errstr, size, "%s: cannot read: %s", file, text);
-            else if (strcmp(text, "syntax error") == 0) /* don't say it twice */
-                snprintf(errstr, size, "%s:%d: syntax error", file, config_error_line(&lc));
+            else if (bracket_hint(file, hint, sizeof hint), strcmp(text, "syntax error") == 0)
+                snprintf(errstr, size, "%s:%d: syntax error%s", file, config_error_line(&lc),
+                         hint); /* (libconfig's text alone: not said twice) */
             else
-                snprintf(errstr, size, "%s:%d: syntax error: %s", file,
-                         config_error_line(&lc), text);
+                snprintf(errstr, size, "%s:%d: syntax error: %s%s", file,
+                         config_error_line(&lc), text, hint);
         }
         config_destroy(&lc);
         return -1;

@@ -93,6 +93,62 @@ static int find(const struct key *tab, size_t n, const char *path)
     return -1;
 }
 
+/* Edit distance (insertions, deletions, substitutions and swaps of two
+ * neighbours: "bacth" is 1 from "batch") between a and b, or cap + 1 once it
+ * is known to exceed cap. Key paths are short: anything longer than
+ * PATH_MAX_ is not compared. */
+static size_t distance(const char *a, const char *b, size_t cap)
+{
+    size_t m = strlen(a), n = strlen(b);
+    if (m >= PATH_MAX_ || n >= PATH_MAX_ || (m > n ? m - n : n - m) > cap)
+        return cap + 1;
+    size_t rows[3][PATH_MAX_ + 1]; /* rows i-2, i-1, i of the table */
+    for (size_t j = 0; j <= n; j++)
+        rows[1][j] = j;
+    for (size_t i = 1; i <= m; i++) {
+        size_t *cur = rows[(i + 1) % 3], *prev = rows[i % 3], *pp = rows[(i + 2) % 3];
+        size_t best = cur[0] = i;
+        for (size_t j = 1; j <= n; j++) {
+            size_t d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < d)
+                d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d)
+                d = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < d)
+                d = pp[j - 2] + 1;
+            cur[j] = d;
+            if (d < best)
+                best = d;
+        }
+        if (best > cap)
+            return cap + 1;
+    }
+    return rows[(m + 1) % 3][n];
+}
+
+/* The entry of `tab` an unknown key `rel` most likely meant: the nearest
+ * path within a few edits (about one per six characters, at least one), or
+ * else the only entry whose last part is the same name in another group
+ * ("producer.lease_ms": scanner.lease_ms). NULL when none is near. */
+static const char *near_key(const struct key *tab, size_t n, const char *rel)
+{
+    const char *best = NULL, *last = strrchr(rel, '.');
+    size_t best_d = 0, same_name = 0, same = 0;
+    last = last ? last + 1 : rel;
+    for (size_t i = 0; i < n; i++) {
+        size_t cap = 1 + strlen(tab[i].path) / 6;
+        size_t d = distance(rel, tab[i].path, best ? best_d - 1 : cap);
+        if (d <= cap && (!best || d < best_d))
+            best = tab[i].path, best_d = d;
+        const char *tl = strrchr(tab[i].path, '.');
+        if (strcmp(tl ? tl + 1 : tab[i].path, last) == 0)
+            same_name = i, same++;
+    }
+    if (best)
+        return best;
+    return same == 1 ? tab[same_name].path : NULL;
+}
+
 static int name_char(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -443,8 +499,21 @@ int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *ta
         join(relp, rel, config_setting_name(s));
         join(fullp, full, config_setting_name(s));
         int k = find(tab, n, relp);
-        if (k < 0)
-            return config_fail(x, s, fullp, "unknown key");
+        if (k < 0) {
+            const char *near = near_key(tab, n, relp);
+            if (!near)
+                return config_fail(x, s, fullp, "unknown key");
+            /* the table's paths are relative: the file's path of the group
+             * the table describes goes before (full ends with rel) */
+            char nearp[PATH_MAX_], root[PATH_MAX_];
+            size_t fl = strlen(full), rl0 = strlen(rel);
+            snprintf(root, sizeof root, "%.*s", (int)(fl > rl0 ? fl - rl0 : 0), full);
+            size_t rl = strlen(root);
+            if (rl && root[rl - 1] == '.')
+                root[rl - 1] = '\0';
+            join(nearp, root, near);
+            return config_fail(x, s, fullp, "unknown key (did you mean %s?)", nearp);
+        }
         seen[k] = 1;
         if (set_one(x, s, &tab[k], tab, n, seen, base, relp, fullp) < 0)
             return -1;

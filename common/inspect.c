@@ -31,9 +31,15 @@ int lapse_inspect_id_check(const char *id, size_t len, char *errstr, size_t size
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)id[i];
-        if (c <= 0x20 || c == 0x7f) {
+        if (c == ' ') {
+            snprintf(errstr, size, "the ID holds a space at offset %zu (no spaces or control bytes)",
+                     i);
+            return -1;
+        }
+        if (c < 0x20 || c == 0x7f) {
             snprintf(errstr, size,
-                     "the ID holds byte 0x%02x at offset %zu (no spaces or control bytes)", c, i);
+                     "the ID holds control byte 0x%02x at offset %zu (no spaces or control bytes)",
+                     c, i);
             return -1;
         }
     }

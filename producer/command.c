@@ -126,7 +126,9 @@ static int parse_id(const json_t *obj, struct lapse_cmd *cmd, char *errstr, size
         return fail(errstr, size, "field \"id\": must be 1..%d bytes (got %zu)", LAPSE_ID_MAX, n);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c == 0x7f)
+        if (c == ' ')
+            return fail(errstr, size, "field \"id\": contains a space at offset %zu", i);
+        if (c < 0x20 || c == 0x7f)
             return fail(errstr, size, "field \"id\": contains control byte 0x%02x at offset %zu",
                         c, i);
     }

@@ -186,7 +186,9 @@ static enum lapse_line_result check_id(struct field f, char *errstr, size_t size
         return LAPSE_LINE_OK;
     for (size_t i = 0; i < f.n; i++) {
         unsigned char c = (unsigned char)f.p[i];
-        if (c <= 0x20 || c == 0x7f)
+        if (c == ' ') /* (not a control byte: say what it is) */
+            return fail(errstr, size, "id contains a space at offset %zu", i);
+        if (c < 0x20 || c == 0x7f)
             return fail(errstr, size, "id contains control byte 0x%02x at offset %zu", c, i);
     }
     return LAPSE_LINE_OK;

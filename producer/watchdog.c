@@ -84,7 +84,11 @@ static int check_id(const char *id, size_t n, size_t i, const char *src, struct 
     }
     for (size_t k = 0; k < n; k++) {
         unsigned char c = (unsigned char)id[k];
-        if (c <= 0x20 || c == 0x7f) {
+        if (c == ' ') {
+            put(o, "rules[%zu]: %s: ID contains a space at offset %zu", i, src, k);
+            return -1;
+        }
+        if (c < 0x20 || c == 0x7f) {
             put(o, "rules[%zu]: %s: ID contains control byte 0x%02x at offset %zu", i, src, c, k);
             return -1;
         }

@@ -7,7 +7,7 @@
  *                     with the same N is a no-op, with another N an error
  *   status [--json]   the layout, per node how it is reached, its primary and
  *                     replicas, and per shard: node, pending, due, in
- *                     flight, oldest overdue, the active scanner; during a
+ *                     flight, overdue, the active scanner; during a
  *                     split also the IDs left to move per old shard
  *                     (tools/scale/status.c)
  *   status --watch [--interval S] [--count N]
@@ -46,7 +46,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: lapse-scale -c FILE COMMAND\n"
             "  init N                         create the layout with N shards (a power of two)\n"
-            "  status [--json]                the layout and every shard's backlog and scanner\n"
+            "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
             "  status --watch [--interval S] [--count N]\n"
             "                                 the same, refreshed every S seconds (default 2): on a\n"
             "                                 terminal redrawn, else one block per refresh; during a\n"
@@ -227,7 +227,10 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+    char bad[64] = ""; /* the first option getopt did not take, reported once the command is known */
+    const char *what = "unknown option", *why = ""; /* what bad is, what is wrong with it */
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': path = optarg; break;
         case 'j': as_json = 1; break;
@@ -265,21 +268,45 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: {
+            /* the word is argv[optind - 1] for a long option (and a short
+             * one lacking its value), optopt for an unknown short one */
+            const char *word = argv[optind - 1];
+            int is_long = strncmp(word, "--", 2) == 0;
+            if (bad[0])
+                break;
+            if (ch == '?' && optopt && !is_long)
+                snprintf(bad, sizeof bad, "-%c", optopt);
+            else
+                snprintf(bad, sizeof bad, "%.*s", (int)strcspn(word, "="), word);
+            if (ch == ':' || (optopt && is_long))
+                what = "option", why = ch == ':' ? " needs a value" : " takes no value";
+            break;
+        }
         }
     }
-    if (!path || optind >= argc) {
-        fprintf(stderr, "lapse-scale: %s\n", path ? "a command is required" : "-c FILE is required");
+    /* getopt moved the operands to the end: the command is the first */
+    const char *cmd = optind < argc ? argv[optind] : NULL;
+    if (bad[0]) {
+        fprintf(stderr, "lapse-scale: %s%s%s %s%s%s; see lapse-scale --help\n", cmd ? cmd : "",
+                cmd ? ": " : "", what, bad, why,
+                cmd && strcmp(cmd, "get") == 0 && bad[1] != '-'
+                    ? " (an ID that begins with '-' goes after --: get -- ID)"
+                    : "");
         return 2;
     }
-    const char *cmd = argv[optind];
+    if (!path || !cmd) {
+        fprintf(stderr, "lapse-scale: %s; see lapse-scale --help\n",
+                path ? "a command is required" : "-c FILE is required");
+        return 2;
+    }
     int nargs = argc - optind - 1;
     int known = ((strcmp(cmd, "init") == 0 || strcmp(cmd, "get") == 0) && nargs == 1) ||
                 ((strcmp(cmd, "status") == 0 || strcmp(cmd, "split") == 0 ||
                   strcmp(cmd, "finish") == 0 || strcmp(cmd, "check") == 0) && nargs == 0);
     if (!known) {
-        fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s\n", cmd);
-        usage(stderr);
+        fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s; see lapse-scale --help\n",
+                cmd);
         return 2;
     }
     char err[512];

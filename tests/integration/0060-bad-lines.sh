@@ -41,6 +41,8 @@ add bad 'when|time|deadline'    'touch bad-plus +'
 add blank - ''
 add blank - '   '
 LINE_PAYLOAD='payload with  spaces' add good good-2 'touch good-2 +600000 payload with  spaces'
+# the spaces before a payload separate it; those inside and at its end are kept
+LINE_PAYLOAD='{"a": 1}  ' add good good-2b 'touch good-2b +600000    {"a": 1}  '
 add bad 'id|long|512'           'touch %s +1000' "$x513"
 add bad 'id|control|byte|char'  'touch tab\there +1000'
 LINE_PAYLOAD=- add good good-3 "extend good-3 @$b"

@@ -2,9 +2,11 @@
 # 0070-bad-config: a wrong, missing or out-of-range key stops lapse-producer,
 # lapse-scanner and lapse-scale before they connect anywhere, with one line
 # "FILE:LINE: key: reason" ("FILE: key: reason" for a missing key) on
-# stderr. Redis is real and counts connections: none may arrive; Kafka
-# points where nothing listens. Also: --help exits 0 and an unknown option
-# exits non-zero for every program.
+# stderr; an unknown key near a known one names it ("did you mean"), a
+# group left open is named by the line that opened it. Redis is real and
+# counts connections: none may arrive; Kafka points where nothing listens.
+# Also: --help exits 0 and an unknown option exits non-zero for every
+# program.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -88,11 +90,17 @@ check lease ":15: scanner.lease_ms: "
 C_EXTRA='bogus_key = 1;' mkcfg unknown
 check unknown ":17: bogus_key: "
 C_POLL='  pol_ms = 10;' mkcfg typo
-check typo ":14: scanner.pol_ms: "
+check typo ":14: scanner\.pol_ms: unknown key \(did you mean scanner\.poll_ms\?\)$"
+C_POLL='  poll_msec = 10;' mkcfg typo2
+check typo2 ":14: scanner\.poll_msec: unknown key \(did you mean scanner\.poll_ms\?\)$"
 C_EXTRA='producer = { batch = 0; };' mkcfg batch
 check batch ":17: producer.batch: "
 C_EXTRA='oops = ;' mkcfg syntax
 check syntax ":17: "
+# the scanner group's "};" (line 16) left out: libconfig notices at the end
+# of the file; the message names line 13, which opened the group
+awk 'NR != 16' good.conf >open.conf
+check open ":[0-9]+: syntax error \(the group opened at line 13 is not closed\)$"
 check missing-file ""
 
 c1=$(conns)

@@ -11,7 +11,11 @@
 #    "..." past 64 bytes;
 #  - a repeating ID: period_ms and next_seq;
 #  - an unknown ID: exit 0, deadline_ms null, in_flight false, no payload;
-#  - an ID of 513 bytes and one with a tab: exit 2, one line on stderr;
+#  - an ID of 513 bytes, one with a tab and one with a space: exit 2, one
+#    line on stderr (a space is named "a space", not a byte number);
+#  - an ID that begins with '-': `get -- -5` shows it; `get -5` is an
+#    unknown option: exit 2, one line naming the option and the command,
+#    with the "--" hint and "see lapse-scale --help" (not the whole usage);
 #  - nothing was written: Redis's count of changes since start
 #    (rdb_changes_since_last_save) and the namespace's records are the same
 #    before and after every get.
@@ -23,7 +27,7 @@ scale init 4 >/dev/null
 t0=$(now_ms)
 D=$((t0 + 600000))
 long=$(head -c 100 /dev/zero | tr '\0' 'p')
-printf 'touch dev-42 @%s\ntouch bin-1 @%s a\001b\377c\\d"e\n' "$D" $((D + 1)) | produce 2>/dev/null ||
+printf 'touch dev-42 @%s\ntouch bin-1 @%s a\001b\377c\\d"e\ntouch -5 @%s\n' "$D" $((D + 1)) "$D" | produce 2>/dev/null ||
     fail "producer: exit status $?"
 printf 'repeat rep-7 @%s 5000\ntouch long-1 @%s %s\n' $((D + 2)) $((D + 3)) "$long" | produce 2>/dev/null ||
     fail "producer: exit status $?"
@@ -84,6 +88,23 @@ for bad in "$(head -c 513 /dev/zero | tr '\0' x)" $'tab\there'; do
     assert_file_match bad.err 'lapse-scale: get: the ID' "the bad ID's error"
     [[ ! -s bad.out ]] || fail "get printed on stdout for a bad ID"
 done
+assert_file_match bad.err ' holds control byte 0x09 at offset 3 ' "the error for a tab in the ID"
+rc=0
+scale get 'a b' >bad.out 2>bad.err || rc=$?
+assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: the ID holds a space at offset 1 (no spaces or control bytes)" \
+    "exit status and error of get on an ID with a space"
+
+# an ID that begins with '-'
+scale get --json -- -5 >m.json || fail "get --json -- -5: exit status $?"
+assert_eq "$(jq -c '[.id, .deadline_ms]' m.json)" "[\"-5\",$D]" "get -- -5"
+rc=0
+scale get -5 >bad.out 2>bad.err || rc=$?
+assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: unknown option -5 (an ID that begins with '-' goes after --: get -- ID); see lapse-scale --help" \
+    "exit status and error of get -5"
+rc=0
+scale get --jsn dev-42 >bad.out 2>bad.err || rc=$?
+assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: unknown option --jsn; see lapse-scale --help" "exit status and error of get --jsn"
+
 rc=0
 scale get "$(head -c 512 /dev/zero | tr '\0' x)" --json >/dev/null || rc=$?
 assert_eq "$rc" 0 "exit status of get on a 512-byte ID"

@@ -11,6 +11,10 @@
 #    the future, so "due" alone would not see it), and within a few
 #    seconds check --max-overdue 1 exits 1 with "shard 0: oldest due ID is
 #    N s overdue (max 1)", N >= 1; with --max-overdue 600 it is fine;
+#  - one name and one "none" for each figure (2026-11-26): status,
+#    status --watch, check: columns/fields due, inflight, overdue
+#    (overdue_ms in JSON), "-" / null when nothing is overdue, the same
+#    figure in status --json and check --json while shard 0's ID waits;
 #  - usage errors exit 2 (--max-overdue abc, an extra argument);
 #  - Redis unreachable (a config on a port nobody listens on) exits 3, a
 #    status of its own, also under --json (.status 3).
@@ -31,6 +35,15 @@ assert_eq "$rc" 0 "check with every scanner running ($(cat c.out c.err))"
 assert_file_match c.out '^ok: ' "check's line when all is well"
 scale check --json >c.json || fail "check --json: exit status $?"
 assert_eq "$(jq -c '[.ok, .problems]' c.json)" '[true,[]]' "check --json when all is well"
+for cmd in "status --json" "check --json"; do
+    assert_eq "$(scale $cmd | jq -c '[.shard_info[] | [.due, .inflight, .overdue_ms]]')" \
+        '[[0,0,null],[0,0,null]]' "$cmd: [due, inflight, overdue_ms] per shard when all is well"
+done
+for cmd in status "status --watch --count 1"; do
+    assert_eq "$(scale $cmd | awk '$1 == "shard" { print $3, $4, $5, $6 }')" "pending due inflight overdue" \
+        "$cmd: the shard table's columns"
+    assert_eq "$(scale $cmd | awk '$1 ~ /^[01]$/ { print $6 }' | sort -u)" "-" "$cmd: overdue when nothing is"
+done
 
 scanner_stop 1
 rc=0
@@ -61,6 +74,14 @@ n=$(sed -nE 's/^shard 0: oldest due ID is ([0-9.]+) s.*/\1/p' c.out)
 awk -v n="$n" 'BEGIN { exit !(n >= 1) }' || fail "seconds overdue reported with --max-overdue 1: $n, below 1"
 ! grep -q '^shard 1' c.out || fail "check named shard 1: $(cat c.out)"
 assert_eq "$(jq '.shard_info[0].inflight + .shard_info[0].due' <(scale check --max-overdue 1 --json || true))" 1 "shard 0's ID, due or in flight"
+for cmd in "status --json" "check --json"; do
+    assert_eq "$(scale $cmd | jq '.shard_info[0].overdue_ms >= 1000, .shard_info[1].overdue_ms')" \
+        $'true\nnull' "$cmd: overdue_ms of shard 0 (its ID waits) and shard 1"
+done
+for cmd in status "status --watch --count 1"; do
+    assert_eq "$(scale $cmd | awk '$1 == "0" { print ($6 ~ /^[0-9]+\.[0-9]$/ && $7 == "s") }')" 1 \
+        "$cmd: shard 0's overdue in seconds"
+done
 scale check --max-overdue 600 >c.out || fail "check --max-overdue 600 with a few seconds' delay: exit status $? ($(cat c.out))"
 kafka_ctl "up 1"
 

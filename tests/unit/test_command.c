@@ -175,7 +175,7 @@ TEST(command_id_errors)
     expect_err("{\"op\":\"touch\",\"id\":42,\"in_ms\":1}", "field \"id\": expected a string");
     expect_err("{\"op\":\"touch\",\"id\":\"\",\"in_ms\":1}", "field \"id\": must be 1..512 bytes (got 0)");
     expect_err("{\"op\":\"touch\",\"id\":\"a b\",\"in_ms\":1}",
-               "field \"id\": contains control byte 0x20 at offset 1");
+               "field \"id\": contains a space at offset 1");
     expect_err("{\"op\":\"touch\",\"id\":\"tab\\there\",\"in_ms\":1}",
                "field \"id\": contains control byte 0x09 at offset 3");
     expect_err("{\"op\":\"cancel\",\"id\":\"del\\u007f\"}",

@@ -176,14 +176,33 @@ TEST(config_unknown_keys)
 {
     expect_err(MIN "bogus = 1;\n", "FILE:4: bogus: unknown key");
     expect_err(MIN "scanner = {\n  batch = 5;\n  bacth = 6;\n};\n",
-               "FILE:6: scanner.bacth: unknown key");
+               "FILE:6: scanner.bacth: unknown key (did you mean scanner.batch?)");
     expect_err(MIN_NS
                "redis = { nodes = ( { host = \"a\"; port = 1; },\n"
                "                    { host = \"b\"; port = 2; user = \"u\"; } ); };\n" MIN_KAFKA,
                "FILE:3: redis.nodes[1].user: unknown key");
     /* a known name in the wrong group is still unknown there */
-    expect_err(MIN "producer = { lease_ms = 5000; };\n", "FILE:4: producer.lease_ms: unknown key");
-    expect_err(MIN "nodes = ();\n", "FILE:4: nodes: unknown key");
+    expect_err(MIN "producer = { lease_ms = 5000; };\n",
+               "FILE:4: producer.lease_ms: unknown key (did you mean scanner.lease_ms?)");
+    expect_err(MIN "nodes = ();\n", "FILE:4: nodes: unknown key (did you mean redis.nodes?)");
+}
+
+/* An unknown key names the key it most likely meant: a few edits away, or
+ * the one key of that name in another group; nothing when none is near or
+ * the name is in several groups. */
+TEST(config_unknown_key_suggestions)
+{
+    expect_err(MIN "scanner = { poll_msec = 10; };\n",
+               "FILE:4: scanner.poll_msec: unknown key (did you mean scanner.poll_ms?)");
+    expect_err(MIN "namespce = \"x\";\n", "FILE:4: namespce: unknown key (did you mean namespace?)");
+    expect_err(MIN "poll_ms = 10;\n", "FILE:4: poll_ms: unknown key (did you mean scanner.poll_ms?)");
+    expect_err(MIN "batch = 10;\n", "FILE:4: batch: unknown key");
+    expect_err(MIN "scanner = { metrics = 9400; };\n", "FILE:4: scanner.metrics: unknown key");
+    expect_err(MIN_NS "redis = { nodes = ( { hots = \"a\"; port = 1; } ); };\n" MIN_KAFKA,
+               "FILE:2: redis.nodes[0].hots: unknown key (did you mean redis.nodes[0].host?)");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; port = 1; } );\n"
+               "  tls = { ca_fil = \"x\"; }; };\n" MIN_KAFKA,
+               "FILE:3: redis.tls.ca_fil: unknown key (did you mean redis.tls.ca_file?)");
 }
 
 TEST(config_wrong_types)
@@ -402,6 +421,29 @@ TEST(config_syntax_errors)
                "FILE:3: syntax error");
     expect_err(MIN "namespace = \"again\";\n", "FILE:4: syntax error: duplicate setting name");
     expect_err(MIN "scanner = { batch = [1, \"x\"]; };\n", "FILE:4: syntax error: mismatched element type in array");
+}
+
+/* libconfig notices a group left open lines later; the message names the
+ * line that opened it. Brackets in strings and comments do not count. */
+TEST(config_syntax_error_names_the_open_bracket)
+{
+    expect_err(MIN "scanner = {\n  poll_ms = 10;\n\nproducer = {\n  batch = 10;\n};\n"
+               "log_level = \"info\";\n",
+               "FILE:11: syntax error (the group opened at line 4 is not closed)");
+    expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; port = 1; }  };\n" MIN_KAFKA,
+               "FILE:2: syntax error (the list opened at line 2 is not closed before the '}' at line 2)");
+    expect_err(MIN "scanner = {\n"
+               "  # a comment with { and (\n"
+               "  poll_ms = 10; // and [ here\n"
+               "  /* a block { comment\n"
+               "     over ( two lines */\n"
+               "};\n"
+               "ingress = { topic = \"t\"; group = \"g}\\\"{\";\n"
+               "log_level = \"info\";\n",
+               "FILE:12: syntax error (the group opened at line 10 is not closed)");
+    expect_err(MIN "};\n", "FILE:4: syntax error (the '}' at line 4 closes nothing)");
+    /* brackets that pair up: no hint */
+    expect_err(MIN "scanner = { batch = ; };\n", "FILE:4: syntax error");
 }
 
 TEST(config_unreadable)

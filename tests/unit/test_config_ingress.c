@@ -110,7 +110,7 @@ TEST(config_ingress_errors)
     expect_err(ING("topic = \"a/b\";"), "FILE:5: ingress.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
     expect_err(ING("group = \"\";"), "FILE:5: ingress.group: must be 1..255 bytes");
     expect_err(ING("dead_letter_topic = 5;"), "FILE:5: ingress.dead_letter_topic: expected a string");
-    expect_err(ING("topic = \"t\"; grop = \"g\";"), "FILE:5: ingress.grop: unknown key");
+    expect_err(ING("topic = \"t\"; grop = \"g\";"), "FILE:5: ingress.grop: unknown key (did you mean ingress.group?)");
     expect_err(ING("topic = \"lapse.timeouts\";"),
                "FILE:5: ingress.topic: must differ from kafka.topic (the events lapse produces)");
     expect_err(ING("topic = \"in\";\ndead_letter_topic = \"in\";"),
@@ -165,7 +165,7 @@ TEST(config_ingress_rule_errors)
                "FILE:6: ingress.rules[0]: time_field needs time = \"field\"");
     expect_err(RULES("{ timeout_ms = 5; time = \"kafka\"; time_field = \"t\"; }"),
                "FILE:6: ingress.rules[0]: time_field needs time = \"field\"");
-    expect_err(RULES("{ timeout_ms = 5; idprefix = \"a\"; }"), "FILE:6: ingress.rules[0].idprefix: unknown key");
+    expect_err(RULES("{ timeout_ms = 5; idprefix = \"a\"; }"), "FILE:6: ingress.rules[0].idprefix: unknown key (did you mean ingress.rules[0].id_prefix?)");
 
     char prefix[514], text[1024];
     memset(prefix, 'p', 513);

@@ -129,6 +129,19 @@ TEST(line_payload_keeps_inner_and_trailing_spaces)
     CHECK(payload_is("hello   big  world ", 19));
 }
 
+/* The contract's "everything after the spaces that follow the last field"
+ * (README, lapse-producer(1)): leading spaces are separators, so a payload
+ * cannot begin with one here; inner and trailing spaces are payload. */
+TEST(line_payload_leading_spaces_are_separators)
+{
+    REQUIRE(parse("touch a +1    x  y ") == LAPSE_LINE_OK);
+    CHECK(payload_is("x  y ", 5));
+    REQUIRE(parse("extend a @7 \t x ") == LAPSE_LINE_OK);
+    CHECK(payload_is("\t x ", 4));
+    REQUIRE(parse("repeat a +1 5  {\"k\": 1}  ") == LAPSE_LINE_OK);
+    CHECK(payload_is("{\"k\": 1}  ", 10));
+}
+
 TEST(line_trailing_spaces_are_no_payload)
 {
     REQUIRE(parse("touch a +1     ") == LAPSE_LINE_OK);
@@ -217,6 +230,15 @@ TEST(line_id_control_bytes)
     CHECK_STR(err, "id contains control byte 0x00 at offset 2");
     /* a \r inside the line is no line end */
     CHECK_ERR("touch a\rb +1", "id contains control byte 0x0d at offset 1");
+}
+
+/* A space cannot reach an ID through the line (it separates fields), but
+ * it can through the library: it is named, not called a control byte. */
+TEST(cmd_check_id_with_a_space)
+{
+    struct lapse_cmd c = {.op = LAPSE_OP_CANCEL, .id = "dev 42", .id_len = 6};
+    CHECK(lapse_cmd_check(&c, err, sizeof err) == -1);
+    CHECK_STR(err, "id contains a space at offset 3");
 }
 
 TEST(line_id_high_bytes_allowed)

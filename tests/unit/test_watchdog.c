@@ -207,7 +207,7 @@ TEST(watchdog_bad_signals)
     expect_err(fr, 2, "k", "{\"dev\":{\"a\":1}}", -1, "rules[0]: field \"dev\": expected a string or integer ID");
     expect_err(fr, 2, "k", "{\"dev\":\"\"}", -1, "rules[0]: field \"dev\": ID must be 1..512 bytes (got 0)");
     expect_err(fr, 2, "k", "{\"dev\":\"a b\"}", -1,
-               "rules[0]: field \"dev\": ID contains control byte 0x20 at offset 1");
+               "rules[0]: field \"dev\": ID contains a space at offset 1");
     expect_err(fr + 1, 1, "tab\there", NULL, -1,
                "rules[0]: message key: ID contains control byte 0x09 at offset 3");
     char key[LAPSE_ID_MAX + 2];

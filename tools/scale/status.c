@@ -183,6 +183,16 @@ static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
     return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
 
+const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size)
+{
+    if (overdue_ms < 0)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%lld.%lld s", (long long)(overdue_ms / 1000),
+                 (long long)(overdue_ms % 1000 / 100));
+    return buf;
+}
+
 int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
     struct lapse_layout l;
@@ -214,8 +224,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     for (size_t n = 0; n < cfg->nnodes; n++)
         node_status(cfg, n, nodes[n], node_info, as_json);
     if (!as_json)
-        printf("\n%-6s %-22s %10s %10s %9s %12s %10s  %s\n", "shard", "node", "pending", "due",
-               "inflight", "oldest_due", "to_move", "scanner");
+        printf(LAPSE_SCALE_SHARD_HEADER);
     /* A shard that cannot be read is named (stderr; "error" in --json) and
      * the rest still shown, exit status 1. Reads that get no reply share
      * one retry window: once it is over, each is tried once. */
@@ -238,12 +247,15 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         to_move += left.ids;
         if (left.last_due_ms > last_due)
             last_due = left.last_due_ms;
-        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:s?}", "shard", (int)i, "node",
+        int64_t overdue = lapse_health_overdue_ms(&st);
+        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s?}", "shard", (int)i, "node",
                               lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
                               (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
-                              "oldest_due_ms", (json_int_t)st.oldest_due_ms, "oldest_inflight_ms",
-                              (json_int_t)st.oldest_inflight_ms, "scanner",
-                              st.holder[0] ? st.holder : NULL);
+                              "overdue_ms", overdue >= 0 ? json_integer(overdue) : json_null(),
+                              "oldest_inflight_ms",
+                              st.oldest_inflight_ms >= 0 ? json_integer(st.oldest_inflight_ms)
+                                                         : json_null(),
+                              "scanner", st.holder[0] ? st.holder : NULL);
         if (l.splitting && i < l.prev_shards) {
             json_object_set_new(o, "to_move", json_integer((json_int_t)left.ids));
             json_object_set_new(o, "last_to_move_due_ms",
@@ -260,13 +272,12 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         }
         json_array_append_new(shards, o);
         if (!as_json) {
-            char oldest[32] = "-", move[32] = "-";
-            if (st.oldest_due_ms >= 0)
-                snprintf(oldest, sizeof oldest, "%lld ms", (long long)st.oldest_due_ms);
+            char od[32], move[32] = "-";
             if (l.splitting && i < l.prev_shards)
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
-            printf("%-6u %-22s %10lld %10lld %9lld %12s %10s  %s\n", i, where,
-                   st.pending, st.due, st.inflight, oldest, move, st.holder[0] ? st.holder : "-");
+            printf(LAPSE_SCALE_SHARD_ROW, i, where, st.pending, st.due, st.inflight,
+                   lapse_scale_overdue_text(overdue, od, sizeof od), move,
+                   st.holder[0] ? st.holder : "-");
         }
     }
     if (as_json) {

@@ -1,15 +1,36 @@
 /*
  * status — lapse-scale status [--json]: the layout; per node how it is
  * reached, its primary, replicas online and lag (per primary on a
- * cluster); per shard its node, pending, due, in flight, oldest overdue
- * and active scanner; during a split what is left to move.
+ * cluster); per shard its node, pending, due, in flight, overdue and
+ * active scanner; during a split what is left to move.
+ *
+ * The figures have one name wherever lapse-scale shows them (status,
+ * status --watch, status --json, check, check --json): "due" is how many
+ * IDs fell due and wait to be claimed; "overdue" how late the shard's
+ * oldest undelivered deadline is (due, or in flight past its deadline:
+ * common/health.h), "-" in text and null in JSON when nothing is.
  */
 #ifndef LAPSE_SCALE_STATUS_H
 #define LAPSE_SCALE_STATUS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "config.h"
 #include "layout.h"
 #include "redis.h"
+
+/* The shard table's header and row, shared by status and status --watch
+ * so both say the same in the same columns. A row's arguments: shard,
+ * node, pending, due, inflight (long long), overdue, to_move, scanner. */
+#define LAPSE_SCALE_SHARD_HEADER                                                                  \
+    "\n%-6s %-22s %10s %10s %9s %10s %10s  %s\n", "shard", "node", "pending", "due", "inflight",  \
+        "overdue", "to_move", "scanner"
+#define LAPSE_SCALE_SHARD_ROW "%-6u %-22s %10lld %10lld %9lld %10s %10s  %s\n"
+
+/* "12.3 s" (tenths, truncated) for an overdue of ms, "-" for -1 (nothing
+ * due): the text status, status --watch show. Returns buf. */
+const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size);
 
 /* Prints the status. Returns the exit status: 0, or 1 when the layout or
  * a shard cannot be read (the reason on stderr; the other shards are

@@ -18,6 +18,7 @@
 #include "inspect.h"
 #include "layout.h"
 #include "split.h"
+#include "status.h"
 #include "stop.h"
 
 #define RATE_SAMPLES 10
@@ -70,8 +71,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
     printf(", epoch %" PRId64, l.epoch);
     if (tty)
         printf("   (every %g s; Ctrl-C ends)", interval_ms / 1000.0);
-    printf("\n%-6s %-22s %10s %10s %9s %11s %9s  %s\n", "shard", "node", "pending", "backlog",
-           "inflight", "overdue", "to_move", "scanner");
+    printf(LAPSE_SCALE_SHARD_HEADER);
     uint64_t to_move = 0;
     int64_t last_due = -1;
     int complete = 1; /* every old shard counted: the total means something */
@@ -83,11 +83,8 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
             complete = 0;
             continue;
         }
-        char overdue[32] = "-", move[32] = "-";
-        int64_t od = lapse_health_overdue_ms(&h);
-        if (od >= 0)
-            snprintf(overdue, sizeof overdue, "%" PRId64 ".%" PRId64 " s", od / 1000,
-                     od % 1000 / 100);
+        char overdue[32], move[32] = "-";
+        lapse_scale_overdue_text(lapse_health_overdue_ms(&h), overdue, sizeof overdue);
         if (l.splitting && i < l.prev_shards) {
             struct lapse_split_left left;
             if (lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
@@ -100,7 +97,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
                 snprintf(move, sizeof move, "%" PRIu64, left.ids);
             }
         }
-        printf("%-6u %-22s %10lld %10lld %9lld %11s %9s  %s\n", i, lapse_redis_name(r), h.pending,
+        printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending,
                h.due, h.inflight, overdue, move, h.holder[0] ? h.holder : "NONE (no active scanner)");
     }
     if (l.splitting && complete && !lapse_stop) {
