@@ -151,7 +151,9 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
     if (scanner_attach(s, stop) < 0)
-        return *stop ? LAPSE_SCANNER_OK : LAPSE_SCANNER_FAIL;
+        return *stop                           ? LAPSE_SCANNER_OK
+               : lapse_redis_refused(s->home) ? LAPSE_SCANNER_REFUSED
+                                               : LAPSE_SCANNER_FAIL;
     log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease",
              s->shard, s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));
     /* The lock must be renewed well within the lease even when idle. */
