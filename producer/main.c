@@ -190,6 +190,17 @@ static int serve(struct run *run)
     return 0;
 }
 
+/* lapse_producer_new_waiting's on_wait: says once that it waits, and why
+ * (the error at the end gives the last reason). */
+static void say_waiting(void *ctx, const char *why, int wait_ms)
+{
+    static int said;
+    (void)ctx;
+    (void)wait_ms;
+    if (!said++)
+        log_warn("waiting for Redis (up to redis.retry_timeout_ms): %s", why);
+}
+
 /* The exit status when lapse_producer_new failed (errno says how): 78 when
  * Redis refused us (EX_CONFIG: a restart will not help, see the units), 0
  * when a signal stopped the start, else 1 (Redis unreachable for
@@ -214,7 +225,8 @@ static int serve_kafka(const struct lapse_config *cfg)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    lapse_producer *p = lapse_producer_new(cfg, lapse_ingress_on_error, ing, err, sizeof err);
+    lapse_producer *p = lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing,
+                                                   err, sizeof err);
     if (!p) {
         int rc = start_failed(err);
         lapse_ingress_free(ing);
@@ -271,7 +283,7 @@ int main(int argc, char **argv)
         return rc;
     }
     struct run run = {0};
-    run.p = lapse_producer_new(&cfg, on_error, &run, err, sizeof err);
+    run.p = lapse_producer_new_waiting(&cfg, on_error, say_waiting, &run, err, sizeof err);
     if (!run.p) {
         int rc = start_failed(err);
         lapse_config_free(&cfg);

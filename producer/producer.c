@@ -31,6 +31,14 @@
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size)
 {
+    return lapse_producer_new_waiting(cfg, on_error, NULL, ctx, errstr, size);
+}
+
+lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
+                                           lapse_producer_error_cb *on_error,
+                                           lapse_producer_wait_cb *on_wait, void *ctx,
+                                           char *errstr, size_t size)
+{
     int why = EIO; /* errno on failure */
     lapse_producer *p = calloc(1, sizeof *p);
     if (!p)
@@ -55,8 +63,8 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
             goto oom;
     /* an unreachable node is waited for as flush waits (a start during a
      * failover follows it); a refusal stops at once */
-    if (lapse_redis_ensure_within(p->nodes[0], cfg->redis_retry_timeout_ms, &lapse_stop, NULL,
-                                  NULL) < 0) {
+    if (lapse_redis_ensure_within(p->nodes[0], cfg->redis_retry_timeout_ms, &lapse_stop, on_wait,
+                                  ctx) < 0) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[0]));
         why = lapse_redis_refused(p->nodes[0]) ? EACCES : lapse_stop ? EINTR : ETIMEDOUT;
         goto fail;

@@ -71,6 +71,17 @@ typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size);
 
+/* Called by lapse_producer_new_waiting before each wait for Redis at start:
+ * why the last attempt failed and how long it waits now (ms). */
+typedef void lapse_producer_wait_cb(void *ctx, const char *why, int wait_ms);
+
+/* lapse_producer_new, calling on_wait (may be NULL) with ctx before each
+ * wait for Redis, so the caller can say why it has not started yet. */
+lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
+                                           lapse_producer_error_cb *on_error,
+                                           lapse_producer_wait_cb *on_wait, void *ctx,
+                                           char *errstr, size_t size);
+
 /* The same from a config file, which the handle loads and owns (errno
  * EINVAL when it cannot: errstr names the file, line and key). */
 lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,

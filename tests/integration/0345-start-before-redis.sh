@@ -5,8 +5,8 @@
 #
 # Redis (AOF, so the layout outlives the stop) is stopped; then a stdin
 # producer with 2000 touches, the Kafka ingress, a scanner for each shard
-# and lapse-scale status start. Once the scanner and status say they wait
-# for Redis, it starts again on the same port. Checked: the producer exits
+# and lapse-scale status start. Once each says it waits for Redis, it
+# starts again on the same port. Checked: the producer exits
 # 0 with every line applied, status exits 0, a command message through
 # the ingress is applied, and every ID fires, once.
 . "$(dirname "$0")/../lib.sh"
@@ -26,8 +26,13 @@ scanner_start 0
 scanner_start 1
 scale status >status.txt 2>status.err &
 status_pid=$!
-wait_until 10000 "grep -q 'waiting for Redis' status.err && grep -q 'waiting for Redis' '$T/scanner-0.log'" ||
-    fail "status and the scanner did not say they wait for Redis within 10 s"
+# (each says why it waits)
+for n in producer "$INGRESS" scanner-0 scanner-1; do
+    wait_until 10000 "grep -q 'waiting for Redis' '$T/$n.log'" ||
+        fail "$n did not say it waits for Redis within 10 s: $(tail -n 2 "$T/$n.log")"
+done
+wait_until 10000 "grep -q 'waiting for Redis' status.err" ||
+    fail "status did not say it waits for Redis within 10 s: $(cat status.err)"
 for n in producer "$INGRESS" scanner-0 scanner-1; do
     proc_alive "$n" || fail "$n exited while Redis was down: $(tail -n 2 "$T/$n.log")"
 done
