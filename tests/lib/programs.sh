@@ -133,10 +133,11 @@ lock_pid() {
 # _start_rc PROG CONF: runs PROG (producer, ingress, scale, check, scanner)
 # with CONF until it exits (at most 20 s: 124 then), its stdout and stderr
 # in $T/refused.out and .err; leaves its exit status in START_RC and how
-# long it ran in START_MS. The ingress gets an ingress group added to CONF.
+# long it ran in START_MS. The ingress gets an ingress group added to CONF
+# when it has none.
 _start_rc() {
     local prog=$1 conf=$2 t0
-    if [[ $prog == ingress ]]; then
+    if [[ $prog == ingress ]] && ! grep -q '^ingress' "$conf"; then
         { cat "$conf"; echo 'ingress = { topic = "lapse.signals"; group = "g-start"; };'; } >"$conf.ingress"
         conf=$conf.ingress
     fi
