@@ -260,6 +260,26 @@ int lapse_redis_ensure(lapse_redis *r)
     return 0;
 }
 
+int lapse_redis_ensure_within(lapse_redis *r, int timeout_ms, volatile sig_atomic_t *stop,
+                              lapse_redis_wait_cb *on_wait, void *ctx)
+{
+    int64_t give_up = lapse_clock_mono_ms() + timeout_ms;
+    while (lapse_redis_ensure(r) < 0) {
+        int64_t left = give_up - lapse_clock_mono_ms();
+        if (r->refused || left <= 0 || (stop && *stop))
+            return -1;
+        /* (the last try falls at give_up, not a back-off step before it) */
+        int wait = lapse_redis_backoff_ms(r);
+        wait = wait < 1 ? 1 : wait > left ? (int)left : wait;
+        if (on_wait)
+            on_wait(ctx, r->errstr, wait);
+        lapse_clock_sleep_ms(wait);
+        if (stop && *stop)
+            return -1;
+    }
+    return 0;
+}
+
 int lapse_redis_backoff_ms(const lapse_redis *r)
 {
     if (r->c || (r->cl && redis_cluster_ready(r)))

@@ -28,6 +28,7 @@
 #define LAPSE_REDIS_H
 
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,22 @@ void lapse_redis_free(lapse_redis *r); /* accepts NULL */
 /* Makes sure the connection is up and the scripts loaded. Returns 0, or -1 if
  * it is down and (re)connecting failed or the back-off forbids trying yet. */
 int lapse_redis_ensure(lapse_redis *r);
+
+/* What lapse_redis_ensure_within calls before each wait: why the last
+ * attempt failed (errstr) and how long it waits now (ms). */
+typedef void lapse_redis_wait_cb(void *ctx, const char *why, int wait_ms);
+
+/* lapse_redis_ensure, waiting out an outage: a node not up yet, or the dead
+ * primary its sentinels still name until they fail over. It tries again
+ * when the back-off allows, for up to timeout_ms (redis.retry_timeout_ms),
+ * which is how every program starts: an unreachable node is waited for at
+ * start as once running, so a program started during a failover follows
+ * it. Returns 0 once connected; -1 with errstr at once when the server
+ * refused us (lapse_redis_refused: no wait helps), when *stop is set (stop
+ * may be NULL), or when timeout_ms passed. on_wait (may be NULL) is called
+ * before each wait, for the caller to say why it waits. */
+int lapse_redis_ensure_within(lapse_redis *r, int timeout_ms, volatile sig_atomic_t *stop,
+                              lapse_redis_wait_cb *on_wait, void *ctx);
 
 /* A Sentinel node's handle confirms its primary with a sentinel at most
  * once a second (at a call that owes no reply) and, when the sentinels name

@@ -23,8 +23,11 @@ int redis_gone(const char *msg)
 
 int redis_refusal(const char *msg)
 {
+    /* ("unauthenticated": Redis 7's answer to a large command from a client
+     * that sent no password where one is required, e.g. SCRIPT LOAD) */
     static const char *const never[] = {"WRONGPASS", "NOPERM", "NOAUTH", "ERR invalid password",
-                                        "ERR AUTH", "ERR Client sent AUTH"};
+                                        "ERR AUTH", "ERR Client sent AUTH",
+                                        "ERR Protocol error: unauthenticated"};
     for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
         if (strncmp(msg, never[i], strlen(never[i])) == 0)
             return 1;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -57,7 +58,9 @@ static void usage(FILE *out)
                  "  repeat <id> <when> <period_ms> [<payload>]\n"
                  "  cancel <id>\n"
                  "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
-                 "Exit status is 1 if any line was rejected.\n"
+                 "Exit status: 0 every line applied; 1 a line rejected, or Redis unreachable\n"
+                 "for redis.retry_timeout_ms; 2 bad options or config; 78 Redis refused us\n"
+                 "(password, user, ACL, TLS).\n"
                  "With --from-kafka, consumes ingress.topic as group ingress.group instead:\n"
                  "JSON command messages and raw signals for the watchdog rules (see\n"
                  "lapse.conf.example); runs until SIGTERM/SIGINT.\n");
@@ -187,6 +190,31 @@ static int serve(struct run *run)
     return 0;
 }
 
+/* lapse_producer_new_waiting's on_wait: says once that it waits, and why
+ * (the error at the end gives the last reason). */
+static void say_waiting(void *ctx, const char *why, int wait_ms)
+{
+    static int said;
+    (void)ctx;
+    (void)wait_ms;
+    if (!said++)
+        log_warn("waiting for Redis (up to redis.retry_timeout_ms): %s", why);
+}
+
+/* The exit status when lapse_producer_new failed (errno says how): 78 when
+ * Redis refused us (EX_CONFIG: a restart will not help, see the units), 0
+ * when a signal stopped the start, else 1 (Redis unreachable for
+ * redis.retry_timeout_ms, the namespace not initialised: a restart may
+ * help). The reason goes to stderr unless stopped. */
+static int start_failed(const char *err)
+{
+    int why = errno;
+    if (why == EINTR)
+        return 0;
+    log_error("%s", err);
+    return why == EACCES ? EX_CONFIG : 1;
+}
+
 /* --from-kafka: the ingress owns the producer's error callback. Returns the
  * exit status. */
 static int serve_kafka(const struct lapse_config *cfg)
@@ -197,11 +225,12 @@ static int serve_kafka(const struct lapse_config *cfg)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    lapse_producer *p = lapse_producer_new(cfg, lapse_ingress_on_error, ing, err, sizeof err);
+    lapse_producer *p = lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing,
+                                                   err, sizeof err);
     if (!p) {
-        log_error("%s", err);
+        int rc = start_failed(err);
         lapse_ingress_free(ing);
-        return 1;
+        return rc;
     }
     int rc = lapse_ingress_serve(ing, p, &lapse_stop);
     lapse_producer_free(p);
@@ -254,11 +283,11 @@ int main(int argc, char **argv)
         return rc;
     }
     struct run run = {0};
-    run.p = lapse_producer_new(&cfg, on_error, &run, err, sizeof err);
+    run.p = lapse_producer_new_waiting(&cfg, on_error, say_waiting, &run, err, sizeof err);
     if (!run.p) {
-        log_error("%s", err);
+        int rc = start_failed(err);
         lapse_config_free(&cfg);
-        return 1;
+        return rc;
     }
 
     int rc = serve(&run);

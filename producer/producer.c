@@ -15,6 +15,7 @@
 #include "producer.h"
 #include "queue.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,20 @@
 #include "layout.h"
 #include "redis.h"
 #include "slack.h"
+#include "stop.h"
 
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size)
 {
+    return lapse_producer_new_waiting(cfg, on_error, NULL, ctx, errstr, size);
+}
+
+lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
+                                           lapse_producer_error_cb *on_error,
+                                           lapse_producer_wait_cb *on_wait, void *ctx,
+                                           char *errstr, size_t size)
+{
+    int why = EIO; /* errno on failure */
     lapse_producer *p = calloc(1, sizeof *p);
     if (!p)
         goto oom;
@@ -50,8 +61,12 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     for (size_t i = 0; i < cfg->nnodes; i++)
         if (!(p->nodes[i] = lapse_redis_new(cfg, i)))
             goto oom;
-    if (lapse_redis_ensure(p->nodes[0]) < 0) {
+    /* an unreachable node is waited for as flush waits (a start during a
+     * failover follows it); a refusal stops at once */
+    if (lapse_redis_ensure_within(p->nodes[0], cfg->redis_retry_timeout_ms, &lapse_stop, on_wait,
+                                  ctx) < 0) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[0]));
+        why = lapse_redis_refused(p->nodes[0]) ? EACCES : lapse_stop ? EINTR : ETIMEDOUT;
         goto fail;
     }
     if (producer_load_layout(p, errstr, size) < 0)
@@ -59,8 +74,10 @@ lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_produce
     return p;
 oom:
     snprintf(errstr, size, "out of memory");
+    why = ENOMEM;
 fail:
     lapse_producer_free(p);
+    errno = why; /* (after free, which may set it) */
     return NULL;
 }
 
@@ -68,21 +85,26 @@ lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *o
                                     char *errstr, size_t size)
 {
     struct lapse_config cfg;
-    if (lapse_config_load(&cfg, path, errstr, size) < 0)
+    if (lapse_config_load(&cfg, path, errstr, size) < 0) {
+        errno = EINVAL;
         return NULL;
+    }
     /* The handle keeps the config by pointer: move it into a heap copy the
      * handle owns before creating it. */
     struct lapse_config *own = malloc(sizeof *own);
     if (!own) {
         lapse_config_free(&cfg);
         snprintf(errstr, size, "out of memory");
+        errno = ENOMEM;
         return NULL;
     }
     *own = cfg;
     lapse_producer *p = lapse_producer_new(own, on_error, ctx, errstr, size);
     if (!p) {
+        int why = errno; /* lapse_producer_new's */
         lapse_config_free(own);
         free(own);
+        errno = why;
         return NULL;
     }
     p->owned_cfg = *own; /* same pointers: the handle owns them now */

@@ -57,13 +57,33 @@ typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason
 
 /*
  * Connects to the nodes of `cfg` and reads the namespace's layout. `cfg` must
- * outlive the handle. Returns NULL with errstr set if Redis is unreachable or
- * the namespace is not initialised.
+ * outlive the handle. A Redis that does not answer (not up yet, a failover
+ * under way: the sentinels still name the dead primary) is waited for, with
+ * back-off, for up to redis.retry_timeout_ms, as flush waits; a program
+ * that set up stop.h's SIGTERM/SIGINT handler (lapse-producer) has the wait
+ * cut short by them. Returns NULL with errstr set and errno saying what
+ * kind of failure it was: EACCES when Redis refused us (a wrong password or
+ * user, an ACL denial, a TLS certificate that fails verification: trying
+ * again cannot help), ETIMEDOUT when Redis stayed unreachable, EINTR when
+ * stopped by a signal, EINVAL for a config lapse_producer_open could not
+ * load, ENOMEM, or EIO for anything else (the namespace not initialised).
  */
 lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
                                    void *ctx, char *errstr, size_t size);
 
-/* The same from a config file, which the handle loads and owns. */
+/* Called by lapse_producer_new_waiting before each wait for Redis at start:
+ * why the last attempt failed and how long it waits now (ms). */
+typedef void lapse_producer_wait_cb(void *ctx, const char *why, int wait_ms);
+
+/* lapse_producer_new, calling on_wait (may be NULL) with ctx before each
+ * wait for Redis, so the caller can say why it has not started yet. */
+lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
+                                           lapse_producer_error_cb *on_error,
+                                           lapse_producer_wait_cb *on_wait, void *ctx,
+                                           char *errstr, size_t size);
+
+/* The same from a config file, which the handle loads and owns (errno
+ * EINVAL when it cannot: errstr names the file, line and key). */
 lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
                                     char *errstr, size_t size);
 

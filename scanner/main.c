@@ -15,7 +15,11 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-scanner -c FILE --shard N\n"
                  "Serves shard N: claims due IDs, sends one event each to Kafka, and removes\n"
-                 "them once Kafka acknowledged. SIGTERM/SIGINT stop it cleanly.\n");
+                 "them once Kafka acknowledged. SIGTERM/SIGINT stop it cleanly.\n"
+                 "Exit status: 0 stopped; 1 could not start (Redis unreachable for\n"
+                 "redis.retry_timeout_ms, namespace not initialised, no such shard); 2 bad\n"
+                 "options or config; 3 fatal Kafka errors; 78 Redis refused us (password,\n"
+                 "user, ACL, TLS).\n");
 }
 
 int main(int argc, char **argv)

@@ -201,8 +201,11 @@ static int scanner_new_sink(lapse_scanner *s, const char *why)
 int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
-    if (scanner_attach(s, stop) < 0)
-        return *stop ? LAPSE_SCANNER_OK : LAPSE_SCANNER_FAIL;
+    if (scanner_attach(s, stop) < 0) {
+        if (*stop)
+            return LAPSE_SCANNER_OK;
+        return lapse_redis_refused(s->home) ? LAPSE_SCANNER_REFUSED : LAPSE_SCANNER_FAIL;
+    }
     log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease",
              s->shard, s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));
     /* The lock must be renewed well within the lease even when idle. */

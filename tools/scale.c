@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include "config.h"
 #include "hash.h"
@@ -66,8 +67,9 @@ static void usage(FILE *out)
             "                                 prints, or runs per new shard, what starts their scanners\n"
             "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
             "                                 one; --drain moves those first, N a second (5000)\n"
-            "exit status: 0 success; 1 failure (check: a problem was found); 2 usage or config\n"
-            "error, a bad ID; 3 (check) Redis unreachable\n");
+            "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
+            "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
+            "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
 static int cmd_init(const struct lapse_config *cfg, lapse_redis *home, const char *arg)
@@ -207,6 +209,35 @@ static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int d
     return 0;
 }
 
+/* lapse_redis_ensure_within's on_wait: says once that it waits, and why. */
+static void say_waiting(void *ctx, const char *why, int wait_ms)
+{
+    (void)wait_ms;
+    int *said = ctx;
+    if (!(*said)++)
+        fprintf(stderr, "lapse-scale: waiting for Redis: %s\n", why);
+}
+
+/* Connects to the first node as every program starts: an unreachable one
+ * is waited for up to redis.retry_timeout_ms (a failover under way), a
+ * refusal stops at once. Except check, which reports the state now (status
+ * 3 when unreachable), and a watch, which says so in each refresh and goes
+ * on until the node answers: they try once, and stop only on a refusal.
+ * 0, or -1 with the reason on stderr and *rc the exit status: 78
+ * (EX_CONFIG) for a refusal, else 1. */
+static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const char *cmd,
+                         int watch, int *rc)
+{
+    int said = 0, once = strcmp(cmd, "check") == 0 || (strcmp(cmd, "status") == 0 && watch);
+    if ((once ? lapse_redis_ensure(r) : lapse_redis_ensure_within(r, cfg->redis_retry_timeout_ms,
+                                                                  NULL, say_waiting, &said)) == 0 ||
+        (once && !lapse_redis_refused(r)))
+        return 0;
+    fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(r));
+    *rc = lapse_redis_refused(r) ? EX_CONFIG : 1;
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
@@ -330,11 +361,8 @@ int main(int argc, char **argv)
         nodes[i] = lapse_redis_new(&cfg, i);
     if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
-    else if (lapse_redis_ensure(nodes[0]) < 0 && !(strcmp(cmd, "status") == 0 && watch) &&
-             strcmp(cmd, "check") != 0)
-        /* (check reports it with its own status; a watch says so in each
-         * refresh and goes on until the node answers) */
-        fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(nodes[0]));
+    else if (scale_connect(&cfg, nodes[0], cmd, watch, &rc) < 0)
+        ; /* (said why) */
     else if (strcmp(cmd, "get") == 0)
         rc = lapse_scale_get(&cfg, nodes, argv[optind + 1], as_json);
     else if (strcmp(cmd, "check") == 0)

@@ -4,11 +4,12 @@
 # init, produce, fire, cancel, status, and the operator's commands: split,
 # get, check, finish --drain; every key it writes is in the namespace. No
 # secret shows in a log (at log_level debug), in the status or on a
-# command line. A wrong password, an unknown user, and a
-# Sentinel node whose sentinels are all down stop every program at start
-# with one line naming the node, and a non-zero exit; so does a wrong
-# sentinel_password. `password` alone authenticates as the default user of
-# a server with requirepass.
+# command line. A wrong password, an unknown user and a wrong
+# sentinel_password stop every program at start with one line naming the
+# node and status 78; a node down at start (plain, or a Sentinel node
+# whose sentinels are all down) is waited for up to redis.retry_timeout_ms,
+# then each program exits 1. `password` alone authenticates as the default
+# user of a server with requirepass.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -74,26 +75,32 @@ for f in "$T"/*.log produce.err status.json split.out check.out finish.out; do
 done
 assert_eq "$(grep -c 's3cret' <<<"$status")" 0 "the password in status"
 
-# refused: one line naming the node, exit non-zero, at start (a node that
-# is only unreachable a scanner waits for, up to redis.retry_timeout_ms,
-# saying why, then it exits the same way)
+# refused: one line naming the node, status 78 (EX_CONFIG: a restart will
+# not help), at once; lapse-scale check too (it tells a refusal from an
+# unreachable node, status 3)
 expect_refused "wrong password" "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"lapse\"; password = \"wr0ng\"; } );" \
-    "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)"
+    "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)" "producer ingress scale check scanner"
 expect_refused "unknown user" "nodes = ( { host = \"127.0.0.1\"; port = $REDIS_PORT; username = \"nobody\"; password = \"wr0ng\"; } );" \
     "127\\.0\\.0\\.1:$REDIS_PORT.*(WRONGPASS|invalid)"
+
+# unreachable (a node not up yet, a failover under way) is no refusal:
+# every program waits for it up to redis.retry_timeout_ms, then exits 1 (a
+# restart may help), naming the node; the scanner says why it waits
+free_port >/dev/null
+expect_unreachable "plain node down" "nodes = ( { host = \"127.0.0.1\"; port = $FREE_PORT; username = \"lapse\"; password = \"pw-lapse-s3cret\"; } ); retry_timeout_ms = 1000;" \
+    "127\\.0\\.0\\.1:$FREE_PORT.*refused"
 free_port >/dev/null
 s1=$FREE_PORT
 free_port >/dev/null
 want="lapse-x: no sentinel named its primary.*127\\.0\\.0\\.1:$s1.*refused"
-# (a scanner waits for an unreachable node up to redis.retry_timeout_ms)
-expect_refused "all sentinels down" "nodes = ( { sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; } ); retry_timeout_ms = 1000;" \
-    "$want" "producer scale"
+expect_unreachable "all sentinels down" "nodes = ( { sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; } ); retry_timeout_ms = 1000;" \
+    "$want"
 spawn waiting "$LAPSE_BIN/lapse-scanner" -c "$T/refused.conf" --shard 0
 wait_until 10000 "grep -Eq 'waiting for Redis: redis $want' '$T/waiting.log'" ||
     fail "the scanner did not say why it waits: $(head -c 300 "$T/waiting.log")"
 wait_until 10000 '! proc_alive waiting' || fail "the scanner still waits 10 s after redis.retry_timeout_ms (1 s)"
 proc_stop waiting 1
-assert_ne "$PROC_RC" 0 "the scanner's exit status, all sentinels down"
+assert_eq "$PROC_RC" 1 "the scanner's exit status, all sentinels down"
 assert_file_match "$T/waiting.log" "^error lapse-scanner: redis $want" "the scanner's last word"
 
 # a sentinel that demands a password: a wrong sentinel_password is refused

@@ -7,8 +7,9 @@
 # ones); `systemd-analyze security --offline` rates each exposure at most
 # 2.0; each unit carries the sandbox directives; RestartPreventExitStatus
 # lists exactly the statuses the installed programs use for "a restart will
-# not help" (checked by making them exit so), and not status 1, which they
-# use for what ends by itself (Redis down, the namespace not initialised).
+# not help" (checked by making them exit so: 2, 78 for a refusal by Redis),
+# and not status 1, which they use for what ends by itself (Redis down, the
+# namespace not initialised).
 . "$(dirname "$0")/../lib.sh"
 
 san=
@@ -84,8 +85,8 @@ for u in "$scanner_unit" "$ingress_unit"; do
         grep -qxF "$d" "$u" || fail "$(basename "$u") lacks $d"
     done
 done
-assert_eq "$(grep '^RestartPreventExitStatus=' "$scanner_unit")" 'RestartPreventExitStatus=2 3' "scanner unit"
-assert_eq "$(grep '^RestartPreventExitStatus=' "$ingress_unit")" 'RestartPreventExitStatus=2' "ingress unit"
+assert_eq "$(grep '^RestartPreventExitStatus=' "$scanner_unit")" 'RestartPreventExitStatus=2 3 78' "scanner unit"
+assert_eq "$(grep '^RestartPreventExitStatus=' "$ingress_unit")" 'RestartPreventExitStatus=2 78' "ingress unit"
 
 # ---------------------------------------------------------------- exit statuses
 # (status 3, fatal Kafka errors, is test 0335's)
@@ -108,3 +109,10 @@ assert_eq "$(run_rc "$R/bin/lapse-scanner" -c "$CONF" --shard 0)" 1 "scanner, na
 assert_file_match run.err 'not initialised'
 write_config "$CONF" 'ingress = { topic = "lapse.signals"; group = "g"; };'
 assert_eq "$(run_rc "$R/bin/lapse-producer" -c "$CONF" --from-kafka)" 1 "ingress, namespace not initialised"
+# Redis refuses us (here: it wants a password the config does not give):
+# 78, EX_CONFIG, at once; a restart will not help until the config is fixed
+rcli CONFIG SET requirepass pw-0710 >/dev/null
+assert_eq "$(run_rc "$R/bin/lapse-scanner" -c "$CONF" --shard 0)" 78 "scanner, Redis refuses"
+assert_file_match run.err 'NOAUTH|unauthenticated'
+assert_eq "$(run_rc "$R/bin/lapse-producer" -c "$CONF" --from-kafka)" 78 "ingress, Redis refuses"
+assert_file_match run.err 'NOAUTH|unauthenticated'

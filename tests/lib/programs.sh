@@ -130,27 +130,65 @@ lock_pid() {
     echo "${h##*:}"
 }
 
+# _start_rc PROG CONF: runs PROG (producer, ingress, scale, check, scanner)
+# with CONF until it exits (at most 20 s: 124 then), its stdout and stderr
+# in $T/refused.out and .err; leaves its exit status in START_RC and how
+# long it ran in START_MS. The ingress gets an ingress group added to CONF
+# when it has none.
+_start_rc() {
+    local prog=$1 conf=$2 t0
+    if [[ $prog == ingress ]] && ! grep -q '^ingress' "$conf"; then
+        { cat "$conf"; echo 'ingress = { topic = "lapse.signals"; group = "g-start"; };'; } >"$conf.ingress"
+        conf=$conf.ingress
+    fi
+    START_RC=0
+    t0=$(local_ms)
+    case $prog in
+    producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c "$conf" ;;
+    ingress) timeout 20 "$LAPSE_BIN/lapse-producer" -c "$conf" --from-kafka ;;
+    scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c "$conf" status ;;
+    check) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c "$conf" check ;;
+    scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c "$conf" --shard 0 ;;
+    esac </dev/null >"$T/refused.out" 2>"$T/refused.err" || START_RC=$?
+    START_MS=$(($(local_ms) - t0))
+}
+
 # expect_refused WHAT REDIS_GROUP WANT_ERE [PROGRAMS]: with CONF's redis
 # group replaced by REDIS_GROUP (libconfig text inside "redis = { ... };"),
-# each of PROGRAMS (default: producer scale scanner) stops at start within
-# 20 s, non-zero, with exactly one line on stderr matching WANT_ERE and no
+# each of PROGRAMS (default: producer ingress scale scanner; check too if
+# named) stops at start at once (within 20 s: redis.retry_timeout_ms is
+# not waited out), with status 78 (EX_CONFIG: Redis refused us, a restart
+# will not help) and exactly one line on stderr matching WANT_ERE and no
 # password of REDIS_GROUP in it; the config stays in $T/refused.conf
 expect_refused() {
-    local what=$1 rc prog
+    local what=$1 prog pw
     sed "s|^redis = .*|redis = { $2 };|" "$CONF" >"$T/refused.conf"
-    for prog in ${4:-producer scale scanner}; do
-        rc=0
-        case $prog in
-        producer) timeout 20 "$LAPSE_BIN/lapse-producer" -c "$T/refused.conf" </dev/null >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
-        scale) timeout 20 "$LAPSE_SCRIPTS/lapse-scale" -c "$T/refused.conf" status >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
-        scanner) timeout 20 "$LAPSE_BIN/lapse-scanner" -c "$T/refused.conf" --shard 0 >"$T/refused.out" 2>"$T/refused.err" || rc=$? ;;
-        esac
-        ((rc != 0 && rc != 124)) || fail "$what: $prog's exit status $rc (want non-zero, within 20 s)"
+    for prog in ${4:-producer ingress scale scanner}; do
+        _start_rc "$prog" "$T/refused.conf"
+        assert_eq "$START_RC" 78 "$what: $prog's exit status ($(head -c 300 "$T/refused.err"))"
         assert_eq "$(grep -c . "$T/refused.err")" 1 "$what: lines $prog printed on stderr ($(head -c 300 "$T/refused.err"))"
         assert_file_match "$T/refused.err" "$3" "$what: $prog's error"
         for pw in $(grep -o 'password = "[^"]*"' <<<"$2" | cut -d'"' -f2); do
             ! grep -qF -- "$pw" "$T/refused.err" || fail "$what: $prog printed a password"
         done
+    done
+}
+
+# expect_unreachable WHAT REDIS_GROUP WANT_ERE [PROGRAMS]: as expect_refused,
+# for a Redis that does not answer: REDIS_GROUP must set a short
+# redis.retry_timeout_ms (RT), which each of PROGRAMS (default: producer
+# ingress scale scanner) waits out before it gives up with status 1 (a
+# restart may help), its last line on stderr matching WANT_ERE
+expect_unreachable() {
+    local what=$1 prog rt
+    rt=$(sed -n 's/.*retry_timeout_ms = \([0-9]*\).*/\1/p' <<<"$2")
+    [[ -n $rt ]] || fail "expect_unreachable $what: the group sets no retry_timeout_ms"
+    sed "s|^redis = .*|redis = { $2 };|" "$CONF" >"$T/refused.conf"
+    for prog in ${4:-producer ingress scale scanner}; do
+        _start_rc "$prog" "$T/refused.conf"
+        assert_eq "$START_RC" 1 "$what: $prog's exit status ($(head -c 300 "$T/refused.err"))"
+        assert_ge "$START_MS" "$rt" "$what: ms $prog waited before it gave up (redis.retry_timeout_ms $rt)"
+        assert_match "$(tail -n 1 "$T/refused.err")" "$3" "$what: $prog's last word"
     done
 }
 
