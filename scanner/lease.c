@@ -44,6 +44,21 @@ void scanner_log_moved(lapse_scanner *s)
         LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "shard %u: %s", s->shard, m);
 }
 
+void scanner_memory(lapse_scanner *s)
+{
+    int64_t now = lapse_clock_mono_ms();
+    if (!s->httpd || !s->node || now < s->memory_at_ms)
+        return;
+    s->memory_at_ms = now + LAPSE_MEMORY_EVERY_MS;
+    struct lapse_redis_memory m;
+    if (lapse_redis_memory(s->node, lapse_shard_slot(s->cfg->ns, s->shard), &m) < 0)
+        return; /* (the claims say it is down; the last reading stays) */
+    const char *policy = m.policy[0] ? m.policy : s->cfg->redis_policy_checked;
+    SET(memory_used, m.used);
+    SET(memory_max, m.max);
+    SET(evicting, policy ? lapse_redis_policy_evicts(policy) : -1);
+}
+
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */
 static void scanner_layout_gauges(lapse_scanner *s)
 {

@@ -98,6 +98,7 @@ struct lapse_scanner {
     int64_t backlog_refill_ms;   /* monotonic time of the last refill */
     struct lapse_metrics metrics;
     lapse_httpd *httpd;
+    int64_t memory_at_ms;        /* monotonic: when to read the Redis's memory next */
     struct lapse_log_limit lim_redis, lim_kafka, lim_standby;
 };
 
@@ -110,6 +111,11 @@ struct lapse_scanner {
 /* Logs each of the scanner's handles that followed its node's primary to
  * another server by itself (lapse_redis_moved). */
 void scanner_log_moved(lapse_scanner *s);
+
+/* Reads the memory of the shard's Redis into the metrics (used, max,
+ * evicting), at most every LAPSE_MEMORY_EVERY_MS, only when metrics are
+ * served. A policy changed at runtime shows here before any reconnect. */
+void scanner_memory(lapse_scanner *s);
 
 /* Counts and logs (rate-limited) a failed Redis call of the shard: the
  * error reply r, or when r is NULL why the call on `from` failed (the
