@@ -87,10 +87,21 @@ rcli CONFIG SET maxmemory 0 >/dev/null
 # (stopping would fire nothing from the shard)
 sed "s|^redis = .*|redis = { nodes = ( $node ); accept_eviction = true; };|" "$CONF" >accept.conf
 sed -i "s|^redis = .*|redis = { nodes = ( $node ); };|" "$CONF"
+free_port >/dev/null
+mp=$FREE_PORT # shard 0's scanner serves metrics
+sed "s|^scanner = .*|scanner = { poll_ms = 10; metrics_port = $mp; };|" "$CONF" >metrics.conf
 scanner_stop
-scanners_start 2
+spawn scanner-0 "$LAPSE_BIN/lapse-scanner" -c "$T/metrics.conf" --shard 0
+scanner_start 1
 wait_until 10000 "[[ -n \$(shard_holder 0) && -n \$(shard_holder 1) ]]" || fail "no scanners active"
+wait_until 10000 "metrics_get $mp | grep -q '^lapse_scanner_redis_evicting{.*} 0\$'" ||
+    fail "lapse_scanner_redis_evicting is not 0 under noeviction"
+assert_ge "$(metric "$mp" redis_memory_used_bytes)" 1 "lapse_scanner_redis_memory_used_bytes"
+assert_eq "$(metric "$mp" redis_memory_max_bytes)" 0 "lapse_scanner_redis_memory_max_bytes"
+# the gauge sees the change within seconds, before any reconnect
 rcli CONFIG SET maxmemory-policy volatile-ttl >/dev/null
+wait_until 10000 "metrics_get $mp | grep -q '^lapse_scanner_redis_evicting{.*} 1\$'" ||
+    fail "lapse_scanner_redis_evicting did not turn 1 under volatile-ttl"
 rcli CLIENT KILL TYPE normal SKIPME yes >/dev/null
 for s in 0 1; do
     wait_until 10000 "grep -q 'maxmemory-policy is now volatile-ttl' '$T/scanner-$s.2.log'" ||
