@@ -231,7 +231,7 @@ static int cluster_connect(lapse_redis *r, struct route *rt)
     snprintf(r->addr, sizeof r->addr, "%s", rt->addr);
     lapse_conn *c = redis_open_auth(r, host, port, err, sizeof err);
     char who[LAPSE_CLUSTER_ADDR_MAX + 32];
-    snprintf(who, sizeof who, "cluster primary %s", rt->addr);
+    snprintf(who, sizeof who, "cluster: primary %s", rt->addr);
     int rc = 0;
     if (c && ((rc = redis_policy_check(r, c, who, err, sizeof err)) ||
               redis_load_scripts_on(r, c, err, sizeof err) < 0)) {
