@@ -56,6 +56,13 @@ for s in 0 1; do
     assert_file_match "$T/scanner-$s.log" "^warn lapse-scanner: shard $s: redis .*maxmemory-policy is allkeys-lru" \
         "scanner $s's warning"
 done
+{ cat "$CONF"; echo 'ingress = { topic = "signals"; group = "g-evict"; };'; } >ingress.conf
+spawn ingress "$LAPSE_BIN/lapse-producer" -c "$T/ingress.conf" --from-kafka
+INGRESS=$SPAWNED
+wait_until 10000 "grep -q 'maxmemory-policy is allkeys-lru' '$T/$INGRESS.log'" || fail "the ingress did not warn"
+assert_file_match "$T/$INGRESS.log" "^warn lapse-producer: ingress: redis 127\\.0\\.0\\.1:$REDIS_PORT: maxmemory-policy is allkeys-lru: Redis may evict" \
+    "the ingress's warning"
+ingress_stop
 
 # status shows it, check fails on it
 scale status >status.out 2>&1 || fail "status: exit status $? ($(cat status.out))"
