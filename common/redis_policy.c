@@ -110,7 +110,7 @@ static void memory_from(const redisReply *info, const redisReply *policy, const 
     if (e->type == REDIS_REPLY_ERROR && strncmp(e->str, "NOPERM", 6) == 0)
         snprintf(m->why, sizeof m->why, "INFO and CONFIG denied");
     else
-        snprintf(m->why, sizeof m->why, "INFO: %.100s",
+        snprintf(m->why, sizeof m->why, "%s: %.100s", e == info ? "INFO" : "CONFIG GET",
                  e->type == REDIS_REPLY_ERROR ? e->str : "unexpected reply");
 }
 
