@@ -7,8 +7,10 @@
  * node is one address; a Sentinel node's primary is asked of its sentinels
  * at every (re)connect, in turn from the last that answered, and confirmed
  * with HELLO's role, so a failover is followed by reconnecting. Then it
- * authenticates (AUTH [user] password), selects the db and loads every
- * script of script.h so they can be called by SHA.
+ * authenticates (AUTH [user] password), selects the db, checks the
+ * server's maxmemory-policy (redis_policy.c: an evicting one is refused at
+ * the first connect) and loads every script of script.h so they can be
+ * called by SHA.
  *
  * After any I/O error, a timeout, or a reply that says the server is no
  * primary now (READONLY, LOADING, MASTERDOWN: nothing was applied) the
@@ -113,8 +115,9 @@ void lapse_redis_disconnect(lapse_redis *r);
 const char *lapse_redis_errstr(const lapse_redis *r);
 
 /* 1 when the last connect failed because the server refused us (a wrong
- * password, an unknown user, a command the ACL denies): retrying will not
- * help, so a program starting up stops instead of waiting. */
+ * password, an unknown user, a command the ACL denies, an evicting
+ * maxmemory-policy at the first connect): retrying will not help, so a
+ * program starting up stops instead of waiting. */
 int lapse_redis_refused(const lapse_redis *r);
 
 /*
