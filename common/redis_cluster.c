@@ -144,14 +144,20 @@ static int cluster_connect(lapse_redis *r, struct route *rt);
 static int cluster_check_all(lapse_redis *r)
 {
     struct redis_cluster *cl = r->cl;
-    for (size_t i = 0; i < cl->map.nprimaries; i++) {
+    char addr[sizeof r->addr]; /* r->addr names where commands went: a check is none */
+    memcpy(addr, r->addr, sizeof addr);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < cl->map.nprimaries; i++) {
         struct route *rt = cluster_route(cl, cl->map.primaries[i]);
         r->refused = 0;
         if (rt && !rt->c && cluster_connect(r, rt) < 0 && r->refused)
-            return -1;
+            rc = -1;
     }
-    r->refused = 0;
-    return 0;
+    if (rc == 0) {
+        r->refused = 0;
+        memcpy(r->addr, addr, sizeof addr);
+    }
+    return rc;
 }
 
 /* Reads the map from the known primaries, then the seeds. */
@@ -301,6 +307,8 @@ int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
     }
     if (!rt->c && cluster_connect(r, rt) < 0)
         return cluster_fail(r, 1);
+    if (strcmp(r->addr, rt->addr) != 0) /* (a route may have been connected by a check) */
+        snprintf(r->addr, sizeof r->addr, "%s", rt->addr);
     if (lapse_conn_append_argv(rt->c, argc, argv, argvlen) < 0) {
         redis_set_error(r, "redis cluster: out of memory");
         return cluster_fail(r, 0);
