@@ -107,6 +107,24 @@ static int check_topics(struct ctx *x, const config_t *lc)
     return 0;
 }
 
+/* redis.policy_checked: one of Redis's maxmemory-policy names (Redis 7),
+ * so a typo is not taken for a policy someone checked. */
+static int check_policy(struct ctx *x, const config_t *lc)
+{
+    static const char *const names[] = {"noeviction",     "allkeys-lru",   "allkeys-lfu",
+                                        "allkeys-random", "volatile-lru",  "volatile-lfu",
+                                        "volatile-random", "volatile-ttl"};
+    const char *p = x->cfg->redis_policy_checked;
+    if (!p)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(p, names[i]) == 0)
+            return 0;
+    return config_fail(x, config_lookup(lc, "redis.policy_checked"), "redis.policy_checked",
+                       "\"%s\" is no maxmemory-policy (noeviction, allkeys-lru, volatile-lru, ...)",
+                       p);
+}
+
 int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, size_t size)
 {
     const char *key = !cfg->ingress_topic ? "ingress.topic" : !cfg->ingress_group ? "ingress.group"
@@ -217,7 +235,9 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     else if (config_walk(&x, config_root_setting(&lc), config_keys, config_nkeys, seen, cfg, "",
                          "") == 0 &&
              config_fill(&x, config_keys, config_nkeys, seen, cfg, "") == 0)
-        rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 ? -1 : check_topics(&x, &lc);
+        rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 || check_policy(&x, &lc) < 0
+                 ? -1
+                 : check_topics(&x, &lc);
     config_destroy(&lc);
     if (rc < 0)
         lapse_config_free(cfg);

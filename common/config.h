@@ -90,6 +90,8 @@ struct lapse_config {
     int redis_retry_timeout_ms;      /* redis.retry_timeout_ms: a write is retried this long */
     int redis_wait_replicas;         /* redis.wait_replicas: WAIT for this many, 0 = no WAIT */
     int redis_wait_timeout_ms;       /* redis.wait_timeout_ms: one WAIT's timeout */
+    int redis_accept_eviction;       /* redis.accept_eviction: run on an evicting policy */
+    char *redis_policy_checked;      /* redis.policy_checked: the policy an operator saw, or NULL */
     char *redis_tls_ca_file;         /* redis.tls.ca_file, or NULL: the system's CAs */
     char *redis_tls_cert_file;       /* redis.tls.cert_file: mutual TLS, or NULL */
     char *redis_tls_key_file;        /* redis.tls.key_file: its key, or NULL */

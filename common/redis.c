@@ -66,6 +66,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
         oom = 1;
     }
     r->ns = cfg->ns;
+    r->accept_eviction = cfg->redis_accept_eviction;
+    r->policy_checked = cfg->redis_policy_checked;
     if (oom || (n->nseeds && redis_cluster_new(r) < 0)) {
         lapse_redis_free(r);
         return NULL;
@@ -209,7 +211,8 @@ static int redis_connect(lapse_redis *r)
               (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
               (r->node.db &&
                (rc = redis_expect_ok(c, lapse_conn_command(c, "SELECT %d", r->node.db), "SELECT",
-                                     err, sizeof err))))) {
+                                     err, sizeof err))) ||
+              (primary && (rc = redis_policy_check(r, c, who, err, sizeof err))))) {
         lapse_conn_free(c);
         c = NULL;
         r->refused = rc == -2;

@@ -7,8 +7,10 @@
  * node is one address; a Sentinel node's primary is asked of its sentinels
  * at every (re)connect, in turn from the last that answered, and confirmed
  * with HELLO's role, so a failover is followed by reconnecting. Then it
- * authenticates (AUTH [user] password), selects the db and loads every
- * script of script.h so they can be called by SHA.
+ * authenticates (AUTH [user] password), selects the db, checks the
+ * server's maxmemory-policy (redis_policy.c: an evicting one is refused at
+ * the first connect) and loads every script of script.h so they can be
+ * called by SHA.
  *
  * After any I/O error, a timeout, or a reply that says the server is no
  * primary now (READONLY, LOADING, MASTERDOWN: nothing was applied) the
@@ -130,9 +132,45 @@ void lapse_redis_disconnect(lapse_redis *r);
 const char *lapse_redis_errstr(const lapse_redis *r);
 
 /* 1 when the last connect failed because the server refused us (a wrong
- * password, an unknown user, a command the ACL denies): retrying will not
- * help, so a program starting up stops instead of waiting. */
+ * password, an unknown user, a command the ACL denies, an evicting
+ * maxmemory-policy at the first connect): retrying will not help, so a
+ * program starting up stops instead of waiting. */
 int lapse_redis_refused(const lapse_redis *r);
+
+/*
+ * maxmemory-policy (redis_policy.c): every connection to a primary is
+ * checked when it is made. An evicting policy refuses the handle's first
+ * connect (lapse_redis_refused, the reason in errstr) unless
+ * redis.accept_eviction; what the program should log about it (the
+ * accepted risk, an evicting policy found at a reconnect, a policy the ACL
+ * does not let it read) comes from lapse_redis_policy_news: a line when it
+ * is due (at once, then hourly; the unreadable policy once), with *error
+ * set to 1 when it is to be logged as an error; NULL when there is nothing
+ * to say now. Call it often (it is cheap).
+ */
+const char *lapse_redis_policy_news(lapse_redis *r, int *error);
+
+/* 1 for a maxmemory-policy under which Redis deletes keys to make room:
+ * every one but noeviction ("" and NULL, unknown: 0). */
+int lapse_redis_policy_evicts(const char *policy);
+
+struct lapse_redis_memory {
+    long long used; /* used_memory, bytes; -1 unknown */
+    long long max;  /* maxmemory, bytes; 0 no limit, -1 unknown */
+    char policy[32]; /* maxmemory-policy; "" when it could not be read */
+    char why[128];   /* with policy "": why ("INFO and CONFIG denied") */
+};
+
+/* Parses the text of an INFO memory reply. 0, or -1 (m->why says why)
+ * when it has no maxmemory_policy. */
+int lapse_redis_memory_parse(const char *text, struct lapse_redis_memory *m);
+
+/* Reads the memory of the node (on a cluster node, of the primary that owns
+ * `slot`): INFO memory, else (the ACL denies INFO) CONFIG GET. 0 with m
+ * filled (m->policy "" and m->why when neither is allowed), or -1 on a
+ * connection failure (errstr). */
+int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory *m);
+
 /* The node's name (lapse_node_name: "host:port", or the master name of a
  * Sentinel node), and the "host:port" last connected to or tried (a
  * Sentinel node's current primary; "" before the first attempt). */

@@ -134,6 +134,32 @@ static int cluster_read_map(lapse_redis *r, const char *addr, char *err, size_t 
     return rc;
 }
 
+static struct route *cluster_route(struct redis_cluster *cl, const char *addr);
+static int cluster_connect(lapse_redis *r, struct route *rt);
+
+/* At the handle's first map: connects to every primary, so each one's
+ * maxmemory-policy is checked at start (redis_policy.c) rather than when a
+ * command first goes there. -1 only when one refused (r->refused): a
+ * primary down now is connected, and checked, when it is used. */
+static int cluster_check_all(lapse_redis *r)
+{
+    struct redis_cluster *cl = r->cl;
+    char addr[sizeof r->addr]; /* r->addr names where commands went: a check is none */
+    memcpy(addr, r->addr, sizeof addr);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < cl->map.nprimaries; i++) {
+        struct route *rt = cluster_route(cl, cl->map.primaries[i]);
+        r->refused = 0;
+        if (rt && !rt->c && cluster_connect(r, rt) < 0 && r->refused)
+            rc = -1;
+    }
+    if (rc == 0) {
+        r->refused = 0;
+        memcpy(r->addr, addr, sizeof addr);
+    }
+    return rc;
+}
+
 /* Reads the map from the known primaries, then the seeds. */
 static int cluster_refresh(lapse_redis *r)
 {
@@ -170,6 +196,9 @@ int redis_cluster_ensure(lapse_redis *r)
         return -1; /* errstr still says why the last attempt failed */
     if (cluster_refresh(r) < 0)
         return redis_retry_after(r, now);
+    if (!r->connected_once && cluster_check_all(r) < 0)
+        return redis_retry_after(r, now);
+    r->connected_once = 1;
     lapse_backoff_reset(&r->backoff);
     return 0;
 }
@@ -207,7 +236,12 @@ static int cluster_connect(lapse_redis *r, struct route *rt)
     }
     snprintf(r->addr, sizeof r->addr, "%s", rt->addr);
     lapse_conn *c = redis_open_auth(r, host, port, err, sizeof err);
-    if (c && redis_load_scripts_on(r, c, err, sizeof err) < 0) {
+    char who[LAPSE_CLUSTER_ADDR_MAX + 32];
+    snprintf(who, sizeof who, "cluster: primary %s", rt->addr);
+    int rc = 0;
+    if (c && ((rc = redis_policy_check(r, c, who, err, sizeof err)) ||
+              redis_load_scripts_on(r, c, err, sizeof err) < 0)) {
+        r->refused |= rc == -2;
         lapse_conn_free(c);
         c = NULL;
     }
@@ -273,6 +307,8 @@ int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
     }
     if (!rt->c && cluster_connect(r, rt) < 0)
         return cluster_fail(r, 1);
+    if (strcmp(r->addr, rt->addr) != 0) /* (a route may have been connected by a check) */
+        snprintf(r->addr, sizeof r->addr, "%s", rt->addr);
     if (lapse_conn_append_argv(rt->c, argc, argv, argvlen) < 0) {
         redis_set_error(r, "redis cluster: out of memory");
         return cluster_fail(r, 0);

@@ -48,8 +48,27 @@ struct lapse_redis {
     int refused;                     /* the last connect failed for good (redis.h) */
     uint64_t reconnects;
     char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
+    int accept_eviction;             /* redis.accept_eviction */
+    const char *policy_checked;      /* redis.policy_checked (the config's), or NULL */
+    int policy_state;                /* enum redis_policy_state: what to say */
+    int64_t policy_next_ms;          /* monotonic: when to say policy_msg again */
+    char policy_msg[512];            /* what lapse_redis_policy_news returns */
     char errstr[512];
 };
+
+enum redis_policy_state {
+    REDIS_POLICY_OK = 0,   /* noeviction (or not checked yet): nothing to say */
+    REDIS_POLICY_UNREAD,   /* the ACL denies reading it: said once */
+    REDIS_POLICY_ACCEPTED, /* evicting, with redis.accept_eviction: warned hourly */
+    REDIS_POLICY_EVICTING, /* evicting, found at a reconnect: an error hourly */
+};
+
+/* redis_policy.c: checks maxmemory-policy on a fresh connection to a
+ * primary (after AUTH and SELECT); who names it in messages. 0 (what to
+ * log kept for lapse_redis_policy_news), -1 with err on a connection
+ * failure, -2 with err when the handle must refuse: an evicting policy at
+ * its first connect, without redis.accept_eviction. */
+int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err, size_t size);
 
 void redis_set_error(lapse_redis *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

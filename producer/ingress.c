@@ -350,6 +350,10 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
              ing->cfg->ingress_dead_letter_topic ? ing->cfg->ingress_dead_letter_topic : "off");
 
     while (!*stop && !ing->fatal) {
+        int error = 0;
+        const char *note;
+        while ((note = lapse_producer_notice(p, &error)))
+            LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "ingress: %s", note);
         if (ing->dlq)
             lapse_deadletter_poll(ing->dlq, 0);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);

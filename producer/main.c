@@ -127,6 +127,15 @@ static int input_waiting(void)
     return poll(&pfd, 1, 0) > 0;
 }
 
+/* Logs what is due about the nodes' maxmemory-policy (producer.h). */
+static void log_notices(lapse_producer *p)
+{
+    int error = 0;
+    const char *m;
+    while ((m = lapse_producer_notice(p, &error)))
+        LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "%s", m);
+}
+
 /* Reads stdin to EOF; returns 0, or -1 when the producer itself failed. */
 static int serve(struct run *run)
 {
@@ -135,6 +144,7 @@ static int serve(struct run *run)
         log_error("out of memory");
         return -1;
     }
+    log_notices(run->p);
     size_t have = 0, cap = LINE_MAX_BYTES + 65536;
     unsigned long long lineno = 0;
     int skipping = 0; /* inside an over-long line: drop bytes to its '\n' */
@@ -162,6 +172,7 @@ static int serve(struct run *run)
             pos += len + 1;
         }
         drain(run);
+        log_notices(run->p);
         memmove(buf, buf + pos, have - pos);
         have -= pos;
         if (have == cap) { /* no '\n' within the longest line allowed */

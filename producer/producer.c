@@ -81,6 +81,14 @@ fail:
     return NULL;
 }
 
+const char *lapse_producer_notice(lapse_producer *p, int *error)
+{
+    const char *m = NULL;
+    for (size_t i = 0; !m && i < p->cfg->nnodes; i++)
+        m = lapse_redis_policy_news(p->nodes[i], error);
+    return m;
+}
+
 lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
                                     char *errstr, size_t size)
 {

@@ -150,4 +150,11 @@ void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *
  * without a connection attempt. */
 int lapse_producer_probe(lapse_producer *p, uint64_t *reconnects);
 
+/* What the program should log about its nodes' maxmemory-policy (an
+ * evicting policy accepted with redis.accept_eviction, or found at a
+ * reconnect; a policy the ACL does not let it read): a line when one is due
+ * (hourly while it stands), with *error set to 1 when it is to be logged as
+ * an error; NULL when nothing is due. Call it now and then. */
+const char *lapse_producer_notice(lapse_producer *p, int *error);
+
 #endif

@@ -36,6 +36,27 @@ void scanner_log_moved(lapse_scanner *s)
             log_warn("shard %u: %s", s->shard, m);
     if (s->ahead && (m = lapse_redis_moved(s->ahead)))
         log_warn("shard %u: claims sent ahead: %s", s->shard, m);
+    int error = 0;
+    for (size_t i = 0; s->peers && i < s->cfg->nnodes; i++)
+        while (s->peers[i] && (m = lapse_redis_policy_news(s->peers[i], &error)))
+            LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "shard %u: %s", s->shard, m);
+    while (s->ahead && (m = lapse_redis_policy_news(s->ahead, &error)))
+        LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "shard %u: %s", s->shard, m);
+}
+
+void scanner_memory(lapse_scanner *s)
+{
+    int64_t now = lapse_clock_mono_ms();
+    if (!s->httpd || !s->node || now < s->memory_at_ms)
+        return;
+    s->memory_at_ms = now + LAPSE_MEMORY_EVERY_MS;
+    struct lapse_redis_memory m;
+    if (lapse_redis_memory(s->node, lapse_shard_slot(s->cfg->ns, s->shard), &m) < 0)
+        return; /* (the claims say it is down; the last reading stays) */
+    const char *policy = m.policy[0] ? m.policy : s->cfg->redis_policy_checked;
+    SET(memory_used, m.used);
+    SET(memory_max, m.max);
+    SET(evicting, policy ? lapse_redis_policy_evicts(policy) : -1);
 }
 
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */
@@ -98,6 +119,13 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
         s->node = s->home;
     else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
         log_error("out of memory");
+        return -1;
+    }
+    /* the shard's own node refuses as the home node would (a wrong
+     * password, an evicting maxmemory-policy); one that is down now is
+     * waited for by the loop, as after a failover */
+    if (s->node != s->home && lapse_redis_ensure(s->node) < 0 && lapse_redis_refused(s->node)) {
+        log_error("%s", lapse_redis_errstr(s->node));
         return -1;
     }
     return 0;

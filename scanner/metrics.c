@@ -1,6 +1,7 @@
 /* metrics — see metrics.h. */
 #include "metrics.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,6 +70,26 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
                       "Age of the oldest due ID after the last claim; 0 when none is due.");
     lapse_prom_printf(&o, "lapse_scanner_oldest_overdue_seconds{%s} %.3f\n", labels,
                       (double)LOAD(m->oldest_overdue_ms) / 1000.0);
+
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } mem[] = {
+        {"lapse_scanner_redis_memory_used_bytes", "used_memory of the shard's Redis primary.",
+         offsetof(struct lapse_metrics, memory_used)},
+        {"lapse_scanner_redis_memory_max_bytes",
+         "maxmemory of the shard's Redis primary; 0 when it has none.",
+         offsetof(struct lapse_metrics, memory_max)},
+        {"lapse_scanner_redis_evicting",
+         "1 if the maxmemory-policy of the shard's Redis evicts keys (deadlines may be lost), "
+         "0 under noeviction.",
+         offsetof(struct lapse_metrics, evicting)},
+    };
+    for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) { /* absent while unknown */
+        long long v = LOAD(*(atomic_int_fast64_t *)((char *)m + mem[i].off));
+        if (v >= 0)
+            one(&o, labels, mem[i].name, "gauge", mem[i].help, v);
+    }
 
     struct lapse_prom_hist late = lateness_hist(m);
     lapse_prom_histogram(&o, "lapse_scanner_lateness_seconds",

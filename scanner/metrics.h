@@ -41,10 +41,19 @@ struct lapse_metrics {
     atomic_int_fast64_t attached;      /* 1 once the layout was read and the shard's node known */
     atomic_int_fast64_t splitting;     /* 1 while the layout followed is splitting */
     atomic_int_fast64_t layout_epoch;  /* epoch of the layout followed */
+    /* the shard's Redis primary, read every LAPSE_MEMORY_EVERY_MS (INFO
+     * memory); -1: not read, or not readable (not rendered then) */
+    atomic_int_fast64_t memory_used;   /* used_memory, bytes */
+    atomic_int_fast64_t memory_max;    /* maxmemory, bytes (0: no limit) */
+    atomic_int_fast64_t evicting;      /* 1: maxmemory-policy evicts keys, 0: noeviction */
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
     atomic_uint_fast64_t written_past_due; /* events whose lateness counts from after the deadline */
 };
+
+/* How often a scanner reads its Redis's memory (ms): often enough for an
+ * alert, rarely enough to cost nothing beside the claims. */
+#define LAPSE_MEMORY_EVERY_MS 5000
 
 /* Counts one event's lateness (fired_ms - deadline_ms, clamped at 0). */
 void lapse_metrics_lateness(struct lapse_metrics *m, int64_t late_ms);

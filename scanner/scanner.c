@@ -114,6 +114,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
+    s->metrics.memory_used = s->metrics.memory_max = s->metrics.evicting = -1;
     s->home = lapse_redis_new(cfg, 0);
     s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
     if (!s->home || !s->sink) {
@@ -227,6 +228,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             s->seen_below = 0; /* perhaps another server now (claim.c: scanner_seen) */
         }
         scanner_log_moved(s);
+        scanner_memory(s);
         if (!s->active) {
             if (!scanner_acquire(s)) {
                 /* standby: poll the lock often enough to take over promptly */

@@ -104,6 +104,7 @@ struct lapse_scanner {
     int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
     char metrics_err[256];       /* why the last try failed, as logged; "" when none did */
     int64_t metrics_warned_ms;   /* monotonic time that was logged */
+    int64_t memory_at_ms;        /* monotonic: when to read the Redis's memory next */
     struct lapse_log_limit lim_redis, lim_kafka;
     char standby_holder[96];     /* the holder last logged while standing by; "" when active */
     int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
@@ -119,6 +120,11 @@ struct lapse_scanner {
 /* Logs each of the scanner's handles that followed its node's primary to
  * another server by itself (lapse_redis_moved). */
 void scanner_log_moved(lapse_scanner *s);
+
+/* Reads the memory of the shard's Redis into the metrics (used, max,
+ * evicting), at most every LAPSE_MEMORY_EVERY_MS, only when metrics are
+ * served. A policy changed at runtime shows here before any reconnect. */
+void scanner_memory(lapse_scanner *s);
 
 /* Counts and logs (rate-limited) a failed Redis call of the shard: the
  * error reply r, or when r is NULL why the call on `from` failed (the

@@ -14,9 +14,10 @@
  *                     the shards' counters refreshed (tools/scale/watch.c)
  *   get ID [--json]   where an ID lives and what is held for it
  *                     (tools/scale/get.c, common/inspect.c)
- *   check [--max-overdue S] [--json]
- *                     exit 0 when every shard has an active scanner and
- *                     nothing is overdue (tools/scale/check.c)
+ *   check [--max-overdue S] [--max-memory PCT] [--json]
+ *                     exit 0 when every shard has an active scanner,
+ *                     nothing is overdue, and no primary evicts or is past
+ *                     PCT % of its maxmemory (tools/scale/check.c)
  *   split [--to NODES] [--start-cmd CMD]
  *                     double the shards online; new shards on NODES
  *                     (host:port,...) or beside their old twins; prints, or
@@ -39,6 +40,7 @@
 #include "split.h"
 #include "scale/check.h"
 #include "scale/get.h"
+#include "scale/memory.h"
 #include "scale/status.h"
 #include "scale/watch.h"
 
@@ -57,10 +59,13 @@ static void usage(FILE *out)
             "                                 in flight (lease, deadline dispatched), payload,\n"
             "                                 repeat, and during a split its twin; reads only\n"
             "                                 (an ID starting with '-': get -- ID)\n"
-            "  check [--max-overdue S] [--json]\n"
+            "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
             "                                 exit 0 when every shard has an active scanner and no\n"
             "                                 due ID is more than S seconds (default 60) overdue;\n"
             "                                 else one line per problem on stdout\n"
+            "                                 (also: a primary whose maxmemory-policy evicts, or\n"
+            "                                 whose used memory passed PCT %% (default 90) of its\n"
+            "                                 maxmemory)\n"
             "  split [--to HOST:PORT,...] [--start-cmd 'CMD %%d']\n"
             "                                 double the shards online; new shards on the given\n"
             "                                 nodes (listed in the config) or beside their twins;\n"
@@ -238,11 +243,24 @@ static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const c
     return -1;
 }
 
+/* Says on stderr what is due about the node's maxmemory-policy (an
+ * eviction accepted with redis.accept_eviction, a policy the ACL hides).
+ * Returns 0 (so the command goes on). */
+static int scale_policy_news(lapse_redis *r)
+{
+    int error = 0;
+    const char *m;
+    while ((m = lapse_redis_policy_news(r, &error)))
+        fprintf(stderr, "lapse-scale: %s: %s\n", error ? "error" : "warning", m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
     int as_json = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0;
     int64_t max_overdue_ms = 60000;
+    int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
@@ -254,6 +272,7 @@ int main(int argc, char **argv)
         {"interval", required_argument, NULL, 'i'},
         {"count", required_argument, NULL, 'n'},
         {"max-overdue", required_argument, NULL, 'm'},
+        {"max-memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -276,6 +295,17 @@ int main(int argc, char **argv)
             }
             break;
         case 'w': watch = 1; break;
+        case 'M': {
+            char *end;
+            long pct = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || pct < 1 || pct > 100) {
+                fprintf(stderr, "lapse-scale: --max-memory: \"%s\" is not a percentage (1..100)\n",
+                        optarg);
+                return 2;
+            }
+            max_memory_pct = (int)pct;
+            break;
+        }
         case 'i':
         case 'm': {
             char *end;
@@ -355,6 +385,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    /* status, check and get only read: they connect to a Redis whose
+     * maxmemory-policy evicts, to show it (status) and fail on it (check);
+     * init, split and finish write, and refuse it as every program does */
+    int writes = strcmp(cmd, "init") == 0 || strcmp(cmd, "split") == 0 ||
+                 strcmp(cmd, "finish") == 0;
+    if (!writes)
+        cfg.redis_accept_eviction = 1;
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);
     int rc = 1;
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
@@ -363,10 +400,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "lapse-scale: out of memory\n");
     else if (scale_connect(&cfg, nodes[0], cmd, watch, &rc) < 0)
         ; /* (said why) */
+    else if (writes && scale_policy_news(nodes[0]))
+        ;
     else if (strcmp(cmd, "get") == 0)
         rc = lapse_scale_get(&cfg, nodes, argv[optind + 1], as_json);
     else if (strcmp(cmd, "check") == 0)
-        rc = lapse_scale_check(&cfg, nodes, max_overdue_ms, as_json);
+        rc = lapse_scale_check(&cfg, nodes, max_overdue_ms, max_memory_pct, as_json);
     else if (strcmp(cmd, "status") == 0 && watch)
         rc = lapse_scale_watch(&cfg, nodes, interval_ms, count);
     else if (strcmp(cmd, "init") == 0)

@@ -108,6 +108,29 @@ TEST(metrics_render_names_units_and_values)
     free(m);
 }
 
+TEST(metrics_render_redis_memory_once_read)
+{
+    struct lapse_metrics *m = calloc(1, sizeof *m);
+    REQUIRE(m);
+    m->ns = "demo";
+    atomic_store(&m->memory_used, -1);
+    atomic_store(&m->memory_max, -1);
+    atomic_store(&m->evicting, -1);
+    char buf[16384];
+    REQUIRE(lapse_metrics_render(m, buf, sizeof buf) > 0);
+    CHECK(!strstr(buf, "lapse_scanner_redis_memory")); /* not read: absent, not -1 */
+    CHECK(!strstr(buf, "lapse_scanner_redis_evicting"));
+    atomic_store(&m->memory_used, 3000000);
+    atomic_store(&m->memory_max, 4000000);
+    atomic_store(&m->evicting, 1);
+    REQUIRE(lapse_metrics_render(m, buf, sizeof buf) > 0);
+    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_used_bytes{ns=\"demo\",shard=\"0\"}"), "3000000");
+    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_max_bytes{ns=\"demo\",shard=\"0\"}"), "4000000");
+    CHECK_STR(sample(buf, "lapse_scanner_redis_evicting{ns=\"demo\",shard=\"0\"}"), "1");
+    CHECK(strstr(buf, "# TYPE lapse_scanner_redis_evicting gauge\n"));
+    free(m);
+}
+
 TEST(metrics_ready_needs_redis)
 {
     struct lapse_metrics *m = calloc(1, sizeof *m);

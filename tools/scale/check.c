@@ -15,6 +15,7 @@
 
 #include "health.h"
 #include "layout.h"
+#include "memory.h"
 
 struct verdict {
     json_t *problems; /* [{shard, problem, message}] */
@@ -41,8 +42,36 @@ static void problem(struct verdict *v, long shard, const char *kind, const char 
     json_array_append_new(v->problems, o);
 }
 
+/* Each primary's maxmemory-policy and memory: an evicting policy loses
+ * deadlines silently, and one past max_memory_pct % of its maxmemory is
+ * close to refusing writes. Adds the readings to `out`. */
+static void check_memory(struct verdict *v, const struct lapse_config *cfg, lapse_redis **nodes,
+                         int max_memory_pct, json_t *out)
+{
+    struct lapse_scale_memory *mem = NULL;
+    size_t n = lapse_scale_memory_read(cfg, nodes, &mem);
+    for (size_t i = 0; i < n; i++) {
+        const struct lapse_scale_memory *e = &mem[i];
+        json_array_append_new(out, lapse_scale_memory_json(e));
+        if (!e->read) /* (unreachable: the shards' checks say so) */
+            continue;
+        if (lapse_redis_policy_evicts(e->m.policy))
+            problem(v, -1, "evicting",
+                    "redis %s (primary %s): maxmemory-policy is %s: Redis may evict lapse's keys "
+                    "and lose deadlines (CONFIG SET maxmemory-policy noeviction)",
+                    e->node, e->primary, e->m.policy);
+        double pct = lapse_scale_memory_pct(&e->m);
+        if (pct > max_memory_pct)
+            problem(v, -1, "memory",
+                    "redis %s (primary %s): used memory is %.0f%% of maxmemory (%lld of %lld "
+                    "bytes; max %d%%)",
+                    e->node, e->primary, pct, e->m.used, e->m.max, max_memory_pct);
+    }
+    free(mem);
+}
+
 int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64_t max_overdue_ms,
-                      int as_json)
+                      int max_memory_pct, int as_json)
 {
     struct verdict v = {.problems = json_array(), .as_json = as_json};
     json_t *info = json_array();
@@ -97,6 +126,9 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
                                                   (json_int_t)h.inflight));
         }
     }
+    json_t *memory = json_array();
+    if (!v.unreachable)
+        check_memory(&v, cfg, nodes, max_memory_pct, memory);
     size_t nproblems = json_array_size(v.problems);
     int status = v.unreachable ? LAPSE_CHECK_UNREACHABLE
                  : nproblems   ? LAPSE_CHECK_PROBLEM
@@ -105,6 +137,10 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
         json_t *o = json_pack("{s:s, s:b, s:i, s:f, s:i, s:O, s:O}", "ns", cfg->ns, "ok",
                               status == LAPSE_CHECK_OK, "status", status, "max_overdue_s", max_s,
                               "shards", (int)l.shards, "problems", v.problems, "shard_info", info);
+        if (o) {
+            json_object_set_new(o, "max_memory_pct", json_integer(max_memory_pct));
+            json_object_set(o, "memory", memory);
+        }
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (s)
             printf("%s\n", s);
@@ -116,6 +152,7 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
     }
     json_decref(v.problems);
     json_decref(info);
+    json_decref(memory);
     lapse_layout_free(&l);
     return status;
 }

@@ -6,7 +6,8 @@
  *   1  a problem: one line per problem on stdout, e.g.
  *      "shard 3: no active scanner", "shard 5: oldest due ID is 93 s
  *      overdue (max 60)"; also a namespace not initialised or a split or
- *      finish left half-way
+ *      finish left half-way; a primary whose maxmemory-policy evicts, or whose
+ *      used memory is past --max-memory percent (default 90) of maxmemory
  *   2  usage or config errors (decided by the caller, main)
  *   3  Redis unreachable: a node could not be asked (its shards are named)
  */
@@ -25,6 +26,6 @@
 
 /* Checks every shard; returns one of the statuses above. */
 int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64_t max_overdue_ms,
-                      int as_json);
+                      int max_memory_pct, int as_json);
 
 #endif

@@ -13,6 +13,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "health.h"
+#include "memory.h"
 #include "split.h"
 
 /* A read that got no reply at all (a failover, a cluster moving the slot:
@@ -223,6 +224,14 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         printf("%-22s %-19s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
     for (size_t n = 0; n < cfg->nnodes; n++)
         node_status(cfg, n, nodes[n], node_info, as_json);
+    struct lapse_scale_memory *mem = NULL;
+    size_t nmem = lapse_scale_memory_read(cfg, nodes, &mem);
+    json_t *mem_info = json_array();
+    for (size_t n = 0; n < nmem; n++)
+        json_array_append_new(mem_info, lapse_scale_memory_json(&mem[n]));
+    if (!as_json)
+        lapse_scale_memory_print(mem, nmem);
+    free(mem);
     if (!as_json)
         printf(LAPSE_SCALE_SHARD_HEADER);
     /* A shard that cannot be read is named (stderr; "error" in --json) and
@@ -285,6 +294,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                               (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
                               "epoch", (json_int_t)l.epoch, "shard_info", shards, "nodes",
                               node_info);
+        json_object_set_new(o, "memory", mem_info);
         if (has_pending)
             json_object_set_new(o, "interrupted",
                                 json_pack("{s:s, s:I}", "command",
@@ -303,6 +313,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     } else {
         json_decref(shards);
         json_decref(node_info);
+        json_decref(mem_info);
         if (l.splitting)
             printf("split: %s%llu IDs left to move out of old shards%s\n",
                    failed ? "at least " : "", (unsigned long long)to_move,
