@@ -255,6 +255,27 @@ static int scale_policy_news(lapse_redis *r)
     return 0;
 }
 
+/* The commands: how many operands each takes, and which options (by their
+ * letter in main's opts; -c goes with every one). An option a command does
+ * not take is an error naming both, not silently ignored. */
+struct scale_cmd {
+    const char *name;
+    int nargs;
+    const char *opts;
+};
+static const struct scale_cmd scale_cmds[] = {
+    {"init", 1, ""},      {"status", 0, "jwin"}, {"get", 1, "j"},
+    {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
+};
+
+static const struct scale_cmd *scale_cmd_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof scale_cmds / sizeof scale_cmds[0]; i++)
+        if (strcmp(scale_cmds[i].name, name) == 0)
+            return &scale_cmds[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
@@ -277,10 +298,13 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int ch;
+    char given[32] = ""; /* the options given, by their letter in opts */
     char bad[64] = ""; /* the first option getopt did not take, reported once the command is known */
     const char *what = "unknown option", *why = ""; /* what bad is, what is wrong with it */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+        if (ch != '?' && ch != ':' && !strchr(given, ch) && strlen(given) < sizeof given - 1)
+            given[strlen(given)] = (char)ch;
         switch (ch) {
         case 'c': path = optarg; break;
         case 'j': as_json = 1; break;
@@ -361,13 +385,20 @@ int main(int argc, char **argv)
                 path ? "a command is required" : "-c FILE is required");
         return 2;
     }
-    int nargs = argc - optind - 1;
-    int known = ((strcmp(cmd, "init") == 0 || strcmp(cmd, "get") == 0) && nargs == 1) ||
-                ((strcmp(cmd, "status") == 0 || strcmp(cmd, "split") == 0 ||
-                  strcmp(cmd, "finish") == 0 || strcmp(cmd, "check") == 0) && nargs == 0);
-    if (!known) {
+    const struct scale_cmd *c = scale_cmd_find(cmd);
+    if (!c || argc - optind - 1 != c->nargs) {
         fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s; see lapse-scale --help\n",
                 cmd);
+        return 2;
+    }
+    for (const char *g = given; *g; g++) {
+        if (*g == 'c' || strchr(c->opts, *g))
+            continue;
+        const struct option *o = opts;
+        while (o->name && o->val != *g)
+            o++;
+        fprintf(stderr, "lapse-scale: %s: option --%s does not go with %s; see lapse-scale --help\n",
+                cmd, o->name ? o->name : "?", cmd);
         return 2;
     }
     char err[512];

@@ -104,6 +104,13 @@ assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: unknown option -5 (an ID tha
 rc=0
 scale get --jsn dev-42 >bad.out 2>bad.err || rc=$?
 assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: unknown option --jsn; see lapse-scale --help" "exit status and error of get --jsn"
+# an option of another command is an error naming both, not ignored
+rc=0
+scale get --drain dev-42 >bad.out 2>bad.err || rc=$?
+assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: get: option --drain does not go with get; see lapse-scale --help" "exit status and error of get --drain"
+rc=0
+scale check --interval 1 >bad.out 2>bad.err || rc=$?
+assert_eq "$rc:$(cat bad.err)" "2:lapse-scale: check: option --interval does not go with check; see lapse-scale --help" "exit status and error of check --interval"
 
 rc=0
 scale get "$(head -c 512 /dev/zero | tr '\0' x)" --json >/dev/null || rc=$?
