@@ -121,6 +121,14 @@ void degrade_ok(lapse_producer *p, size_t n, const char *addr)
         degrade_drop(p, d);
 }
 
+int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size)
+{
+    if (i >= p->ndegraded)
+        return 0;
+    snprintf(addr, size, "%s", p->degraded[i].addr);
+    return 1;
+}
+
 void degrade_free(lapse_producer *p)
 {
     free(p->degraded);

@@ -251,7 +251,9 @@ int ingress_settle(lapse_ingress *ing, int sync)
     char why[WHY_MAX];
     if (ing->n == 0)
         return 0;
-    if (lapse_producer_flush(ing->p, why, sizeof why) < 0) {
+    int flushed = lapse_producer_flush(ing->p, why, sizeof why);
+    lapse_ingress_metrics_unconfirmed(ing->metrics, ing->p);
+    if (flushed < 0) {
         M_INC(redis_errors);
         M_SET(redis_up, 0);
         /* every message whose op failed was reported (refused); those

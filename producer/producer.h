@@ -128,6 +128,12 @@ struct lapse_producer_stats {
 };
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out);
 
+/* With redis.wait_replicas: the primaries whose last WAIT saw fewer
+ * replicas than that (their writes are retried, then reported failed:
+ * producer/degrade.c). Writes the i-th one's "host:port" into addr and
+ * returns 1, or returns 0 past the last one (i from 0). */
+int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size);
+
 /* PINGs every node (producer/probe.c). Returns how many did not answer (0:
  * all up), with the nodes' reconnects so far in *reconnects (may be NULL);
  * or -1, touching nothing, while operations are queued or in flight (call
