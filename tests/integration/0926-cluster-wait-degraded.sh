@@ -11,9 +11,10 @@
 # given 20,000 touches of those IDs exits 1 within retry_timeout_ms + 5 s;
 # every line whose shard is on a healthy primary is applied and not
 # reported failed; every line whose shard is on the promoted one is
-# reported failed (`line N: ...`). Then the old primary comes back as a
-# replica of the promoted one, and a new producer's writes are confirmed
-# (exit 0).
+# reported failed (`line N: ...`); lapse-scale status and check name the
+# promoted primary as short of replicas. Then the old primary comes back
+# as a replica of the promoted one: check no longer names it, and a new
+# producer's writes are confirmed (exit 0).
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3 1
@@ -75,9 +76,25 @@ assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on the health
 assert_eq "$(awk -v re="$lostre" -v t="$far2" '$0 !~ re && $3 != t' ids.txt | wc -l)" 0 \
     "IDs on the healthy primaries without the second write's deadline"
 
+# status and check name the primary short of replicas (check also finds
+# no scanners here: exit 1 either way)
+promoted=$(cluster_shard_port "${lost[0]}")
+scale check --json >check.json || true
+assert_eq "$(jq -r '[.problems[] | select(.problem == "replicas_missing") | .message] | join(";")' check.json)" \
+    "node cluster: primary 127.0.0.1:$promoted has 0 replicas, redis.wait_replicas = 1: writes there cannot be confirmed (producers report them failed)" \
+    "check's replicas_missing problems"
+scale status --json >status.json || fail "status: exit status $?"
+assert_eq "$(jq -r '[.nodes[] | select(.replicas_missing) | .primary] | join(",")' status.json)" "127.0.0.1:$promoted" \
+    "status: primaries with replicas_missing"
+scale status >status.txt || fail "status: exit status $?"
+assert_file_match status.txt "^replicas missing: cluster primary 127.0.0.1:$promoted has 0 replicas online" "status's line"
+
 # a replica again: the old primary rejoins as the promoted one's replica
 redis_restart "$(cluster_node_of "$victim")"
 cluster_wait_ok 30000
+scale check --json >check.json || true
+assert_eq "$(jq '[.problems[] | select(.problem == "replicas_missing")] | length' check.json)" 0 \
+    "check's replicas_missing problems once the replica is back"
 produce <second.txt 2>third.log || fail "the producer once the replica is back: exit status $? ($(head -n 3 third.log))"
 dump >ids.txt
 assert_eq "$(awk -v t="$far2" '$3 == t' ids.txt | wc -l)" 20000 "IDs with the second write's deadline"
