@@ -64,6 +64,12 @@ assert_eq "$(comm -23 on_lost.txt failed.txt | wc -l)" 0 "lines on b not reporte
 assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on h reported failed"
 assert_eq "$(held "$(redis_port h)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on h without the second write's deadline"
 
+# check names b as short of replicas (h has its replica)
+scale check --json >check.json || true
+assert_eq "$(jq -r '[.problems[] | select(.problem == "replicas_missing") | .message] | join(";")' check.json)" \
+    "node lapse-a: primary 127.0.0.1:$(redis_port b) has 0 replicas, redis.wait_replicas = 1: writes there cannot be confirmed (producers report them failed)" \
+    "check's replicas_missing problems"
+
 # a producer that keeps running: a write for b fails (once its window closed)
 lost=$(head -n 1 on_lost.txt)
 lostkey=
@@ -97,4 +103,7 @@ wait_until 10000 '! proc_alive s' || fail "the streaming producer did not exit w
 proc_stop s 1
 assert_eq "$(grep -c "^line $k: " "$T/s.log")" 0 "reports of the stream's write once b had a replica"
 
+scale check --json >check.json || true
+assert_eq "$(jq '[.problems[] | select(.problem == "replicas_missing")] | length' check.json)" 0 \
+    "check's replicas_missing problems once b has a replica"
 produce <second.txt 2>third.log || fail "a new producer once b has a replica: exit status $? ($(head -n 3 third.log))"
