@@ -4,11 +4,11 @@
  * batches in flight), send.c (sending a batch: pipelines, replies, retries,
  * the split protocol), send_plan.c (turning a batch into Redis calls),
  * send_split.c (what a split's replies say, the moved-ID cache), confirm.c,
- * degrade.c and probe.c. Calls go one way, from each file to those after it in
- * producer.c, flight.c, send.c, send_plan.c, send_split.c (confirm.c is
- * called from flight.c and send.c, degrade.c from send.c; they call none
- * of them); only the queue's
- * arena (producer_arena_put) is called back. Not installed; not part of the
+ * degrade.c (primaries short of replicas) and probe.c. Calls go one way,
+ * from each file to those after it in producer.c, flight.c, send.c,
+ * send_plan.c, send_split.c (confirm.c is called from flight.c and send.c,
+ * degrade.c from send.c; they call none of them); only the queue's arena
+ * (producer_arena_put) is called back. Not installed; not part of the
  * library's API.
  */
 #ifndef LAPSE_QUEUE_H
