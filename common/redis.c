@@ -528,10 +528,11 @@ int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
     else if (reply->type != REDIS_REPLY_INTEGER)
         redis_set_error(r, "redis %s: WAIT: %.200s", r->name,
                         reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
-    else if (reply->integer < replicas)
+    else if (reply->integer < replicas) {
         redis_set_error(r, "redis %s: WAIT: %lld of %d replicas took the write within %d ms",
                         r->name, reply->integer, replicas, timeout_ms);
-    else
+        rc = -2; /* answered: the connection stays */
+    } else
         rc = 0;
     freeReplyObject(reply);
     return rc;
@@ -586,6 +587,11 @@ redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, co
         return NULL;
     return reply;
 }
+int lapse_redis_wait_short(const lapse_redis *r, const char *addr)
+{
+    return r->cl ? redis_cluster_wait_short(r, addr) : 1;
+}
+
 const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot)
 {
     return r->cl ? redis_cluster_owner(r, slot) : r->addr;

@@ -112,16 +112,23 @@ int lapse_redis_send(lapse_redis *r);
  * So an INCR of NS:w:N (N the node's index) goes first: a write of this
  * connection made after everything the server applied before it.
  * append_wait queues both in the pipeline (0 or -1 as append); wait_reply
- * reads their replies: 0 when enough replicas answered, -1 with errstr when
- * fewer did (the writes may be lost with the primary: send them again or
- * report them) or on a connection failure (as get_reply). lapse_redis_wait
- * does both; replicas <= 0 returns 0 at once. WAIT is not strong
+ * reads their replies: 0 when enough replicas answered; -2 with errstr when
+ * every reply came and fewer replicas answered (the writes may be lost with
+ * the primary: send them again or report them; the connection stays up);
+ * -1 with errstr on a connection failure or an error reply (as get_reply).
+ * lapse_redis_wait does both; replicas <= 0 returns 0 at once. WAIT is not strong
  * consistency: a write it confirmed survives the loss of the primary only
  * if a replica that has it is the one promoted.
  */
 int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms);
 int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
 int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms);
+
+/* After lapse_redis_wait_reply returned -2: 1 if the primary at addr (a
+ * cluster's, as lapse_redis_slot_owner names it) was one whose WAIT fell
+ * short, 0 if its WAIT saw enough replicas or it had none in that group.
+ * Any other node has one primary: 1. */
+int lapse_redis_wait_short(const lapse_redis *r, const char *addr);
 
 /* 1 if `reply` is Redis's NOSCRIPT error; also marks the scripts for reload. */
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply);

@@ -34,6 +34,7 @@ struct route {
     lapse_conn *c;                     /* NULL until used, and after a drop */
     int wrote;                         /* commands sent since its last WAIT */
     char tag[TAG_MAX];                 /* hash tag of the last key sent there (WAIT's INCR) */
+    int wait_short;                    /* its WAIT in the last group read saw too few replicas */
 };
 
 struct redis_cluster {
@@ -422,10 +423,13 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
     }
     size_t group = cl->waits[cl->wait_head++];
     cl->nwaits--;
-    int rc = 0;
+    int rc = 0, failed = 0; /* failed: a reply other than too few replicas */
+    for (size_t i = 0; i < cl->nroutes; i++)
+        cl->routes[i].wait_short = 0;
     for (size_t k = 0; k < group; k++) {
         char addr[LAPSE_CLUSTER_ADDR_MAX];
-        snprintf(addr, sizeof addr, "%s", cl->ndue ? cl->routes[cl->due[cl->head]].addr : "?");
+        size_t at = cl->ndue ? cl->due[cl->head] : 0;
+        snprintf(addr, sizeof addr, "%s", cl->ndue ? cl->routes[at].addr : "?");
         redisReply *incr, *wait;
         if (redis_cluster_get_reply(r, &incr) < 0)
             return -1;
@@ -441,11 +445,25 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
                             "write within %d ms", addr,
                             wait->type == REDIS_REPLY_INTEGER ? wait->integer : 0LL, replicas,
                             timeout_ms);
+        if (!counted || wait->type != REDIS_REPLY_INTEGER)
+            failed = 1;
+        else if (wait->integer < replicas)
+            cl->routes[at].wait_short = 1;
         if (!counted || wait->type != REDIS_REPLY_INTEGER || wait->integer < replicas)
             rc = -1;
         freeReplyObject(wait);
     }
-    return rc;
+    /* only too few replicas: the others confirmed (redis.h) */
+    return rc < 0 && !failed ? -2 : rc;
+}
+
+int redis_cluster_wait_short(const lapse_redis *r, const char *addr)
+{
+    const struct redis_cluster *cl = r->cl;
+    for (size_t i = 0; addr && i < cl->nroutes; i++)
+        if (strcmp(cl->routes[i].addr, addr) == 0)
+            return cl->routes[i].wait_short;
+    return 0;
 }
 
 const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r)

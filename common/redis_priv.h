@@ -155,6 +155,7 @@ void redis_cluster_disconnect(lapse_redis *r);
 void redis_cluster_noscript(lapse_redis *r);
 int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms);
 int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
+int redis_cluster_wait_short(const lapse_redis *r, const char *addr);
 const char *redis_cluster_owner(lapse_redis *r, uint16_t slot);
 
 #endif

@@ -12,11 +12,13 @@
  * last message there.
  *
  * Invariants:
- *  - An offset is committed only by commit(), which runs only when the
- *    whole batch is applied and acknowledged. Anything else drops the batch
- *    through ingress_batch_failed(), which seeks every partition of the
- *    batch back to the batch's first message there, so the next poll reads
- *    it again: a later commit can never cover a message whose writes failed.
+ *  - An offset is committed only when every message before it in its
+ *    partition is applied and acknowledged: by commit(), when the whole
+ *    batch is, or by ingress_batch_partial(), up to each partition's first
+ *    message whose write failed. Anything else drops the batch through
+ *    ingress_batch_failed(), which seeks every partition of the batch back
+ *    to the batch's first message there, so the next poll reads it again: a
+ *    later commit can never cover a message whose writes failed.
  *  - When that seek fails, the ingress stops (fatal): a consumer whose
  *    position is past unapplied messages must not commit again.
  *  - The producer's queue holds only this batch's ops: every path that
@@ -77,15 +79,24 @@ void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_
         lapse_deadletter_send(ing->dlq, s->m, s->why ? s->why : "?");
 }
 
-/* Seeks every partition of the batch back to its first message there. */
-static int seek_back(lapse_ingress *ing)
+/* The offset of each partition of the batch where reading must start
+ * again: its first message there, or with `refused` its first message
+ * whose op the producer reported (partitions with none are left out). */
+static rd_kafka_topic_partition_list_t *first_offsets(lapse_ingress *ing, int refused)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
     for (size_t i = 0; i < ing->n; i++) {
         const rd_kafka_message_t *m = ing->batch[i].m;
-        if (!rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
+        if ((!refused || ing->batch[i].refused) &&
+            !rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition))
             rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition)->offset = m->offset;
     }
+    return l;
+}
+
+/* Seeks the partitions of l to their offsets (frees l). */
+static int seek_back(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l)
+{
     /* librdkafka before 2.1.0 reads seek_partitions' timeout as microseconds
      * (librdkafka PR #4230), so a busy fetcher "times out" within 5 ms. A
      * timed-out seek is still queued, and seeking again to the same offsets
@@ -136,8 +147,59 @@ int ingress_batch_failed(lapse_ingress *ing, const char *why)
     lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
                       "ingress: %zu messages not applied (%s): not committed, reading them "
                       "again in %d ms", ing->n, why, ing->backoff_ms);
-    if (seek_back(ing) < 0)
+    if (seek_back(ing, first_offsets(ing, 0)) < 0)
         ing->fatal = 1;
+    ingress_release(ing);
+    if (!ing->in_rebalance && !ing->fatal)
+        pause_ms(ing, ing->backoff_ms);
+    return -1;
+}
+
+static void commit_list(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l, int sync);
+
+/*
+ * The flush failed for some messages only (with redis.wait_replicas, a
+ * primary that cannot confirm fails only the writes it holds): per
+ * partition, what comes before its first failed message is applied and
+ * committed, and reading starts again at that message; a partition with
+ * none is committed whole. Nothing after a failed message is committed,
+ * since a Kafka commit covers every offset before it, and a later write of
+ * the same ID must not land before it; so a partition holding a failed
+ * message waits there (read again with the back-off, each try failing fast
+ * while the primary cannot confirm), and the others go on. Returns -1.
+ */
+static int ingress_batch_partial(lapse_ingress *ing, const char *why, int sync)
+{
+    rd_kafka_topic_partition_list_t *again = first_offsets(ing, 1), *done = first_offsets(ing, 0);
+    size_t failed = 0;
+    for (size_t i = 0; i < ing->n; i++)
+        failed += ing->batch[i].refused != 0;
+    for (int k = 0; k < done->cnt; k++) {
+        rd_kafka_topic_partition_t *t = &done->elems[k];
+        const rd_kafka_topic_partition_t *a =
+            rd_kafka_topic_partition_list_find(again, t->topic, t->partition);
+        if (a) {
+            t->offset = a->offset; /* up to its first failed message */
+            continue;
+        }
+        for (size_t i = 0; i < ing->n; i++) { /* after its last message */
+            const rd_kafka_message_t *m = ing->batch[i].m;
+            if (m->partition == t->partition && strcmp(topic_of(m), t->topic) == 0 &&
+                t->offset < m->offset + 1)
+                t->offset = m->offset + 1;
+        }
+    }
+    ing->st.retries++;
+    ing->backoff_ms = lapse_backoff_next(&ing->backoff);
+    lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
+                      "ingress: %zu of %zu messages not applied (%s): the partitions holding "
+                      "them are read again from the first in %d ms, the others committed",
+                      failed, ing->n, why, ing->backoff_ms);
+    if (seek_back(ing, again) < 0)
+        ing->fatal = 1;
+    else
+        commit_list(ing, done, sync);
+    rd_kafka_topic_partition_list_destroy(done);
     ingress_release(ing);
     if (!ing->in_rebalance && !ing->fatal)
         pause_ms(ing, ing->backoff_ms);
@@ -157,6 +219,15 @@ static int transient(const char *why)
     return why == NULL; /* out of memory copying the reason: do not guess */
 }
 
+/* Commits the offsets of l (kept). */
+static void commit_list(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l, int sync)
+{
+    rd_kafka_resp_err_t err = rd_kafka_commit(ing->rk, l, !sync);
+    if (err && sync) /* async: on_commit reports */
+        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
+                          "ingress: commit failed: %s", rd_kafka_err2str(err));
+}
+
 /* Commits, per partition, the offset after the batch's last message there. */
 static void commit(lapse_ingress *ing, int sync)
 {
@@ -170,10 +241,7 @@ static void commit(lapse_ingress *ing, int sync)
         if (t->offset < m->offset + 1)
             t->offset = m->offset + 1;
     }
-    rd_kafka_resp_err_t err = rd_kafka_commit(ing->rk, l, !sync);
-    if (err && sync) /* async: on_commit reports */
-        lapse_log_limited(&ing->lim_kafka, LOG_PER_SEC, LAPSE_LOG_WARN,
-                          "ingress: commit failed: %s", rd_kafka_err2str(err));
+    commit_list(ing, l, sync);
     rd_kafka_topic_partition_list_destroy(l);
 }
 
@@ -183,10 +251,22 @@ int ingress_settle(lapse_ingress *ing, int sync)
     char why[WHY_MAX];
     if (ing->n == 0)
         return 0;
-    if (lapse_producer_flush(ing->p, why, sizeof why) < 0) {
+    int flushed = lapse_producer_flush(ing->p, why, sizeof why);
+    lapse_ingress_metrics_unconfirmed(ing->metrics, ing->p);
+    if (flushed < 0) {
         M_INC(redis_errors);
         M_SET(redis_up, 0);
-        return ingress_batch_failed(ing, why);
+        /* every message whose op failed was reported (refused); those
+         * not reported were applied. Dead-letter copies of the batch's
+         * bad ones must be acknowledged before anything is committed. */
+        size_t refused = 0;
+        for (size_t i = 0; i < ing->n; i++)
+            refused += ing->batch[i].refused && !ing->batch[i].bad;
+        if (refused == 0 || refused == ing->n ||
+            (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why,
+                                               sizeof why) < 0))
+            return ingress_batch_failed(ing, why);
+        return ingress_batch_partial(ing, why, sync);
     }
     M_SET(redis_up, 1);
     for (size_t i = 0; i < ing->n; i++)

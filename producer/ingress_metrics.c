@@ -75,6 +75,17 @@ void lapse_ingress_metrics_settled(struct lapse_ingress_metrics *m, const lapse_
     atomic_store_explicit(&m->dead_lettered, dead_lettered, memory_order_relaxed);
 }
 
+void lapse_ingress_metrics_unconfirmed(struct lapse_ingress_metrics *m, const lapse_producer *p)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t n = 0;
+    while (n < LAPSE_INGRESS_UNCONFIRMED_MAX &&
+           lapse_producer_unconfirmed(p, n, m->unconfirmed[n], sizeof m->unconfirmed[n]))
+        n++;
+    m->nunconfirmed = n;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void lapse_ingress_metrics_probe(struct lapse_ingress_metrics *m, lapse_producer *p)
 {
     uint64_t reconnects;
@@ -201,6 +212,17 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
         lapse_prom_escape(topic, sizeof topic, m->lag[i].topic);
         lapse_prom_printf(&o, "lapse_ingress_consumer_lag{%s,topic=\"%s\",partition=\"%d\"} %lld\n",
                           labels, topic, (int)m->lag[i].partition, (long long)m->lag[i].lag);
+    }
+    pthread_mutex_unlock(&m->lock);
+    lapse_prom_family(&o, "lapse_ingress_primary_replicas_missing", "gauge",
+                      "1 for each Redis primary whose WAIT saw fewer replicas than "
+                      "redis.wait_replicas: its writes cannot be confirmed and are not committed.");
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->nunconfirmed; i++) {
+        char primary[600];
+        lapse_prom_escape(primary, sizeof primary, m->unconfirmed[i]);
+        lapse_prom_printf(&o, "lapse_ingress_primary_replicas_missing{%s,primary=\"%s\"} 1\n",
+                          labels, primary);
     }
     pthread_mutex_unlock(&m->lock);
 

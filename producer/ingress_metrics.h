@@ -30,6 +30,9 @@ enum lapse_ingress_reject {
     LAPSE_REJECT_COUNT
 };
 
+/* Primaries short of replicas shown by lapse_ingress_primary_replicas_missing, at most. */
+#define LAPSE_INGRESS_UNCONFIRMED_MAX 16
+
 /* Upper bounds (ms) of lapse_ingress_batch_apply_seconds; +Inf follows. */
 #define LAPSE_APPLY_BUCKETS 14
 extern const int64_t lapse_apply_bounds[LAPSE_APPLY_BUCKETS];
@@ -56,9 +59,11 @@ struct lapse_ingress_metrics {
     atomic_uint_fast64_t apply[LAPSE_APPLY_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t apply_sum_ms;
     int64_t probe_ms;                      /* consuming thread only: the last probe */
-    pthread_mutex_t lock;                  /* guards lag, nlag */
+    pthread_mutex_t lock;                  /* guards lag, nlag, unconfirmed, nunconfirmed */
     struct lapse_ingress_lag *lag;         /* owned; replaced by set_lag */
     size_t nlag;
+    char unconfirmed[LAPSE_INGRESS_UNCONFIRMED_MAX][300]; /* primaries short of replicas */
+    size_t nunconfirmed;
 };
 
 /* A zeroed struct with its lock; NULL when out of memory. `ns` must outlive
@@ -77,6 +82,11 @@ void lapse_ingress_metrics_apply(struct lapse_ingress_metrics *m, int64_t ms);
 void lapse_ingress_metrics_settled(struct lapse_ingress_metrics *m, const lapse_producer *p,
                                    uint64_t dead_lettered, uint64_t cmds, uint64_t signals,
                                    int64_t ms);
+
+/* With redis.wait_replicas: which primaries the producer finds short of
+ * replicas now (lapse_producer_unconfirmed), for
+ * lapse_ingress_primary_replicas_missing. */
+void lapse_ingress_metrics_unconfirmed(struct lapse_ingress_metrics *m, const lapse_producer *p);
 
 /* Redis's state while no writes tell it: PINGs the producer's nodes
  * (lapse_producer_probe) at most every LAPSE_INGRESS_PROBE_MS and sets

@@ -131,6 +131,7 @@ void lapse_producer_free(lapse_producer *p)
     free(p->nodes);
     free(p->witness);
     confirm_free(p);
+    degrade_free(p);
     lapse_layout_free(&p->layout);
     lapse_slack_free(p->slack);
     free(p->absorbed);

@@ -35,7 +35,11 @@
  * callback with the caller's tag. Connection failures are retried with
  * back-off (every operation is idempotent, so re-sending is safe) for up to
  * redis.retry_timeout_ms, after which flush fails and reports every queued
- * operation through on_error.
+ * operation through on_error. With redis.wait_replicas, each primary is
+ * judged on its own: only the operations on a primary whose WAIT saw too
+ * few replicas are retried and then reported; that primary's window is
+ * shared by every batch, so once it has run out its operations are
+ * reported at once (see producer/degrade.c).
  *
  * Threads: a handle is not thread-safe; use one per thread (each has its own
  * Redis connections), or serialise calls.
@@ -125,8 +129,9 @@ int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint
                           char *errstr, size_t size);
 
 /* Applies everything queued and the batches in flight. Returns 0, or -1 with
- * errstr when Redis stayed unreachable; those operations are then dropped
- * and each one reported. */
+ * errstr when some operations could not be applied (Redis stayed
+ * unreachable, or their primary could not confirm them): those are dropped
+ * and each one reported; the others were applied. */
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);
 
 /* Operations queued and not yet applied. */
@@ -142,6 +147,12 @@ struct lapse_producer_stats {
     uint64_t flushes;   /* batches sent */
 };
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out);
+
+/* With redis.wait_replicas: the primaries whose last WAIT saw fewer
+ * replicas than that (their writes are retried, then reported failed:
+ * producer/degrade.c). Writes the i-th one's "host:port" into addr and
+ * returns 1, or returns 0 past the last one (i from 0). */
+int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size);
 
 /* PINGs every node (producer/probe.c). Returns how many did not answer (0:
  * all up), with the nodes' reconnects so far in *reconnects (may be NULL);

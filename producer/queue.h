@@ -3,11 +3,12 @@
  * producer.c (the queue, coalescing, the public API), flight.c (the ring of
  * batches in flight), send.c (sending a batch: pipelines, replies, retries,
  * the split protocol), send_plan.c (turning a batch into Redis calls),
- * send_split.c (what a split's replies say, the moved-ID cache), confirm.c
- * and probe.c. Calls go one way, from each file to those after it in
- * producer.c, flight.c, send.c, send_plan.c, send_split.c (confirm.c is
- * called from flight.c and send.c and calls none of them); only the queue's
- * arena (producer_arena_put) is called back. Not installed; not part of the
+ * send_split.c (what a split's replies say, the moved-ID cache), confirm.c,
+ * degrade.c (primaries short of replicas) and probe.c. Calls go one way,
+ * from each file to those after it in producer.c, flight.c, send.c,
+ * send_plan.c, send_split.c (confirm.c is called from flight.c and send.c,
+ * degrade.c from send.c; they call none of them); only the queue's arena
+ * (producer_arena_put) is called back. Not installed; not part of the
  * library's API.
  */
 #ifndef LAPSE_QUEUE_H
@@ -43,6 +44,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
+    int done;                  /* producer_send: confirmed, or reported failed (degrade.c) */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
@@ -124,6 +126,8 @@ struct lapse_producer {
     size_t flight_first, nflight, nread;
     uint64_t reads;                 /* batches read so far */
     struct confirm_waiter *waiters; /* per node, with redis.wait_replicas (confirm.c) */
+    struct degrade_primary *degraded; /* primaries that fell short of WAIT (degrade.c) */
+    size_t ndegraded, cap_degraded;
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct producer_absorbed *absorbed; /* while their covering write is unsettled */
     size_t nabsorbed, cap_absorbed;
@@ -181,7 +185,8 @@ void producer_send_abandon(struct send *s);
  * (which sends them and reads the replies), send_plan.c (which plans them)
  * and send_split.c (which reads a split's replies into the ops).
  */
-enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2 };
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* all applied; some
+    primaries' WAITs saw too few replicas (send->short_shard) */ };
 
 struct send_call {
     enum lapse_script script;
@@ -209,6 +214,7 @@ struct send {
     uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
     uint64_t *conn;         /* pipelined: per node, the connection the calls went out
                                on (lapse_redis_reconnects) */
+    unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas */
     char epoch[24];
     char plain[24];         /* apply.lua's count of plain pairs */
 };
@@ -270,5 +276,35 @@ int confirm_step(lapse_producer *p, size_t k);
 void confirm_kick(lapse_producer *p, size_t k);
 
 void confirm_free(lapse_producer *p); /* the waiters; accepts none */
+
+/*
+ * degrade — primaries whose WAITs see too few replicas (see degrade.c):
+ * one retry window per primary, then fail fast, probed with a back-off.
+ */
+struct degrade_primary;
+
+/* The "host:port" of the primary serving shard (under the current layout;
+ * "" when not known yet). */
+const char *degrade_addr(lapse_producer *p, uint32_t shard);
+
+/* NULL when writes for node n's primary at addr are to be sent; else the
+ * reason (in why) to report them failed at once: its window closed and it
+ * is not time to probe it. */
+const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t now, char *why,
+                         size_t size);
+
+/* A WAIT on node n's primary at addr saw too few replicas (reason: what it
+ * said). 1 when its window has closed (report those writes failed), 0
+ * while it is open (send them again). */
+int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
+
+/* A WAIT on that primary saw enough replicas: it is fine again. */
+void degrade_ok(lapse_producer *p, size_t n, const char *addr);
+
+/* 1 while some primary is failing to confirm (then batches take the
+ * careful way: producer_send judges each primary). */
+int degrade_any(lapse_producer *p);
+
+void degrade_free(lapse_producer *p); /* accepts none */
 
 #endif

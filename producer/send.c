@@ -183,12 +183,21 @@ static int send_read(struct send *s, size_t n, size_t sent)
             send_settled(s, call, reply);
         freeReplyObject(reply);
     }
-    /* fewer replicas than asked took the writes: they may die with the
-     * primary, so they are not applied yet; send them again */
-    if (s->waits[n] &&
-        lapse_redis_wait_reply(r, p->cfg->redis_wait_replicas, p->cfg->redis_wait_timeout_ms) < 0)
+    if (!s->waits[n])
+        return rc;
+    int w = lapse_redis_wait_reply(r, p->cfg->redis_wait_replicas, p->cfg->redis_wait_timeout_ms);
+    if (w == -1)
         return SEND_RETRY;
-    return rc;
+    if (w == 0)
+        return rc;
+    /* fewer replicas than asked took the writes of some primaries: those
+     * may die with it, so they are not applied yet (producer_send sends
+     * them again or reports them); the other primaries' are confirmed */
+    for (size_t c = 0; c < s->ncalls; c++)
+        if (p->layout.node_of[s->calls[c].shard] == n)
+            s->short_shard[s->calls[c].shard] |=
+                (unsigned char)lapse_redis_wait_short(r, degrade_addr(p, s->calls[c].shard));
+    return rc == SEND_OK ? SEND_SHORT : rc;
 }
 
 /* Sends the planned calls, one pipeline per node, and reads every reply. */
@@ -202,7 +211,7 @@ static int send_calls(struct send *s)
             res = send_read(s, n, sent);
         if (res == SEND_RETRY)
             return res;
-        if (res != SEND_OK)
+        if (res != SEND_OK && rc != SEND_STALE)
             rc = res;
     }
     return rc;
@@ -218,7 +227,8 @@ static int send_take(struct send *s)
     if (n == 0)
         return SEND_OK;
     send_plan(s, LAPSE_SCRIPT_TAKE, NULL);
-    return send_calls(s);
+    int rc = send_calls(s);
+    return rc == SEND_SHORT ? SEND_RETRY : rc; /* a take not confirmed: take all again */
 }
 
 /* Step 2 (the only step outside splits): seed taken twins, apply the ops.
@@ -263,6 +273,7 @@ static void send_free(struct send *s)
     free(s->waits);
     free(s->witness);
     free(s->conn);
+    free(s->short_shard);
     free(s);
 }
 
@@ -284,9 +295,10 @@ static struct send *send_new(lapse_producer *p)
     s->waits = calloc(p->cfg->nnodes, sizeof *s->waits);
     s->witness = calloc(p->cfg->nnodes, sizeof *s->witness);
     s->conn = calloc(p->cfg->nnodes, sizeof *s->conn);
+    s->short_shard = calloc(LAPSE_MAX_SHARDS, sizeof *s->short_shard);
     s->confirm = 1;
     if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
-        !s->sent || !s->waits || !s->witness || !s->conn) {
+        !s->sent || !s->waits || !s->witness || !s->conn || !s->short_shard) {
         send_free(s);
         return NULL;
     }
@@ -295,7 +307,9 @@ static struct send *send_new(lapse_producer *p)
 
 struct send *producer_send_start(lapse_producer *p)
 {
-    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS)
+    /* a primary failing to confirm: producer_send judges each primary */
+    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS ||
+        (p->cfg->redis_wait_replicas > 0 && degrade_any(p)))
         return NULL;
     struct send *s = send_new(p);
     if (!s)
@@ -371,6 +385,84 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
 
 void producer_send_abandon(struct send *s) { send_free(s); }
 
+/* Reports the ops of shard k's group (send_group) failed with reason,
+ * and marks them done; their count is added to *failed. */
+static void send_fail_shard(struct send *s, uint32_t k, const char *reason, size_t *failed)
+{
+    size_t count = s->start[k + 1] - s->start[k];
+    struct send_call call = {LAPSE_SCRIPT_APPLY, k, 0, s->order + s->start[k], count};
+    send_report(s, &call, reason);
+    for (size_t i = 0; i < count; i++)
+        s->p->ops[call.ops[i]].done = 1;
+    *failed += count;
+}
+
+/* Before a send: the ops whose primary has failed to confirm for its whole
+ * window (degrade.c) are reported failed at once, and done. Returns how
+ * many ops are left to send. */
+static size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
+{
+    lapse_producer *p = s->p;
+    size_t left = send_group(s, 0, 0);
+    if (left == (size_t)-1 || p->cfg->redis_wait_replicas <= 0 || p->ndegraded == 0)
+        return left == (size_t)-1 ? p->nops : left;
+    int64_t now = lapse_clock_mono_ms();
+    char why[512];
+    for (uint32_t k = 0; k < p->layout.shards; k++) {
+        if (s->start[k + 1] == s->start[k])
+            continue;
+        const char *reason =
+            degrade_gate(p, p->layout.node_of[k], degrade_addr(p, k), now, why, sizeof why);
+        if (reason) {
+            snprintf(errstr, size, "%s", reason);
+            left -= s->start[k + 1] - s->start[k];
+            send_fail_shard(s, k, reason, failed);
+        }
+    }
+    return left;
+}
+
+/* After send_apply applied every op: the ops whose primary confirmed them
+ * are done; those of a primary whose WAIT saw too few replicas are sent
+ * again while its window is open (degrade.c), else reported failed. Returns
+ * how many ops are left to send. */
+static size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
+{
+    lapse_producer *p = s->p;
+    if (send_group(s, 0, 0) == (size_t)-1)
+        return p->nops; /* out of memory: the whole batch again */
+    int64_t now = lapse_clock_mono_ms();
+    size_t left = 0;
+    char why[512];
+    for (uint32_t k = 0; k < p->layout.shards; k++) {
+        size_t count = s->start[k + 1] - s->start[k];
+        if (count == 0)
+            continue;
+        size_t n = p->layout.node_of[k];
+        const char *addr = degrade_addr(p, k);
+        if (!s->short_shard[k]) {
+            degrade_ok(p, n, addr);
+            for (size_t i = s->start[k]; i < s->start[k + 1]; i++)
+                p->ops[s->order[i]].done = 1;
+        } else if (degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
+            const char *reason = degrade_gate(p, n, addr, now, why, sizeof why);
+            snprintf(errstr, size, "%s", reason ? reason : lapse_redis_errstr(p->nodes[n]));
+            send_fail_shard(s, k, errstr, failed);
+        } else {
+            left += count;
+        }
+    }
+    return left;
+}
+
+/*
+ * The careful way. Lost connections, STALE and the like send every op not
+ * done again, with back-off, until redis.retry_timeout_ms from the start;
+ * with redis.wait_replicas each primary is judged on its own (send_judge):
+ * what it confirmed is done, and a primary that cannot confirm costs its
+ * writes one retry window of its own, shared by every batch (degrade.c),
+ * not one per batch.
+ */
 int producer_send(lapse_producer *p, char *errstr, size_t size)
 {
     struct send *s = send_new(p);
@@ -382,6 +474,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_retry_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
     int fenced = 0; /* a shard answered STALE: our layout is old */
+    size_t failed = 0; /* ops reported failed by primary (degrade.c) */
     struct lapse_backoff backoff;
     lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     for (;;) {
@@ -399,16 +492,33 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         }
         if (res == SEND_OK && step == 0) {
             send_route(p);
+            if (send_gate(s, &failed, errstr, size) == 0) {
+                rc = failed ? -1 : 0;
+                break;
+            }
             snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
             res = p->layout.splitting ? send_take(s) : SEND_OK;
             if (res == SEND_OK)
                 step = 1;
         }
-        if (res == SEND_OK && step == 1 && (res = send_apply(s)) == SEND_OK) {
-            if (p->layout.splitting)
+        if (res == SEND_OK && step == 1) {
+            memset(s->short_shard, 0, p->layout.shards * sizeof *s->short_shard);
+            res = send_apply(s);
+            if (res == SEND_OK && p->layout.splitting)
                 send_drop(s);
-            rc = 0;
-            break;
+            if (res == SEND_OK && p->ndegraded == 0) {
+                rc = failed ? -1 : 0;
+                break;
+            }
+            if ((res == SEND_OK || res == SEND_SHORT) &&
+                send_judge(s, &failed, errstr, size) == 0) {
+                rc = failed ? -1 : 0;
+                break;
+            }
+            if (res == SEND_OK || res == SEND_SHORT) {
+                res = SEND_SHORT;
+                step = 0; /* what is left is routed (and during a split, taken) again */
+            }
         }
         if (res == SEND_STALE)
             stale = fenced = 1;
@@ -422,15 +532,17 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
                     snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[n]));
                     break;
                 }
+            size_t left = 0;
             for (size_t i = 0; i < p->nops; i++)
-                s->order[i] = i;
-            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, 0, s->order, p->nops};
+                if (!p->ops[i].done)
+                    s->order[left++] = i;
+            struct send_call all = {LAPSE_SCRIPT_APPLY, 0, 0, s->order, left};
             send_report(s, &all, errstr);
             break;
         }
         if (res == SEND_STALE)
             continue; /* reload at once; a fenced, unpublished layout waits 20 ms */
-        for (size_t n = 0; n < p->cfg->nnodes; n++)
+        for (size_t n = 0; res != SEND_SHORT && n < p->cfg->nnodes; n++)
             lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
         /* a fixed wait could keep in step with a periodic fault (backoff.h);
          * a node refusing connections has its own, longer back-off */

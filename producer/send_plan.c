@@ -90,8 +90,9 @@ void send_route(lapse_producer *p)
  * is on another node (a local one is moved by apply.lua itself). */
 int send_taking(const struct producer_op *op) { return op->moving && !op->local; }
 
-/* Groups the ops (only send_taking ones if `moving`) by shard (old shard if
- * `old`) into s->order / s->start. Returns how many were grouped. */
+/* Groups the ops not done (only send_taking ones if `moving`) by shard
+ * (old shard if `old`) into s->order / s->start. Returns how many were
+ * grouped. */
 size_t send_group(struct send *s, int old, int moving)
 {
     lapse_producer *p = s->p;
@@ -99,7 +100,7 @@ size_t send_group(struct send *s, int old, int moving)
     memset(s->start, 0, (shards + 1) * sizeof *s->start);
     size_t n = 0;
     for (size_t i = 0; i < p->nops; i++)
-        if (!moving || send_taking(&p->ops[i])) {
+        if (!p->ops[i].done && (!moving || send_taking(&p->ops[i]))) {
             s->start[(old ? p->ops[i].old_shard : p->ops[i].shard) + 1]++;
             n++;
         }
@@ -109,7 +110,7 @@ size_t send_group(struct send *s, int old, int moving)
     if (!fill)
         return (size_t)-1;
     for (size_t i = 0; i < p->nops; i++)
-        if (!moving || send_taking(&p->ops[i])) {
+        if (!p->ops[i].done && (!moving || send_taking(&p->ops[i]))) {
             uint32_t k = old ? p->ops[i].old_shard : p->ops[i].shard;
             s->order[s->start[k] + fill[k]++] = i;
         }

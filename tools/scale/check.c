@@ -16,11 +16,13 @@
 #include "health.h"
 #include "layout.h"
 #include "memory.h"
+#include "replicas.h"
 
 struct verdict {
     json_t *problems; /* [{shard, problem, message}] */
     int unreachable;  /* a node could not be asked */
     int as_json;
+    int wait_replicas; /* redis.wait_replicas */
 };
 
 static void problem(struct verdict *v, long shard, const char *kind, const char *fmt, ...)
@@ -70,10 +72,23 @@ static void check_memory(struct verdict *v, const struct lapse_config *cfg, laps
     free(mem);
 }
 
+/* A primary with fewer replicas than redis.wait_replicas: its writes
+ * cannot be confirmed (replicas.h). */
+static void check_replicas(void *ctx, const char *node, const char *primary, long replicas)
+{
+    struct verdict *v = ctx;
+    if (replicas >= 0 && replicas < v->wait_replicas)
+        problem(v, -1, "replicas_missing",
+                "node %s: primary %s has %ld replicas, redis.wait_replicas = %d: writes there "
+                "cannot be confirmed (producers report them failed)",
+                node, primary, replicas, v->wait_replicas);
+}
+
 int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64_t max_overdue_ms,
                       int max_memory_pct, int as_json)
 {
-    struct verdict v = {.problems = json_array(), .as_json = as_json};
+    struct verdict v = {.problems = json_array(), .as_json = as_json,
+                        .wait_replicas = cfg->redis_wait_replicas};
     json_t *info = json_array();
     char err[512];
     double max_s = (double)max_overdue_ms / 1000;
@@ -129,6 +144,8 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
     json_t *memory = json_array();
     if (!v.unreachable)
         check_memory(&v, cfg, nodes, max_memory_pct, memory);
+    if (rc == 0)
+        (void)lapse_scale_replicas_each(cfg, nodes, check_replicas, &v);
     size_t nproblems = json_array_size(v.problems);
     int status = v.unreachable ? LAPSE_CHECK_UNREACHABLE
                  : nproblems   ? LAPSE_CHECK_PROBLEM

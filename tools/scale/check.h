@@ -7,7 +7,9 @@
  *      "shard 3: no active scanner", "shard 5: oldest due ID is 93 s
  *      overdue (max 60)"; also a namespace not initialised or a split or
  *      finish left half-way; a primary whose maxmemory-policy evicts, or whose
- *      used memory is past --max-memory percent (default 90) of maxmemory
+ *      used memory is past --max-memory percent (default 90) of maxmemory; and with
+ *      redis.wait_replicas a primary with fewer replicas than that
+ *      ("replicas_missing")
  *   2  usage or config errors (decided by the caller, main)
  *   3  Redis unreachable: a node could not be asked (its shards are named)
  */

@@ -169,6 +169,27 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
     printf("%-22s %-19s %-22s %8s %8s\n", lapse_redis_name(r), via, primary, reps, lags);
 }
 
+/* With redis.wait_replicas: marks each primary of node_info with
+ * replicas_missing (true when fewer replicas are online than that; its
+ * writes cannot be confirmed) and, in text, names those primaries. */
+static void status_replicas(const struct lapse_config *cfg, json_t *node_info, int as_json)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(node_info, i, e) {
+        json_t *online = json_object_get(e, "replicas_online");
+        int missing = cfg->redis_wait_replicas > 0 && json_is_integer(online) &&
+                      json_integer_value(online) < cfg->redis_wait_replicas;
+        json_object_set_new(e, "replicas_missing", json_boolean(missing));
+        if (missing && !as_json)
+            printf("replicas missing: %s primary %s has %lld replicas online, "
+                   "redis.wait_replicas = %d: writes there cannot be confirmed\n",
+                   json_string_value(json_object_get(e, "name")),
+                   json_string_value(json_object_get(e, "primary")),
+                   (long long)json_integer_value(online), cfg->redis_wait_replicas);
+    }
+}
+
 /* Shard i's counters (and what a split has left to move there); read again
  * while no reply comes, within the status's one retry window t. 0, -2 when
  * no reply came, or -1 with err. */
@@ -224,6 +245,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         printf("%-22s %-19s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
     for (size_t n = 0; n < cfg->nnodes; n++)
         node_status(cfg, n, nodes[n], node_info, as_json);
+    status_replicas(cfg, node_info, as_json);
     struct lapse_scale_memory *mem = NULL;
     size_t nmem = lapse_scale_memory_read(cfg, nodes, &mem);
     json_t *mem_info = json_array();

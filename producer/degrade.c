@@ -1,0 +1,137 @@
+/*
+ * degrade — primaries that cannot confirm writes (redis.wait_replicas): a
+ * primary whose replicas are gone (its only replica was promoted when it
+ * died, or they lost their link) still applies writes, but no WAIT there
+ * sees enough replicas, so none of those writes may be reported applied.
+ *
+ * What it keeps true: a batch's writes are judged per primary, so writes
+ * on primaries that confirmed are done and only the others are sent again
+ * (send.c: producer_send). The retry window is the primary's, not the
+ * batch's: it opens at the first WAIT there that saw too few replicas and
+ * is shared by every batch after it, so once a primary failed to confirm
+ * for redis.retry_timeout_ms, writes for it are reported failed at once
+ * instead of each batch waiting that long again. Now and then (a back-off,
+ * RETRY_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are
+ * sent anyway, as a probe: a WAIT that sees enough replicas again (a
+ * replica came back) ends the fail-fast, with no restart. A primary is
+ * named by the node it belongs to and its "host:port" (a cluster's slot
+ * owner, a Sentinel node's current primary), so one that replaced it after
+ * a failover starts afresh.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "clock.h"
+#include "queue.h"
+#include "slot.h"
+
+#define PROBE_MIN_MS 250   /* the wait before a failing primary is tried again: */
+#define PROBE_MAX_MS 5000  /* doubling, jittered (backoff.h) */
+#define FORGET_MS 30000    /* an entry no write went near for this long is dropped */
+
+struct degrade_primary {
+    size_t node;               /* index of cfg->nodes */
+    char addr[300];            /* the primary's "host:port" */
+    int64_t since;             /* monotonic: the first WAIT in a row that fell short */
+    int64_t last;              /* monotonic: the last one */
+    int64_t probe_at;          /* once the window closed: when to try it again */
+    struct lapse_backoff backoff;
+    char why[256];             /* what that WAIT said */
+};
+
+const char *degrade_addr(lapse_producer *p, uint32_t shard)
+{
+    lapse_redis *r = p->nodes[p->layout.node_of[shard]];
+    const char *key = p->keys->keys[shard][0];
+    const char *addr = lapse_redis_slot_owner(r, lapse_slot(key, strlen(key)));
+    return addr ? addr : "";
+}
+
+/* The entry of node n's primary at addr, or NULL. */
+static struct degrade_primary *degrade_find(lapse_producer *p, size_t n, const char *addr)
+{
+    for (size_t i = 0; i < p->ndegraded; i++)
+        if (p->degraded[i].node == n && strcmp(p->degraded[i].addr, addr) == 0)
+            return &p->degraded[i];
+    return NULL;
+}
+
+static void degrade_drop(lapse_producer *p, struct degrade_primary *d)
+{
+    *d = p->degraded[--p->ndegraded];
+}
+
+int degrade_any(lapse_producer *p)
+{
+    int64_t now = lapse_clock_mono_ms();
+    for (size_t i = 0; i < p->ndegraded;)
+        if (now - p->degraded[i].last >= FORGET_MS) /* a primary gone from the map */
+            degrade_drop(p, &p->degraded[i]);
+        else
+            i++;
+    return p->ndegraded > 0;
+}
+
+const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t now, char *why,
+                         size_t size)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    if (!d || now - d->since < p->cfg->redis_retry_timeout_ms || now >= d->probe_at)
+        return NULL;
+    snprintf(why, size, "primary %s has had fewer than %d replicas for %lld ms "
+             "(redis.wait_replicas): %s", addr, p->cfg->redis_wait_replicas,
+             (long long)(now - d->since), d->why);
+    return why;
+}
+
+int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    if (!d) {
+        if (p->ndegraded == p->cap_degraded) {
+            size_t cap = p->cap_degraded ? 2 * p->cap_degraded : 4;
+            struct degrade_primary *a = realloc(p->degraded, cap * sizeof *a);
+            if (!a)
+                return 0; /* out of memory: that batch waits its own window */
+            p->degraded = a;
+            p->cap_degraded = cap;
+        }
+        d = &p->degraded[p->ndegraded++];
+        memset(d, 0, sizeof *d);
+        d->node = n;
+        snprintf(d->addr, sizeof d->addr, "%s", addr);
+        d->since = now;
+        lapse_backoff_init(&d->backoff, PROBE_MIN_MS, PROBE_MAX_MS);
+    }
+    d->last = now;
+    snprintf(d->why, sizeof d->why, "%s", reason);
+    if (now - d->since < p->cfg->redis_retry_timeout_ms)
+        return 0;
+    if (d->probe_at <= now) /* one step of the back-off per probe, not per shard */
+        d->probe_at = now + lapse_backoff_next(&d->backoff);
+    return 1;
+}
+
+void degrade_ok(lapse_producer *p, size_t n, const char *addr)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    if (d)
+        degrade_drop(p, d);
+}
+
+int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size)
+{
+    if (i >= p->ndegraded)
+        return 0;
+    snprintf(addr, size, "%s", p->degraded[i].addr);
+    return 1;
+}
+
+void degrade_free(lapse_producer *p)
+{
+    free(p->degraded);
+    p->degraded = NULL;
+    p->ndegraded = p->cap_degraded = 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * test_degrade — a primary short of replicas (producer/degrade.c): one
+ * retry window per primary, shared by every batch; after it, writes fail
+ * at once except for a probe now and then (a back-off); a WAIT that sees
+ * enough replicas ends it; another primary, or the same address on another
+ * node, is not touched. The clock is passed in: no I/O.
+ */
+#include <stdlib.h>
+
+#include "clock.h"
+#include "queue.h"
+#include "t.h"
+
+TEST(degrade_window_then_fail_fast)
+{
+    struct lapse_config cfg = {0};
+    cfg.redis_retry_timeout_ms = 3000;
+    cfg.redis_wait_replicas = 1;
+    struct lapse_producer p = {0};
+    p.cfg = &cfg;
+    char why[512];
+    int64_t t0 = lapse_clock_mono_ms();
+
+    CHECK(!degrade_any(&p));
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0, why, sizeof why) == NULL);
+    /* in the window: send again; the window is the primary's */
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0) == 0);
+    CHECK(degrade_any(&p));
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 2999) == 0);
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 2999, why, sizeof why) == NULL);
+    /* the window closed: report, and fail at once until the probe */
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 3000) == 1);
+    const char *r = degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3001, why, sizeof why);
+    REQUIRE(r != NULL);
+    CHECK(strstr(r, "primary 10.0.0.1:6379 has had fewer than 1 replicas for 3001 ms") == r);
+    CHECK(strstr(r, "WAIT: 0 of 1") != NULL);
+    /* the probe: within the first back-off step (125..250 ms) */
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3000 + 250, why, sizeof why) == NULL);
+    /* another primary, and the same address on another node: untouched */
+    CHECK(degrade_gate(&p, 0, "10.0.0.2:6379", t0 + 3001, why, sizeof why) == NULL);
+    CHECK(degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 3001, why, sizeof why) == NULL);
+    /* the probe falls short: fail at once again, the next probe later */
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 3250) == 1);
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3251, why, sizeof why) != NULL);
+    /* it confirms again: writes go out, no window left */
+    degrade_ok(&p, 0, "10.0.0.1:6379");
+    CHECK(!degrade_any(&p));
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3251, why, sizeof why) == NULL);
+    char addr[300];
+    CHECK(lapse_producer_unconfirmed(&p, 0, addr, sizeof addr) == 0);
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 4000) == 0); /* a new window */
+    REQUIRE(lapse_producer_unconfirmed(&p, 0, addr, sizeof addr) == 1);
+    CHECK_STR(addr, "10.0.0.1:6379");
+    degrade_free(&p);
+}
