@@ -166,6 +166,7 @@ struct lapse_redis_memory {
     long long max;  /* maxmemory, bytes; 0 no limit, -1 unknown */
     char policy[32]; /* maxmemory-policy; "" when it could not be read */
     char why[128];   /* with policy "": why ("INFO and CONFIG denied") */
+    long long replicas; /* connected_slaves (lapse_redis_memory only); -1 unknown */
 };
 
 /* Parses the text of an INFO memory reply. 0, or -1 (m->why says why)
@@ -173,7 +174,8 @@ struct lapse_redis_memory {
 int lapse_redis_memory_parse(const char *text, struct lapse_redis_memory *m);
 
 /* Reads the memory of the node (on a cluster node, of the primary that owns
- * `slot`): INFO memory, else (the ACL denies INFO) CONFIG GET. 0 with m
+ * `slot`) and its connected replicas: INFO memory replication, else (the
+ * ACL denies INFO) CONFIG GET, with replicas unknown. 0 with m
  * filled (m->policy "" and m->why when neither is allowed), or -1 on a
  * connection failure (errstr). */
 int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory *m);

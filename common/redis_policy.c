@@ -63,6 +63,7 @@ int lapse_redis_memory_parse(const char *text, struct lapse_redis_memory *m)
     memset(m, 0, sizeof *m);
     m->used = info_number(text, "used_memory");
     m->max = info_number(text, "maxmemory");
+    m->replicas = info_number(text, "connected_slaves"); /* (-1: not in this INFO) */
     const char *p = strstr(text, "maxmemory_policy:");
     if (!p || (p != text && p[-1] != '\n')) {
         snprintf(m->why, sizeof m->why, "INFO memory has no maxmemory_policy");
@@ -98,7 +99,7 @@ static void memory_from(const redisReply *info, const redisReply *policy, const 
         return;
     }
     memset(m, 0, sizeof *m);
-    m->used = m->max = -1;
+    m->used = m->max = m->replicas = -1;
     const char *v = config_value(policy);
     if (v && strlen(v) < sizeof m->policy) {
         snprintf(m->policy, sizeof m->policy, "%s", v);
@@ -137,11 +138,12 @@ static int memory_on(lapse_conn *c, struct lapse_redis_memory *m, char *err, siz
 
 int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory *m)
 {
-    const char *iv[] = {"INFO", "memory"};
+    /* (INFO takes several sections since Redis 7.0) */
+    const char *iv[] = {"INFO", "memory", "replication"};
     const char *pv[] = {"CONFIG", "GET", "maxmemory-policy"};
     const char *mv[] = {"CONFIG", "GET", "maxmemory"};
-    size_t il[] = {4, 6}, pl[] = {6, 3, 16}, ml[] = {6, 3, 9};
-    redisReply *info = lapse_redis_command_slot(r, slot, 2, iv, il), *policy = NULL, *max = NULL;
+    size_t il[] = {4, 6, 11}, pl[] = {6, 3, 16}, ml[] = {6, 3, 9};
+    redisReply *info = lapse_redis_command_slot(r, slot, 3, iv, il), *policy = NULL, *max = NULL;
     if (info && info->type == REDIS_REPLY_ERROR &&
         (policy = lapse_redis_command_slot(r, slot, 3, pv, pl)))
         max = lapse_redis_command_slot(r, slot, 3, mv, ml);

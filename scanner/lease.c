@@ -57,6 +57,13 @@ void scanner_memory(lapse_scanner *s)
     SET(memory_used, m.used);
     SET(memory_max, m.max);
     SET(evicting, policy ? lapse_redis_policy_evicts(policy) : -1);
+    /* with redis.wait_replicas: how many replicas the primary lacks (its
+     * writes cannot be confirmed: producers report them failed) */
+    int want = s->cfg->redis_wait_replicas;
+    SET(replicas, m.replicas);
+    SET(replicas_missing, want <= 0 || m.replicas < 0 ? -1
+                          : m.replicas >= want   ? 0
+                                                 : want - m.replicas);
 }
 
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */

@@ -84,6 +84,12 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
          "1 if the maxmemory-policy of the shard's Redis evicts keys (deadlines may be lost), "
          "0 under noeviction.",
          offsetof(struct lapse_metrics, evicting)},
+        {"lapse_scanner_redis_replicas", "Replicas connected to the shard's Redis primary.",
+         offsetof(struct lapse_metrics, replicas)},
+        {"lapse_scanner_redis_replicas_missing",
+         "How many replicas the shard's Redis primary lacks for redis.wait_replicas (its writes "
+         "cannot be confirmed while above 0); absent when wait_replicas is 0.",
+         offsetof(struct lapse_metrics, replicas_missing)},
     };
     for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) { /* absent while unknown */
         long long v = LOAD(*(atomic_int_fast64_t *)((char *)m + mem[i].off));

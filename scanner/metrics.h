@@ -46,6 +46,8 @@ struct lapse_metrics {
     atomic_int_fast64_t memory_used;   /* used_memory, bytes */
     atomic_int_fast64_t memory_max;    /* maxmemory, bytes (0: no limit) */
     atomic_int_fast64_t evicting;      /* 1: maxmemory-policy evicts keys, 0: noeviction */
+    atomic_int_fast64_t replicas;      /* connected_slaves of the shard's primary */
+    atomic_int_fast64_t replicas_missing; /* redis.wait_replicas less that, at least 0 */
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
     atomic_uint_fast64_t written_past_due; /* events whose lateness counts from after the deadline */

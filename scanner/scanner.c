@@ -115,6 +115,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
     s->metrics.memory_used = s->metrics.memory_max = s->metrics.evicting = -1;
+    s->metrics.replicas = s->metrics.replicas_missing = -1;
     s->home = lapse_redis_new(cfg, 0);
     s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
     if (!s->home || !s->sink) {

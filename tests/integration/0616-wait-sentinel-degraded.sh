@@ -2,7 +2,8 @@
 # 0616-wait-sentinel-degraded: with redis.wait_replicas = 1, a Sentinel
 # primary whose only replica was promoted fails its own writes, promptly,
 # and no others; once it has a replica again, writes are confirmed, also
-# in a producer that kept running.
+# in a producer that kept running. The scanners' metrics say which shards'
+# primary lacks a replica, and stop saying so once it has one.
 #
 # Two nodes, 4 shards: "lapse-a" behind three sentinels (primary a, one
 # replica b) and a plain node h with its replica hr. retry_timeout_ms =
@@ -23,6 +24,9 @@ redis_start h
 redis_replica_start h hr
 sentinels_start 3 lapse-a a 1000
 kafka_start --brokers 1
+free_port >/dev/null # the scanners' metrics: shard N on mp + N
+mp=$FREE_PORT
+SCANNER_CFG="metrics_port = $mp;"
 write_config
 sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; }, { host = \"127.0.0.1\"; port = $(redis_port h); } ); wait_replicas = 1; wait_timeout_ms = 200; retry_timeout_ms = 3000; };|" "$CONF"
 scale init 4 >/dev/null || fail "init: exit status $?"
@@ -70,6 +74,21 @@ assert_eq "$(jq -r '[.problems[] | select(.problem == "replicas_missing") | .mes
     "node lapse-a: primary 127.0.0.1:$(redis_port b) has 0 replicas, redis.wait_replicas = 1: writes there cannot be confirmed (producers report them failed)" \
     "check's replicas_missing problems"
 
+# so do the scanners' metrics: each shard's scanner says how many replicas
+# its primary lacks (b's shards 1, h's 0)
+for s in 0 1 2 3; do scanner_start $s; done
+# missing PORT: lapse_scanner_redis_replicas_missing there ("" while unread)
+missing() { curl -s --max-time 3 "http://127.0.0.1:$1/metrics" | sed -n 's/^lapse_scanner_redis_replicas_missing{.*} //p'; }
+# all_missing RE: every shard's gauge matches RE
+all_missing() {
+    local s
+    for s in 0 1 2 3; do [[ $(missing $((mp + s))) =~ $1 ]] || return 1; done
+}
+wait_until 10000 'all_missing "^[0-9]+$"' ||
+    fail "a scanner's metrics gave no lapse_scanner_redis_replicas_missing within 10 s"
+gauges=$(for s in 0 1 2 3; do missing $((mp + s)); done | sort -u | tr '\n' ' ')
+assert_eq "$gauges" "0 1 " "lapse_scanner_redis_replicas_missing of the four shards (h's, b's)"
+
 # a producer that keeps running: a write for b fails (once its window closed)
 lost=$(head -n 1 on_lost.txt)
 lostkey=
@@ -106,4 +125,6 @@ assert_eq "$(grep -c "^line $k: " "$T/s.log")" 0 "reports of the stream's write 
 scale check --json >check.json || true
 assert_eq "$(jq '[.problems[] | select(.problem == "replicas_missing")] | length' check.json)" 0 \
     "check's replicas_missing problems once b has a replica"
+wait_until 10000 'all_missing "^0$"' ||
+    fail "lapse_scanner_redis_replicas_missing not 0 on every shard within 10 s of b's replica"
 produce <second.txt 2>third.log || fail "a new producer once b has a replica: exit status $? ($(head -n 3 third.log))"

@@ -27,6 +27,11 @@ TEST(memory_parse_reads_info_memory)
     CHECK(m.used == 1234567);
     CHECK(m.max == 4194304);
     CHECK_STR(m.policy, "volatile-lru");
+    CHECK(m.replicas == -1); /* (no replication section) */
+    CHECK(lapse_redis_memory_parse("used_memory:5\r\nmaxmemory_policy:noeviction\r\n"
+                                   "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n",
+                                   &m) == 0);
+    CHECK(m.replicas == 2);
     /* a field whose name only begins like another is not taken for it */
     CHECK(lapse_redis_memory_parse("used_memory_rss:9\nused_memory:5\nmaxmemory:0\n"
                                    "maxmemory_policy:noeviction\n",
