@@ -69,6 +69,16 @@ lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
         why = lapse_redis_refused(p->nodes[0]) ? EACCES : lapse_stop ? EINTR : ETIMEDOUT;
         goto fail;
     }
+    /* The other nodes once each: one that refuses us (password, ACL, TLS,
+     * an evicting maxmemory-policy) is a config error to stop on now, not
+     * at its first write; one that does not answer yet is waited for by
+     * its writes, as when it goes away later. */
+    for (size_t i = 1; i < cfg->nnodes; i++)
+        if (lapse_redis_ensure(p->nodes[i]) < 0 && lapse_redis_refused(p->nodes[i])) {
+            snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[i]));
+            why = EACCES;
+            goto fail;
+        }
     if (producer_load_layout(p, errstr, size) < 0)
         goto fail;
     return p;

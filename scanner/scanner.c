@@ -206,7 +206,10 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     if (scanner_attach(s, stop) < 0) {
         if (*stop)
             return LAPSE_SCANNER_OK;
-        return lapse_redis_refused(s->home) ? LAPSE_SCANNER_REFUSED : LAPSE_SCANNER_FAIL;
+        /* the home node (layout) or the shard's own node may refuse us */
+        return lapse_redis_refused(s->home) || (s->node && lapse_redis_refused(s->node))
+                   ? LAPSE_SCANNER_REFUSED
+                   : LAPSE_SCANNER_FAIL;
     }
     log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease",
              s->shard, s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));

@@ -154,3 +154,23 @@ rc=0
 echo "touch acl-3 +600000" | produce 2>produce.err || rc=$?
 assert_eq "$rc" 2 "the producer's exit status with policy_checked = noevict"
 assert_file_match produce.err "redis.policy_checked: \"noevict\" is no maxmemory-policy" "the typo's error"
+
+# a second node that evicts, the first sound: the producer and the scanner
+# of a shard on it stop at start with status 78 (a refusal), naming it — not
+# at the first write there, nor with a status that systemd restarts
+redis_start second
+rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+redis-cli -p "$(redis_port second)" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
+sed -i "s|^redis = .*|redis = { nodes = ( $node, { host = \"127.0.0.1\"; port = $(redis_port second); } ); };|" "$CONF"
+NS=two
+sed -i "s|^namespace = .*|namespace = \"$NS\";|" "$CONF"
+scale init 2 >/dev/null 2>init.err || fail "init on two nodes: exit status $? ($(cat init.err))"
+want="127\\.0\\.0\\.1:$(redis_port second): maxmemory-policy is allkeys-lru"
+rc=0
+echo "touch two-1 +600000" | timeout 20 "$LAPSE_BIN/lapse-producer" -c "$CONF" >/dev/null 2>produce.err || rc=$?
+assert_eq "$rc" 78 "the producer's exit status with the second node evicting ($(head -c 300 produce.err))"
+assert_file_match produce.err "$want" "the producer's error"
+rc=0
+timeout 20 "$LAPSE_BIN/lapse-scanner" -c "$CONF" --shard 1 >/dev/null 2>scanner.err || rc=$?
+assert_eq "$rc" 78 "the exit status of shard 1's scanner, on the evicting node ($(head -c 300 scanner.err))"
+assert_file_match scanner.err "$want" "the scanner's error"
