@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "command.h"
 #include "deadletter.h"
+#include "hash.h"
 #include "httpd.h"
 #include "ingress_batch.h"
 #include "ingress_metrics.h"
@@ -244,6 +245,7 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     json_decref(j); /* submit copied the bytes */
     if (rc == 0) {
         ing->batch[i].kind = is_cmd ? 'c' : 's';
+        ing->batch[i].id_hash = lapse_hash(cmd.id, cmd.id_len);
         if (is_cmd)
             ing->st.commands++;
         else

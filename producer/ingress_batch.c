@@ -245,6 +245,30 @@ static void commit(lapse_ingress *ing, int sync)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/*
+ * The producer folds the ops of one ID into one (their net effect) and
+ * reports a failed op by the tag of the message that folded in last; the
+ * messages folded in before it failed as much (their effect was that op):
+ * marks every submitted message of a failed one's ID refused too, so no
+ * partition is committed past one of them. (Two IDs with one hash are
+ * both held back: safe.) Quadratic in the failed messages, on a failure.
+ */
+static void spread_refusals(lapse_ingress *ing)
+{
+    for (size_t i = 0; i < ing->n; i++) {
+        const struct slot *f = &ing->batch[i];
+        if (!f->refused || f->bad || !f->kind)
+            continue;
+        for (size_t j = 0; j < ing->n; j++) {
+            struct slot *o = &ing->batch[j];
+            if (!o->refused && !o->bad && o->kind && o->id_hash == f->id_hash) {
+                o->refused = 1;
+                set_why(o, f->why ? f->why : "?");
+            }
+        }
+    }
+}
+
 /* Applies, dead-letters and commits the batch; 0, or -1 via batch_failed. */
 int ingress_settle(lapse_ingress *ing, int sync)
 {
@@ -259,6 +283,7 @@ int ingress_settle(lapse_ingress *ing, int sync)
         /* every message whose op failed was reported (refused); those
          * not reported were applied. Dead-letter copies of the batch's
          * bad ones must be acknowledged before anything is committed. */
+        spread_refusals(ing);
         size_t refused = 0;
         for (size_t i = 0; i < ing->n; i++)
             refused += ing->batch[i].refused && !ing->batch[i].bad;

@@ -32,6 +32,7 @@ struct slot {
     int bad;               /* not understood: counted, logged, dead-lettered */
     int refused;           /* the producer reported an error for its op */
     char kind;             /* submitted: 'c' a command, 's' a signal's extend */
+    uint64_t id_hash;      /* submitted: lapse_hash of its ID (ops of one ID fold into one) */
 };
 
 struct lapse_ingress {
