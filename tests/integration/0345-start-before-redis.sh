@@ -48,7 +48,10 @@ ingress_wait_assigned
 printf 'k-1\t{"op":"touch","id":"k-1","in_ms":300}\n' | kafka_put "$IN"
 
 events_wait_ids events.json 2001 30000
-sleep 0.5 # a second fire shows
+# a marker due after every other deadline: once it fired, the scanners
+# have claimed past them all, so a second fire of any would have shown
+echo "touch end-marker +300" | produce 2>marker.err || fail "the marker: exit status $?"
+events_wait_ids events.json 2002 10000
 scanner_stop
 proc_stop "$INGRESS" 10
 assert_eq "$PROC_RC" 0 "the ingress's exit status after SIGTERM"

@@ -46,7 +46,10 @@ REDIS_PORT=$p
 assert_eq "$(jq -r '.nodes[0].primary' status.json)" "127.0.0.1:$p" "the primary status names"
 
 events_wait_ids events.json 3000 30000
-sleep 0.5 # a second fire shows
+# a marker due after every other deadline: once it fired, the scanners
+# have claimed past them all, so a second fire of any would have shown
+echo "touch end-marker +300" | produce 2>marker.err || fail "the marker: exit status $?"
+events_wait_ids events.json 3001 10000
 scanner_stop
 events_follow_stop
 assert_once events.json

@@ -39,7 +39,10 @@ scale status --json >status.json || fail "status --json as the ACL user: exit st
 # (INFO is @dangerous: the replicas are counted by WAIT, their lag unknown)
 assert_eq "$(jq -c '.nodes[0] | [.via, .primary, .replicas_online, .replica_lag_s]' status.json)" \
     "[\"plain\",\"127.0.0.1:$REDIS_PORT\",0,null]" "status --json .nodes as the ACL user"
-sleep 0.5 # let a cancelled fire show
+# a marker due after the cancelled ID's deadline: once it fired, the
+# scanner has claimed past it, so a fire of it would have shown
+echo "touch acl-marker @$((t0 + 1000))" | produce 2>marker.err || fail "the marker: exit status $?"
+events_wait_ids events.json 21 10000
 
 # the operator's commands as the same user: split 2 -> 4 with IDs due later
 # on the old shards, get, check, finish --drain; every key in NS
@@ -52,7 +55,7 @@ scanner_start 3
 t0=$(now_ms)
 for i in $(seq 0 19); do echo "touch late-$i @$((t0 + 500 + i * 10))"; done | produce ||
     fail "producer after the split: exit status $?"
-events_wait_ids events.json 40 10000
+events_wait_ids events.json 41 10000
 get=$(scale get far-7 --json) || fail "get as the ACL user: exit status $?"
 # (a moving ID's deadline may still be in its old shard: .twin)
 assert_eq "$(jq -r '(.deadline_ms // .twin.deadline_ms) != null' <<<"$get")" true "get far-7: a deadline ($get)"

@@ -66,7 +66,10 @@ events_wait_ids events.json 20 10000
 scale status >status.txt || fail "status over TLS: exit status $?"
 assert_match "$(cat status.txt)" "127\.0\.0\.1:$REDIS_PORT +plain, tls " "status: how the node is reached"
 assert_eq "$(scale status --json | jq -c '.nodes[0] | [.via, .tls]')" '["plain",true]' "status --json: via, tls"
-sleep 0.5 # let a cancelled fire show
+# a marker due after the cancelled ID's deadline: once it fired, the
+# scanner has claimed past it, so a fire of it would have shown
+echo "touch tls-marker @$((t0 + 1000))" | produce 2>marker.err || fail "the marker: exit status $?"
+events_wait_ids events.json 21 10000
 scanner_stop
 events_follow_stop
 assert_eq "$(events_ids events.json | grep -c '^gone$')" 0 "events of the cancelled ID"
