@@ -156,12 +156,17 @@ int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory 
     return rc;
 }
 
-/* Keeps msg for lapse_redis_policy_news, to be said now. */
-static void policy_say(lapse_redis *r, int state, const char *msg)
+/* Keeps msg, about server `who`, for lapse_redis_policy_news, to be said
+ * now. A handle keeps one message: on a cluster handle a primary's news
+ * does not hide a graver one of another primary. */
+static void policy_say(lapse_redis *r, int state, const char *who, const char *msg)
 {
+    if (r->cl && state < r->policy_state && strcmp(who, r->policy_who) != 0)
+        return;
     r->policy_state = state;
     r->policy_next_ms = 0;
     snprintf(r->policy_msg, sizeof r->policy_msg, "%s", msg);
+    snprintf(r->policy_who, sizeof r->policy_who, "%s", who);
 }
 
 int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err, size_t size)
@@ -180,12 +185,14 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
                      "redis %s: cannot check maxmemory-policy: %s; make sure it is noeviction "
                      "and set redis.policy_checked = \"noeviction\"",
                      who, m.why);
-            policy_say(r, REDIS_POLICY_UNREAD, msg);
+            policy_say(r, REDIS_POLICY_UNREAD, who, msg);
         }
         return 0;
     }
     if (!lapse_redis_policy_evicts(m.policy)) {
-        r->policy_state = REDIS_POLICY_OK;
+        /* (a cluster handle's other primaries keep what they said) */
+        if (r->policy_state != REDIS_POLICY_UNREAD && (!r->cl || strcmp(who, r->policy_who) == 0))
+            r->policy_state = REDIS_POLICY_OK;
         return 0;
     }
     const char *fix = "CONFIG SET maxmemory-policy noeviction (on a managed service: its "
@@ -196,7 +203,7 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
                  "deadlines (redis.accept_eviction = true); fix: %s",
                  who, m.policy, fix);
         if (r->policy_state != REDIS_POLICY_ACCEPTED)
-            policy_say(r, REDIS_POLICY_ACCEPTED, msg);
+            policy_say(r, REDIS_POLICY_ACCEPTED, who, msg);
         return 0;
     }
     if (!r->connected_once) {
@@ -210,7 +217,7 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
              "redis %s: maxmemory-policy is now %s: Redis may evict lapse's keys and lose "
              "deadlines; serving on (stopping would fire nothing); fix: %s",
              who, m.policy, fix);
-    policy_say(r, REDIS_POLICY_EVICTING, msg);
+    policy_say(r, REDIS_POLICY_EVICTING, who, msg);
     return 0;
 }
 

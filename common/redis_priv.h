@@ -53,6 +53,8 @@ struct lapse_redis {
     int policy_state;                /* enum redis_policy_state: what to say */
     int64_t policy_next_ms;          /* monotonic: when to say policy_msg again */
     char policy_msg[512];            /* what lapse_redis_policy_news returns */
+    char policy_who[300];            /* the server policy_msg is about (a cluster
+                                      * handle has several primaries) */
     char errstr[512];
 };
 
