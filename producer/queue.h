@@ -185,8 +185,9 @@ void producer_send_abandon(struct send *s);
  * (which sends them and reads the replies), send_plan.c (which plans them)
  * and send_split.c (which reads a split's replies into the ops).
  */
-enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* all applied; some
-    primaries' WAITs saw too few replicas (send->short_shard) */ };
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* some primaries'
+    WAITs saw too few replicas, or some nodes failed (send->short_shard, down); the
+    others applied theirs */ };
 
 struct send_call {
     enum lapse_script script;
@@ -214,7 +215,10 @@ struct send {
     uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
     uint64_t *conn;         /* pipelined: per node, the connection the calls went out
                                on (lapse_redis_reconnects) */
-    unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas */
+    unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas,
+                                   or (down) its node's calls failed */
+    unsigned char *down;    /* per node: its calls failed this round (send_calls) */
+    char (*down_why)[256];  /* per node: why (lapse_redis_errstr then) */
     char epoch[24];
     char plain[24];         /* apply.lua's count of plain pairs */
 };
@@ -278,8 +282,9 @@ void confirm_kick(lapse_producer *p, size_t k);
 void confirm_free(lapse_producer *p); /* the waiters; accepts none */
 
 /*
- * degrade — primaries whose WAITs see too few replicas (see degrade.c):
- * one retry window per primary, then fail fast, probed with a back-off.
+ * degrade — primaries that do not answer, or whose WAITs see too few
+ * replicas (see degrade.c): one retry window per primary, then fail fast,
+ * probed with a back-off.
  */
 struct degrade_primary;
 
@@ -298,11 +303,16 @@ const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t 
  * while it is open (send them again). */
 int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
 
-/* A WAIT on that primary saw enough replicas: it is fine again. */
+/* As degrade_short, for a primary that did not answer: the connection
+ * failed or was lost (reason: lapse_redis_errstr). */
+int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
+
+/* That primary answered, and a WAIT there (if asked) saw enough
+ * replicas: it is fine again. */
 void degrade_ok(lapse_producer *p, size_t n, const char *addr);
 
-/* 1 while some primary is failing to confirm (then batches take the
- * careful way: producer_send judges each primary). */
+/* 1 while some primary is failing to answer or to confirm (then batches
+ * take the careful way: producer_send judges each primary). */
 int degrade_any(lapse_producer *p);
 
 void degrade_free(lapse_producer *p); /* accepts none */

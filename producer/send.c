@@ -175,8 +175,11 @@ static int send_read(struct send *s, size_t n, size_t sent)
         else if (call->script == LAPSE_SCRIPT_TAKE) {
             if (send_took(s, call, reply) < 0 && rc == SEND_OK)
                 rc = SEND_RETRY;
-        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
+        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY) {
             send_report(s, call, reply->str);
+            for (size_t i = 0; i < call->count; i++)
+                p->ops[call->ops[i]].done = 1; /* reported: never sent or reported again */
+        }
         else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
             send_unseeded(s, call);
         else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
@@ -200,18 +203,33 @@ static int send_read(struct send *s, size_t n, size_t sent)
     return rc == SEND_OK ? SEND_SHORT : rc;
 }
 
-/* Sends the planned calls, one pipeline per node, and reads every reply. */
+/* Sends the planned calls, one pipeline per node, and reads every reply.
+ * A node whose calls failed (no connection, a lost one, NOSCRIPT) is down
+ * for this round: its shards are short (s->down, s->short_shard) and only
+ * its calls are sent again; the other nodes' replies are read all the
+ * same, so their writes are judged on their own (send_judge). */
 static int send_calls(struct send *s)
 {
+    lapse_producer *p = s->p;
     int rc = SEND_OK;
-    for (size_t n = 0; n < s->p->cfg->nnodes; n++) {
+    memset(s->down, 0, p->cfg->nnodes * sizeof *s->down);
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
         size_t sent;
         int res = send_append(s, n, &sent);
         if (res == SEND_OK)
             res = send_read(s, n, sent);
-        if (res == SEND_RETRY)
-            return res;
-        if (res != SEND_OK && rc != SEND_STALE)
+        if (res == SEND_RETRY) {
+            const char *why = lapse_redis_errstr(p->nodes[n]);
+            s->down[n] = 1;
+            snprintf(s->down_why[n], sizeof s->down_why[n], "%s",
+                     why[0] ? why : "the scripts were not loaded (NOSCRIPT)");
+            lapse_redis_disconnect(p->nodes[n]); /* its half-read pipeline goes */
+            for (uint32_t k = 0; k < p->layout.shards; k++)
+                if (p->layout.node_of[k] == n)
+                    s->short_shard[k] = 1;
+            res = SEND_SHORT;
+        }
+        if (res == SEND_STALE || (res == SEND_SHORT && rc == SEND_OK))
             rc = res;
     }
     return rc;
@@ -256,6 +274,9 @@ static void send_drop(struct send *s)
         return;
     send_plan(s, LAPSE_SCRIPT_DROP, want_taken);
     (void)send_calls(s);
+    /* called only after every apply went through: a drop that failed
+     * says nothing about the ops */
+    memset(s->short_shard, 0, s->p->layout.shards * sizeof *s->short_shard);
 }
 
 static void send_free(struct send *s)
@@ -274,6 +295,8 @@ static void send_free(struct send *s)
     free(s->witness);
     free(s->conn);
     free(s->short_shard);
+    free(s->down);
+    free(s->down_why);
     free(s);
 }
 
@@ -296,9 +319,12 @@ static struct send *send_new(lapse_producer *p)
     s->witness = calloc(p->cfg->nnodes, sizeof *s->witness);
     s->conn = calloc(p->cfg->nnodes, sizeof *s->conn);
     s->short_shard = calloc(LAPSE_MAX_SHARDS, sizeof *s->short_shard);
+    s->down = calloc(p->cfg->nnodes, sizeof *s->down);
+    s->down_why = calloc(p->cfg->nnodes, sizeof *s->down_why);
     s->confirm = 1;
     if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
-        !s->sent || !s->waits || !s->witness || !s->conn || !s->short_shard) {
+        !s->sent || !s->waits || !s->witness || !s->conn || !s->short_shard || !s->down ||
+        !s->down_why) {
         send_free(s);
         return NULL;
     }
@@ -307,9 +333,8 @@ static struct send *send_new(lapse_producer *p)
 
 struct send *producer_send_start(lapse_producer *p)
 {
-    /* a primary failing to confirm: producer_send judges each primary */
-    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS ||
-        (p->cfg->redis_wait_replicas > 0 && degrade_any(p)))
+    /* a primary failing to answer or confirm: producer_send judges each */
+    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS || degrade_any(p))
         return NULL;
     struct send *s = send_new(p);
     if (!s)
@@ -397,14 +422,14 @@ static void send_fail_shard(struct send *s, uint32_t k, const char *reason, size
     *failed += count;
 }
 
-/* Before a send: the ops whose primary has failed to confirm for its whole
- * window (degrade.c) are reported failed at once, and done. Returns how
+/* Before a send: the ops whose primary has failed to answer or to confirm
+ * for its whole window (degrade.c) are reported failed at once, and done. Returns how
  * many ops are left to send. */
 static size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
 {
     lapse_producer *p = s->p;
     size_t left = send_group(s, 0, 0);
-    if (left == (size_t)-1 || p->cfg->redis_wait_replicas <= 0 || p->ndegraded == 0)
+    if (left == (size_t)-1 || p->ndegraded == 0)
         return left == (size_t)-1 ? p->nops : left;
     int64_t now = lapse_clock_mono_ms();
     char why[512];
@@ -422,10 +447,11 @@ static size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t siz
     return left;
 }
 
-/* After send_apply applied every op: the ops whose primary confirmed them
- * are done; those of a primary whose WAIT saw too few replicas are sent
- * again while its window is open (degrade.c), else reported failed. Returns
- * how many ops are left to send. */
+/* After send_apply: the ops whose primary applied (and with
+ * redis.wait_replicas, confirmed) them are done; those of a node that
+ * failed or of a primary whose WAIT saw too few replicas are sent again
+ * while its window is open (degrade.c), else reported failed. Returns how
+ * many ops are left to send. */
 static size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
 {
     lapse_producer *p = s->p;
@@ -444,9 +470,11 @@ static size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t si
             degrade_ok(p, n, addr);
             for (size_t i = s->start[k]; i < s->start[k + 1]; i++)
                 p->ops[s->order[i]].done = 1;
-        } else if (degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
+        } else if (s->down[n] ? degrade_down(p, n, addr, s->down_why[n], now)
+                              : degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
             const char *reason = degrade_gate(p, n, addr, now, why, sizeof why);
-            snprintf(errstr, size, "%s", reason ? reason : lapse_redis_errstr(p->nodes[n]));
+            snprintf(errstr, size, "%s",
+                     reason ? reason : s->down[n] ? s->down_why[n] : lapse_redis_errstr(p->nodes[n]));
             send_fail_shard(s, k, errstr, failed);
         } else {
             left += count;
@@ -456,12 +484,14 @@ static size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t si
 }
 
 /*
- * The careful way. Lost connections, STALE and the like send every op not
- * done again, with back-off, until redis.retry_timeout_ms from the start;
- * with redis.wait_replicas each primary is judged on its own (send_judge):
- * what it confirmed is done, and a primary that cannot confirm costs its
- * writes one retry window of its own, shared by every batch (degrade.c),
- * not one per batch.
+ * The careful way. STALE and the like send every op not done again, with
+ * back-off, until redis.retry_timeout_ms from the start. Each node and
+ * primary is judged on its own (send_judge): what it applied (and with
+ * redis.wait_replicas, confirmed) is done, and one that does not answer or
+ * cannot confirm costs its writes one retry window of its own, shared by
+ * every batch (degrade.c), not one per batch. A batch's ops of one ID all
+ * go to one shard, and a batch is done (applied or reported) before the
+ * next is sent, so a retried op is never overtaken by a later one of its ID.
  */
 int producer_send(lapse_producer *p, char *errstr, size_t size)
 {
@@ -482,7 +512,12 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         if (stale) {
             int64_t was = p->layout.epoch;
             res = producer_load_layout(p, errstr, size) < 0 ? SEND_RETRY : SEND_OK;
-            if (res == SEND_OK) {
+            if (res == SEND_RETRY && !fenced && p->keys) {
+                /* the layout's node is down: the layout we have serves (every
+                 * script checks its epoch and answers STALE if it is old) */
+                res = SEND_OK;
+                stale = 0;
+            } else if (res == SEND_OK) {
                 stale = 0;
                 step = 0;
                 if (fenced && p->layout.epoch == was)
