@@ -138,9 +138,14 @@ int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reas
 
 void degrade_ok(lapse_producer *p, size_t n, const char *addr)
 {
-    struct degrade_primary *d = degrade_find(p, n, addr);
-    if (d)
-        degrade_drop(p, d);
+    /* node n answered: none of its primaries is down now, whatever its
+     * address was (after a failover, the old primary's entry goes too) */
+    for (size_t i = 0; i < p->ndegraded;)
+        if (p->degraded[i].node == n &&
+            (p->degraded[i].down || strcmp(p->degraded[i].addr, addr) == 0))
+            degrade_drop(p, &p->degraded[i]);
+        else
+            i++;
 }
 
 /* Only primaries that answer and lack replicas: one that does not answer

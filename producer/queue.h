@@ -3,12 +3,14 @@
  * producer.c (the queue, coalescing, the public API), flight.c (the ring of
  * batches in flight), send.c (sending a batch: pipelines, replies, retries,
  * the split protocol), send_plan.c (turning a batch into Redis calls),
- * send_split.c (what a split's replies say, the moved-ID cache), confirm.c,
- * degrade.c (primaries short of replicas) and probe.c. Calls go one way,
- * from each file to those after it in producer.c, flight.c, send.c,
- * send_plan.c, send_split.c (confirm.c is called from flight.c and send.c,
- * degrade.c from send.c; they call none of them); only the queue's arena
- * (producer_arena_put) is called back. Not installed; not part of the
+ * send_split.c (what a split's replies say, the moved-ID cache),
+ * send_fail.c (what a send reports failed, judged per node and primary),
+ * confirm.c, degrade.c (nodes that do not answer, primaries short of
+ * replicas) and probe.c. Calls go one way, from each file to those after
+ * it in producer.c, flight.c, send.c, send_fail.c, send_plan.c,
+ * send_split.c (confirm.c is called from flight.c and send.c, degrade.c
+ * from send.c and send_fail.c; they call none of them); only the queue's
+ * arena (producer_arena_put) is called back. Not installed; not part of the
  * library's API.
  */
 #ifndef LAPSE_QUEUE_H
@@ -230,6 +232,14 @@ size_t send_group(struct send *s, int old, int moving);
 void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
 int send_build(struct send *s, const struct send_call *c);
 
+/* send_fail.c: reporting ops failed, judging them per node and primary
+ * (see each definition). */
+void send_report(struct send *s, const struct send_call *c, const char *reason);
+void send_fail_ops(struct send *s, size_t *ops, size_t count, const char *reason, size_t *failed);
+size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size);
+size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size);
+void send_take_down(struct send *s, size_t *failed, char *errstr, size_t size);
+
 /* send_split.c: the moved-ID cache and a split's replies (see each
  * definition). */
 int send_moved(lapse_producer *p, const struct producer_op *op);
@@ -308,7 +318,8 @@ int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *rea
 int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
 
 /* That primary answered, and a WAIT there (if asked) saw enough
- * replicas: it is fine again. */
+ * replicas: it is fine again, and node n answers (its entries of primaries
+ * that did not answer go, e.g. the one a failover replaced). */
 void degrade_ok(lapse_producer *p, size_t n, const char *addr);
 
 /* 1 while some primary is failing to answer or to confirm (then batches
