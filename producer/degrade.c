@@ -7,19 +7,20 @@
  * Either way none of those writes may be reported applied.
  *
  * What it keeps true: a batch's writes are judged per primary, so writes
- * on primaries that confirmed are done and only the others are sent again
- * (send.c: producer_send). The retry window is the primary's, not the
- * batch's: it opens at the first WAIT there that saw too few replicas and
- * is shared by every batch after it, so once a primary failed to answer or
- * to confirm for redis.retry_timeout_ms, writes for it are reported failed at once
- * instead of each batch waiting that long again. Now and then (a back-off,
- * RETRY_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are
- * sent anyway, as a probe: an answer with a WAIT that sees enough
- * replicas again (the node or a replica came back) ends the fail-fast,
- * with no restart. A primary is
- * named by the node it belongs to and its "host:port" (a cluster's slot
- * owner, a Sentinel node's current primary), so one that replaced it after
- * a failover starts afresh.
+ * on primaries that applied (and confirmed) them are done and only the
+ * others are sent again (send_fail.c: send_judge). The retry window is the
+ * primary's, not the batch's: it opens at the first write there that failed
+ * or whose WAIT saw too few replicas, and is shared by every batch after
+ * it, so once a primary failed to answer or to confirm for
+ * redis.retry_timeout_ms, writes for it are reported failed at once instead
+ * of each batch waiting that long again. Now and then (a back-off,
+ * PROBE_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are sent
+ * anyway, as a probe: an answer (with a WAIT that sees enough replicas, if
+ * asked) ends the fail-fast, with no restart: the node is back, or a
+ * replica is. A primary is named by the node it belongs to and its
+ * "host:port" (a cluster's slot owner, a Sentinel node's current primary),
+ * so one that replaced it after a failover starts afresh; once a node
+ * answers, its entries of primaries that did not are dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -46,7 +46,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
-    int done;                  /* producer_send: confirmed, or reported failed (degrade.c) */
+    int done;                  /* producer_send: applied (confirmed), or reported (send_fail.c) */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
@@ -128,7 +128,7 @@ struct lapse_producer {
     size_t flight_first, nflight, nread;
     uint64_t reads;                 /* batches read so far */
     struct confirm_waiter *waiters; /* per node, with redis.wait_replicas (confirm.c) */
-    struct degrade_primary *degraded; /* primaries that fell short of WAIT (degrade.c) */
+    struct degrade_primary *degraded; /* primaries down or short of WAIT (degrade.c) */
     size_t ndegraded, cap_degraded;
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct producer_absorbed *absorbed; /* while their covering write is unsettled */

@@ -375,7 +375,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_retry_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
     int fenced = 0; /* a shard answered STALE: our layout is old */
-    size_t failed = 0; /* ops reported failed by primary (degrade.c) */
+    size_t failed = 0; /* ops reported failed by node or primary (send_fail.c) */
     struct lapse_backoff backoff;
     lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     for (;;) {
