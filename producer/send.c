@@ -1,7 +1,9 @@
 /*
  * send — turns the producer's queued batch into Redis calls: sends them,
  * reads the replies and retries until they applied or the retry time ran
- * out. Planning the calls (routing, grouping by shard, each call's argv) is
+ * out, each node on its own: a node that does not answer holds only its
+ * own ops (send_fail.c judges them against its window, degrade.c).
+ * Planning the calls (routing, grouping by shard, each call's argv) is
  * send_plan.c's.
  *
  * Stable layout: the ops are grouped by shard (stably: per ID they keep

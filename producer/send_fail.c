@@ -16,10 +16,6 @@
 #include "clock.h"
 #include "queue.h"
 
-/* Reports the call's ops as not applied, and with each the extends that
- * bounded slack absorbed because of it (producer.c: producer_absorbed; by
- * ID hash). Their IDs are also forgotten by bounded slack: a later extend
- * must be written, not absorbed. */
 /* The extends absorbed by this batch's writes of the IDs whose hashes are
  * set in `hashes` (open addressing, mask + 1 slots, 0 = empty) are
  * reported failed too: one pass over the absorbed list, not one per op. */
@@ -43,6 +39,10 @@ static void send_report_absorbed(lapse_producer *p, const uint64_t *hashes, size
     }
 }
 
+/* Reports the call's ops as not applied, and with each the extends that
+ * bounded slack absorbed because of it (producer.c: producer_absorbed; by
+ * ID hash). Their IDs are also forgotten by bounded slack: a later extend
+ * must be written, not absorbed. */
 void send_report(struct send *s, const struct send_call *c, const char *reason)
 {
     lapse_producer *p = s->p;
