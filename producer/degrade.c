@@ -19,8 +19,8 @@
  * asked) ends the fail-fast, with no restart: the node is back, or a
  * replica is. A primary is named by the node it belongs to and its
  * "host:port" (a cluster's slot owner, a Sentinel node's current primary),
- * so one that replaced it after a failover starts afresh; once a node
- * answers, its entries of primaries that did not are dropped.
+ * so one that replaced it after a failover starts afresh; once a plain or
+ * Sentinel node answers, its entries of primaries that did not are dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,11 +139,13 @@ int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reas
 
 void degrade_ok(lapse_producer *p, size_t n, const char *addr)
 {
-    /* node n answered: none of its primaries is down now, whatever its
-     * address was (after a failover, the old primary's entry goes too) */
+    /* a plain or Sentinel node that answered is not down, whatever its
+     * primary's address was (after a failover, the old one's entry goes
+     * too); a cluster's other primaries may still be (its pipeline failed
+     * as a whole, so they are judged by their own probes) */
     for (size_t i = 0; i < p->ndegraded;)
-        if (p->degraded[i].node == n &&
-            (p->degraded[i].down || strcmp(p->degraded[i].addr, addr) == 0))
+        if (p->degraded[i].node == n && ((p->degraded[i].down && !p->cfg->cluster) ||
+                                         strcmp(p->degraded[i].addr, addr) == 0))
             degrade_drop(p, &p->degraded[i]);
         else
             i++;

@@ -318,8 +318,9 @@ int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *rea
 int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
 
 /* That primary answered, and a WAIT there (if asked) saw enough
- * replicas: it is fine again, and node n answers (its entries of primaries
- * that did not answer go, e.g. the one a failover replaced). */
+ * replicas: it is fine again; unless node n is a cluster, so is the node
+ * (its entries of primaries that did not answer go, e.g. the one a
+ * failover replaced). */
 void degrade_ok(lapse_producer *p, size_t n, const char *addr);
 
 /* 1 while some primary is failing to answer or to confirm (then batches

@@ -5,7 +5,8 @@
  * enough replicas ends it; another primary, or the same address on another
  * node, is not touched. A node that does not answer has the same window;
  * once it answers, its entries go, also one of an address a failover
- * replaced. The clock is passed in: no I/O.
+ * replaced (but not a cluster's other primaries). The clock is passed in:
+ * no I/O.
  */
 #include <stdlib.h>
 
@@ -83,5 +84,14 @@ TEST(degrade_node_down)
     degrade_ok(&p, 1, "10.0.0.4:6379");
     CHECK(!degrade_any(&p));
     CHECK(degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 2101, why, sizeof why) == NULL);
+    /* a cluster's primaries are judged one by one: one that answered says
+     * nothing of another */
+    cfg.cluster = 1;
+    CHECK(degrade_down(&p, 0, "10.0.0.5:6379", refused, t0) == 0);
+    CHECK(degrade_down(&p, 0, "10.0.0.6:6379", refused, t0) == 0);
+    degrade_ok(&p, 0, "10.0.0.5:6379");
+    CHECK(degrade_any(&p));
+    CHECK(degrade_down(&p, 0, "10.0.0.6:6379", refused, t0 + 2000) == 1);
+    CHECK(degrade_gate(&p, 0, "10.0.0.6:6379", t0 + 2001, why, sizeof why) != NULL);
     degrade_free(&p);
 }
