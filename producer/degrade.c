@@ -1,22 +1,26 @@
 /*
- * degrade — primaries that cannot confirm writes (redis.wait_replicas): a
- * primary whose replicas are gone (its only replica was promoted when it
- * died, or they lost their link) still applies writes, but no WAIT there
- * sees enough replicas, so none of those writes may be reported applied.
+ * degrade — primaries that cannot confirm writes: one that does not answer
+ * (a node down, refusing connections, or a Sentinel primary that died and
+ * is not replaced yet), or with redis.wait_replicas one whose replicas are
+ * gone (its only replica was promoted when it died, or they lost their
+ * link): it still applies writes, but no WAIT there sees enough replicas.
+ * Either way none of those writes may be reported applied.
  *
  * What it keeps true: a batch's writes are judged per primary, so writes
- * on primaries that confirmed are done and only the others are sent again
- * (send.c: producer_send). The retry window is the primary's, not the
- * batch's: it opens at the first WAIT there that saw too few replicas and
- * is shared by every batch after it, so once a primary failed to confirm
- * for redis.retry_timeout_ms, writes for it are reported failed at once
- * instead of each batch waiting that long again. Now and then (a back-off,
- * RETRY_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are
- * sent anyway, as a probe: a WAIT that sees enough replicas again (a
- * replica came back) ends the fail-fast, with no restart. A primary is
- * named by the node it belongs to and its "host:port" (a cluster's slot
- * owner, a Sentinel node's current primary), so one that replaced it after
- * a failover starts afresh.
+ * on primaries that applied (and confirmed) them are done and only the
+ * others are sent again (send_fail.c: send_judge). The retry window is the
+ * primary's, not the batch's: it opens at the first write there that failed
+ * or whose WAIT saw too few replicas, and is shared by every batch after
+ * it, so once a primary failed to answer or to confirm for
+ * redis.retry_timeout_ms, writes for it are reported failed at once instead
+ * of each batch waiting that long again. Now and then (a back-off,
+ * PROBE_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are sent
+ * anyway, as a probe: an answer (with a WAIT that sees enough replicas, if
+ * asked) ends the fail-fast, with no restart: the node is back, or a
+ * replica is. A primary is named by the node it belongs to and its
+ * "host:port" (a cluster's slot owner, a Sentinel node's current primary),
+ * so one that replaced it after a failover starts afresh; once a plain or
+ * Sentinel node answers, its entries of primaries that did not are dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,7 @@ struct degrade_primary {
     int64_t since;             /* monotonic: the first WAIT in a row that fell short */
     int64_t last;              /* monotonic: the last one */
     int64_t probe_at;          /* once the window closed: when to try it again */
+    int down;                  /* the last failure: it did not answer (else: WAIT fell short) */
     struct lapse_backoff backoff;
     char why[256];             /* what that WAIT said */
 };
@@ -80,13 +85,20 @@ const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t 
     struct degrade_primary *d = degrade_find(p, n, addr);
     if (!d || now - d->since < p->cfg->redis_retry_timeout_ms || now >= d->probe_at)
         return NULL;
-    snprintf(why, size, "primary %s has had fewer than %d replicas for %lld ms "
+    if (d->down)
+        snprintf(why, size, "primary %s has not answered for %lld ms: %s", addr,
+                 (long long)(now - d->since), d->why);
+    else
+        snprintf(why, size, "primary %s has had fewer than %d replicas for %lld ms "
              "(redis.wait_replicas): %s", addr, p->cfg->redis_wait_replicas,
              (long long)(now - d->since), d->why);
     return why;
 }
 
-int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now)
+/* A failure of node n's primary at addr (down: it did not answer): opens
+ * its window, or says whether it has closed. */
+static int degrade_fail(lapse_producer *p, size_t n, const char *addr, const char *reason,
+                        int64_t now, int down)
 {
     struct degrade_primary *d = degrade_find(p, n, addr);
     if (!d) {
@@ -106,6 +118,7 @@ int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *rea
         lapse_backoff_init(&d->backoff, PROBE_MIN_MS, PROBE_MAX_MS);
     }
     d->last = now;
+    d->down = down;
     snprintf(d->why, sizeof d->why, "%s", reason);
     if (now - d->since < p->cfg->redis_retry_timeout_ms)
         return 0;
@@ -114,19 +127,40 @@ int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *rea
     return 1;
 }
 
-void degrade_ok(lapse_producer *p, size_t n, const char *addr)
+int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now)
 {
-    struct degrade_primary *d = degrade_find(p, n, addr);
-    if (d)
-        degrade_drop(p, d);
+    return degrade_fail(p, n, addr, reason, now, 0);
 }
 
+int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now)
+{
+    return degrade_fail(p, n, addr, reason, now, 1);
+}
+
+void degrade_ok(lapse_producer *p, size_t n, const char *addr)
+{
+    /* a plain or Sentinel node that answered is not down, whatever its
+     * primary's address was (after a failover, the old one's entry goes
+     * too); a cluster's other primaries may still be (its pipeline failed
+     * as a whole, so they are judged by their own probes) */
+    for (size_t i = 0; i < p->ndegraded;)
+        if (p->degraded[i].node == n && ((p->degraded[i].down && !p->cfg->cluster) ||
+                                         strcmp(p->degraded[i].addr, addr) == 0))
+            degrade_drop(p, &p->degraded[i]);
+        else
+            i++;
+}
+
+/* Only primaries that answer and lack replicas: one that does not answer
+ * is lapse_producer_probe's to count. */
 int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size)
 {
-    if (i >= p->ndegraded)
-        return 0;
-    snprintf(addr, size, "%s", p->degraded[i].addr);
-    return 1;
+    for (size_t k = 0; k < p->ndegraded; k++)
+        if (!p->degraded[k].down && i-- == 0) {
+            snprintf(addr, size, "%s", p->degraded[k].addr);
+            return 1;
+        }
+    return 0;
 }
 
 void degrade_free(lapse_producer *p)

@@ -19,7 +19,10 @@
  * OOM/BUSY/LOADING/READONLY, a dead-letter copy not acknowledged), nothing of
  * it is committed: the consumer seeks every partition of the batch back to
  * its first message and reads it again after a back-off (up to 5 s), for as
- * long as it takes. Re-applying is safe: extend with an absolute time is
+ * long as it takes. When only some of its writes failed (their node did not
+ * answer, or their primary could not confirm them, for its whole retry
+ * window), each partition is committed up to its first message whose write
+ * failed and read again from there (ingress_batch.c). Re-applying is safe: extend with an absolute time is
  * idempotent, touch/cancel converge, and a relative time is counted again
  * from the retry (at least once, never early).
  *

@@ -269,7 +269,7 @@ static int producer_fill(lapse_producer *p, struct producer_op *op, const struct
 
 /* An extend absorbed by a write of batch `seq`: while that batch is not
  * settled (queued or in flight), remember the extend's tag, so that it is
- * reported if that write fails (send.c: send_report). 0 or -1 (no memory). */
+ * reported if that write fails (send_fail.c: send_report). 0 or -1 (no memory). */
 static int producer_absorbed(lapse_producer *p, uint64_t hash, uint64_t tag, uint32_t seq)
 {
     uint32_t oldest = p->nflight ? p->flight[p->flight_first].seq : p->seq;

@@ -129,8 +129,10 @@ int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint
                           char *errstr, size_t size);
 
 /* Applies everything queued and the batches in flight. Returns 0, or -1 with
- * errstr when some operations could not be applied (Redis stayed
- * unreachable, or their primary could not confirm them): those are dropped
+ * errstr when some operations could not be applied (their node stayed
+ * unreachable, or their primary could not confirm them, for
+ * redis.retry_timeout_ms: one window per node, shared by every flush, after
+ * which they fail at once until the node answers again): those are dropped
  * and each one reported; the others were applied. */
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);
 

@@ -3,12 +3,14 @@
  * producer.c (the queue, coalescing, the public API), flight.c (the ring of
  * batches in flight), send.c (sending a batch: pipelines, replies, retries,
  * the split protocol), send_plan.c (turning a batch into Redis calls),
- * send_split.c (what a split's replies say, the moved-ID cache), confirm.c,
- * degrade.c (primaries short of replicas) and probe.c. Calls go one way,
- * from each file to those after it in producer.c, flight.c, send.c,
- * send_plan.c, send_split.c (confirm.c is called from flight.c and send.c,
- * degrade.c from send.c; they call none of them); only the queue's arena
- * (producer_arena_put) is called back. Not installed; not part of the
+ * send_split.c (what a split's replies say, the moved-ID cache),
+ * send_fail.c (what a send reports failed, judged per node and primary),
+ * confirm.c, degrade.c (nodes that do not answer, primaries short of
+ * replicas) and probe.c. Calls go one way, from each file to those after
+ * it in producer.c, flight.c, send.c, send_fail.c, send_plan.c,
+ * send_split.c (confirm.c is called from flight.c and send.c, degrade.c
+ * from send.c and send_fail.c; they call none of them); only the queue's
+ * arena (producer_arena_put) is called back. Not installed; not part of the
  * library's API.
  */
 #ifndef LAPSE_QUEUE_H
@@ -44,7 +46,7 @@ struct producer_op {
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
     int shared;                /* another op of the same ID is in the batch */
-    int done;                  /* producer_send: confirmed, or reported failed (degrade.c) */
+    int done;                  /* producer_send: applied (confirmed), or reported (send_fail.c) */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;            /* where the op applies */
     uint32_t old_shard;        /* during a split: the ID's shard before it */
@@ -126,7 +128,7 @@ struct lapse_producer {
     size_t flight_first, nflight, nread;
     uint64_t reads;                 /* batches read so far */
     struct confirm_waiter *waiters; /* per node, with redis.wait_replicas (confirm.c) */
-    struct degrade_primary *degraded; /* primaries that fell short of WAIT (degrade.c) */
+    struct degrade_primary *degraded; /* primaries down or short of WAIT (degrade.c) */
     size_t ndegraded, cap_degraded;
     lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
     struct producer_absorbed *absorbed; /* while their covering write is unsettled */
@@ -185,8 +187,9 @@ void producer_send_abandon(struct send *s);
  * (which sends them and reads the replies), send_plan.c (which plans them)
  * and send_split.c (which reads a split's replies into the ops).
  */
-enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* all applied; some
-    primaries' WAITs saw too few replicas (send->short_shard) */ };
+enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* some primaries'
+    WAITs saw too few replicas, or some nodes failed (send->short_shard, down); the
+    others applied theirs */ };
 
 struct send_call {
     enum lapse_script script;
@@ -214,7 +217,10 @@ struct send {
     uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
     uint64_t *conn;         /* pipelined: per node, the connection the calls went out
                                on (lapse_redis_reconnects) */
-    unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas */
+    unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas,
+                                   or (down) its node's calls failed */
+    unsigned char *down;    /* per node: its calls failed this round (send_calls) */
+    char (*down_why)[256];  /* per node: why (lapse_redis_errstr then) */
     char epoch[24];
     char plain[24];         /* apply.lua's count of plain pairs */
 };
@@ -225,6 +231,14 @@ int send_taking(const struct producer_op *op);
 size_t send_group(struct send *s, int old, int moving);
 void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
 int send_build(struct send *s, const struct send_call *c);
+
+/* send_fail.c: reporting ops failed, judging them per node and primary
+ * (see each definition). */
+void send_report(struct send *s, const struct send_call *c, const char *reason);
+void send_fail_ops(struct send *s, size_t *ops, size_t count, const char *reason, size_t *failed);
+size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size);
+size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size);
+void send_take_down(struct send *s, size_t *failed, char *errstr, size_t size);
 
 /* send_split.c: the moved-ID cache and a split's replies (see each
  * definition). */
@@ -278,8 +292,9 @@ void confirm_kick(lapse_producer *p, size_t k);
 void confirm_free(lapse_producer *p); /* the waiters; accepts none */
 
 /*
- * degrade — primaries whose WAITs see too few replicas (see degrade.c):
- * one retry window per primary, then fail fast, probed with a back-off.
+ * degrade — primaries that do not answer, or whose WAITs see too few
+ * replicas (see degrade.c): one retry window per primary, then fail fast,
+ * probed with a back-off.
  */
 struct degrade_primary;
 
@@ -298,11 +313,18 @@ const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t 
  * while it is open (send them again). */
 int degrade_short(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
 
-/* A WAIT on that primary saw enough replicas: it is fine again. */
+/* As degrade_short, for a primary that did not answer: the connection
+ * failed or was lost (reason: lapse_redis_errstr). */
+int degrade_down(lapse_producer *p, size_t n, const char *addr, const char *reason, int64_t now);
+
+/* That primary answered, and a WAIT there (if asked) saw enough
+ * replicas: it is fine again; unless node n is a cluster, so is the node
+ * (its entries of primaries that did not answer go, e.g. the one a
+ * failover replaced). */
 void degrade_ok(lapse_producer *p, size_t n, const char *addr);
 
-/* 1 while some primary is failing to confirm (then batches take the
- * careful way: producer_send judges each primary). */
+/* 1 while some primary is failing to answer or to confirm (then batches
+ * take the careful way: producer_send judges each primary). */
 int degrade_any(lapse_producer *p);
 
 void degrade_free(lapse_producer *p); /* accepts none */

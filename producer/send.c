@@ -1,7 +1,9 @@
 /*
  * send — turns the producer's queued batch into Redis calls: sends them,
  * reads the replies and retries until they applied or the retry time ran
- * out. Planning the calls (routing, grouping by shard, each call's argv) is
+ * out, each node on its own: a node that does not answer holds only its
+ * own ops (send_fail.c judges them against its window, degrade.c).
+ * Planning the calls (routing, grouping by shard, each call's argv) is
  * send_plan.c's.
  *
  * Stable layout: the ops are grouped by shard (stably: per ID they keep
@@ -58,70 +60,6 @@
 
 static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
 
-/* Reports the call's ops as not applied, and with each the extends that
- * bounded slack absorbed because of it (producer.c: producer_absorbed; by
- * ID hash). Their IDs are also forgotten by bounded slack: a later extend
- * must be written, not absorbed. */
-/* The extends absorbed by this batch's writes of the IDs whose hashes are
- * set in `hashes` (open addressing, mask + 1 slots, 0 = empty) are
- * reported failed too: one pass over the absorbed list, not one per op. */
-static void send_report_absorbed(lapse_producer *p, const uint64_t *hashes, size_t mask,
-                                 const char *reason)
-{
-    for (size_t k = 0; k < p->nabsorbed; k++) {
-        struct producer_absorbed *a = &p->absorbed[k];
-        if (a->seq != p->seq || a->reported)
-            continue;
-        uint64_t h = a->hash ? a->hash : 1;
-        size_t i = (size_t)h & mask;
-        while (hashes[i] && hashes[i] != h)
-            i = (i + 1) & mask;
-        if (!hashes[i])
-            continue;
-        a->reported = 1;
-        p->stats.failed++;
-        if (p->on_error)
-            p->on_error(p->ctx, a->tag, reason);
-    }
-}
-
-static void send_report(struct send *s, const struct send_call *c, const char *reason)
-{
-    lapse_producer *p = s->p;
-    p->stats.failed += c->count;
-    for (size_t i = 0; i < c->count; i++) {
-        const struct producer_op *op = &p->ops[c->ops[i]];
-        if (p->slack)
-            lapse_slack_forget(p->slack, op->hash, p->arena + op->id_off, op->id_len);
-        if (p->on_error)
-            p->on_error(p->ctx, op->tag, reason);
-    }
-    if (p->nabsorbed == 0)
-        return;
-    size_t slots = 2;
-    while (slots < 2 * c->count)
-        slots *= 2;
-    uint64_t *hashes = calloc(slots, sizeof *hashes);
-    if (!hashes) { /* out of memory: the slow way, one pass per op */
-        for (size_t i = 0; i < c->count; i++) {
-            uint64_t one[2] = {0, 0}, h = p->ops[c->ops[i]].hash;
-            one[(size_t)(h ? h : 1) & 1] = h ? h : 1;
-            send_report_absorbed(p, one, 1, reason);
-        }
-        return;
-    }
-    for (size_t i = 0; i < c->count; i++) {
-        uint64_t h = p->ops[c->ops[i]].hash;
-        h = h ? h : 1; /* 0 marks an empty slot */
-        size_t k = (size_t)h & (slots - 1);
-        while (hashes[k] && hashes[k] != h)
-            k = (k + 1) & (slots - 1);
-        hashes[k] = h;
-    }
-    send_report_absorbed(p, hashes, slots - 1, reason);
-    free(hashes);
-}
-
 static int send_stale(const redisReply *r)
 {
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5) == 0;
@@ -175,8 +113,11 @@ static int send_read(struct send *s, size_t n, size_t sent)
         else if (call->script == LAPSE_SCRIPT_TAKE) {
             if (send_took(s, call, reply) < 0 && rc == SEND_OK)
                 rc = SEND_RETRY;
-        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY)
+        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY) {
             send_report(s, call, reply->str);
+            for (size_t i = 0; i < call->count; i++)
+                p->ops[call->ops[i]].done = 1; /* reported: never sent or reported again */
+        }
         else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
             send_unseeded(s, call);
         else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
@@ -200,27 +141,47 @@ static int send_read(struct send *s, size_t n, size_t sent)
     return rc == SEND_OK ? SEND_SHORT : rc;
 }
 
-/* Sends the planned calls, one pipeline per node, and reads every reply. */
+/* Sends the planned calls, one pipeline per node, and reads every reply.
+ * A node whose calls failed (no connection, a lost one, NOSCRIPT) is down
+ * for this round: its shards are short (s->down, s->short_shard) and only
+ * its calls are sent again; the other nodes' replies are read all the
+ * same, so their writes are judged on their own (send_judge). */
 static int send_calls(struct send *s)
 {
+    lapse_producer *p = s->p;
     int rc = SEND_OK;
-    for (size_t n = 0; n < s->p->cfg->nnodes; n++) {
+    memset(s->down, 0, p->cfg->nnodes * sizeof *s->down);
+    for (size_t n = 0; n < p->cfg->nnodes; n++) {
         size_t sent;
         int res = send_append(s, n, &sent);
         if (res == SEND_OK)
             res = send_read(s, n, sent);
-        if (res == SEND_RETRY)
-            return res;
-        if (res != SEND_OK && rc != SEND_STALE)
+        if (res == SEND_RETRY) {
+            const char *why = lapse_redis_errstr(p->nodes[n]);
+            s->down[n] = 1;
+            snprintf(s->down_why[n], sizeof s->down_why[n], "%s",
+                     why[0] ? why : "the scripts were not loaded (NOSCRIPT)");
+            lapse_redis_disconnect(p->nodes[n]); /* its half-read pipeline goes */
+            for (uint32_t k = 0; k < p->layout.shards; k++)
+                if (p->layout.node_of[k] == n)
+                    s->short_shard[k] = 1;
+            res = SEND_SHORT;
+        }
+        if (res == SEND_STALE || (res == SEND_SHORT && rc == SEND_OK))
             rc = res;
     }
     return rc;
 }
 
-/* Step 1 of a split batch: take the moving IDs' twins. */
-static int send_take(struct send *s)
+/* Step 1 of a split batch: take the moving IDs' twins. Any take not done
+ * or not confirmed: all are taken again (SEND_SHORT: the connections of
+ * the nodes that answered stay), but those out of a node that stopped
+ * answering for its whole window are reported failed (send_take_down). */
+static int send_take(struct send *s, size_t *failed, char *errstr, size_t size)
 {
+    lapse_producer *p = s->p;
     s->ncalls = 0;
+    memset(s->short_shard, 0, p->layout.shards * sizeof *s->short_shard);
     size_t n = send_group(s, 1, 1);
     if (n == (size_t)-1)
         return SEND_RETRY;
@@ -228,7 +189,10 @@ static int send_take(struct send *s)
         return SEND_OK;
     send_plan(s, LAPSE_SCRIPT_TAKE, NULL);
     int rc = send_calls(s);
-    return rc == SEND_SHORT ? SEND_RETRY : rc; /* a take not confirmed: take all again */
+    if (rc != SEND_SHORT)
+        return rc;
+    send_take_down(s, failed, errstr, size);
+    return SEND_SHORT;
 }
 
 /* Step 2 (the only step outside splits): seed taken twins, apply the ops.
@@ -256,6 +220,9 @@ static void send_drop(struct send *s)
         return;
     send_plan(s, LAPSE_SCRIPT_DROP, want_taken);
     (void)send_calls(s);
+    /* called only after every apply went through: a drop that failed
+     * says nothing about the ops */
+    memset(s->short_shard, 0, s->p->layout.shards * sizeof *s->short_shard);
 }
 
 static void send_free(struct send *s)
@@ -274,6 +241,8 @@ static void send_free(struct send *s)
     free(s->witness);
     free(s->conn);
     free(s->short_shard);
+    free(s->down);
+    free(s->down_why);
     free(s);
 }
 
@@ -296,9 +265,12 @@ static struct send *send_new(lapse_producer *p)
     s->witness = calloc(p->cfg->nnodes, sizeof *s->witness);
     s->conn = calloc(p->cfg->nnodes, sizeof *s->conn);
     s->short_shard = calloc(LAPSE_MAX_SHARDS, sizeof *s->short_shard);
+    s->down = calloc(p->cfg->nnodes, sizeof *s->down);
+    s->down_why = calloc(p->cfg->nnodes, sizeof *s->down_why);
     s->confirm = 1;
     if (!s->order || !s->picked || !s->calls || !s->start || !s->argv || !s->argvlen || !s->nums ||
-        !s->sent || !s->waits || !s->witness || !s->conn || !s->short_shard) {
+        !s->sent || !s->waits || !s->witness || !s->conn || !s->short_shard || !s->down ||
+        !s->down_why) {
         send_free(s);
         return NULL;
     }
@@ -307,9 +279,8 @@ static struct send *send_new(lapse_producer *p)
 
 struct send *producer_send_start(lapse_producer *p)
 {
-    /* a primary failing to confirm: producer_send judges each primary */
-    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS ||
-        (p->cfg->redis_wait_replicas > 0 && degrade_any(p)))
+    /* a primary failing to answer or confirm: producer_send judges each */
+    if (lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS || degrade_any(p))
         return NULL;
     struct send *s = send_new(p);
     if (!s)
@@ -385,83 +356,15 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
 
 void producer_send_abandon(struct send *s) { send_free(s); }
 
-/* Reports the ops of shard k's group (send_group) failed with reason,
- * and marks them done; their count is added to *failed. */
-static void send_fail_shard(struct send *s, uint32_t k, const char *reason, size_t *failed)
-{
-    size_t count = s->start[k + 1] - s->start[k];
-    struct send_call call = {LAPSE_SCRIPT_APPLY, k, 0, s->order + s->start[k], count};
-    send_report(s, &call, reason);
-    for (size_t i = 0; i < count; i++)
-        s->p->ops[call.ops[i]].done = 1;
-    *failed += count;
-}
-
-/* Before a send: the ops whose primary has failed to confirm for its whole
- * window (degrade.c) are reported failed at once, and done. Returns how
- * many ops are left to send. */
-static size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
-{
-    lapse_producer *p = s->p;
-    size_t left = send_group(s, 0, 0);
-    if (left == (size_t)-1 || p->cfg->redis_wait_replicas <= 0 || p->ndegraded == 0)
-        return left == (size_t)-1 ? p->nops : left;
-    int64_t now = lapse_clock_mono_ms();
-    char why[512];
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
-        if (s->start[k + 1] == s->start[k])
-            continue;
-        const char *reason =
-            degrade_gate(p, p->layout.node_of[k], degrade_addr(p, k), now, why, sizeof why);
-        if (reason) {
-            snprintf(errstr, size, "%s", reason);
-            left -= s->start[k + 1] - s->start[k];
-            send_fail_shard(s, k, reason, failed);
-        }
-    }
-    return left;
-}
-
-/* After send_apply applied every op: the ops whose primary confirmed them
- * are done; those of a primary whose WAIT saw too few replicas are sent
- * again while its window is open (degrade.c), else reported failed. Returns
- * how many ops are left to send. */
-static size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
-{
-    lapse_producer *p = s->p;
-    if (send_group(s, 0, 0) == (size_t)-1)
-        return p->nops; /* out of memory: the whole batch again */
-    int64_t now = lapse_clock_mono_ms();
-    size_t left = 0;
-    char why[512];
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
-        size_t count = s->start[k + 1] - s->start[k];
-        if (count == 0)
-            continue;
-        size_t n = p->layout.node_of[k];
-        const char *addr = degrade_addr(p, k);
-        if (!s->short_shard[k]) {
-            degrade_ok(p, n, addr);
-            for (size_t i = s->start[k]; i < s->start[k + 1]; i++)
-                p->ops[s->order[i]].done = 1;
-        } else if (degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
-            const char *reason = degrade_gate(p, n, addr, now, why, sizeof why);
-            snprintf(errstr, size, "%s", reason ? reason : lapse_redis_errstr(p->nodes[n]));
-            send_fail_shard(s, k, errstr, failed);
-        } else {
-            left += count;
-        }
-    }
-    return left;
-}
-
 /*
- * The careful way. Lost connections, STALE and the like send every op not
- * done again, with back-off, until redis.retry_timeout_ms from the start;
- * with redis.wait_replicas each primary is judged on its own (send_judge):
- * what it confirmed is done, and a primary that cannot confirm costs its
- * writes one retry window of its own, shared by every batch (degrade.c),
- * not one per batch.
+ * The careful way. STALE and the like send every op not done again, with
+ * back-off, until redis.retry_timeout_ms from the start. Each node and
+ * primary is judged on its own (send_judge): what it applied (and with
+ * redis.wait_replicas, confirmed) is done, and one that does not answer or
+ * cannot confirm costs its writes one retry window of its own, shared by
+ * every batch (degrade.c), not one per batch. A batch's ops of one ID all
+ * go to one shard, and a batch is done (applied or reported) before the
+ * next is sent, so a retried op is never overtaken by a later one of its ID.
  */
 int producer_send(lapse_producer *p, char *errstr, size_t size)
 {
@@ -474,7 +377,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_retry_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
     int fenced = 0; /* a shard answered STALE: our layout is old */
-    size_t failed = 0; /* ops reported failed by primary (degrade.c) */
+    size_t failed = 0; /* ops reported failed by node or primary (send_fail.c) */
     struct lapse_backoff backoff;
     lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     for (;;) {
@@ -482,7 +385,12 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         if (stale) {
             int64_t was = p->layout.epoch;
             res = producer_load_layout(p, errstr, size) < 0 ? SEND_RETRY : SEND_OK;
-            if (res == SEND_OK) {
+            if (res == SEND_RETRY && !fenced && p->keys) {
+                /* the layout's node is down: the layout we have serves (every
+                 * script checks its epoch and answers STALE if it is old) */
+                res = SEND_OK;
+                stale = 0;
+            } else if (res == SEND_OK) {
                 stale = 0;
                 step = 0;
                 if (fenced && p->layout.epoch == was)
@@ -497,7 +405,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
                 break;
             }
             snprintf(s->epoch, sizeof s->epoch, "%lld", (long long)p->layout.epoch);
-            res = p->layout.splitting ? send_take(s) : SEND_OK;
+            res = p->layout.splitting ? send_take(s, &failed, errstr, size) : SEND_OK;
             if (res == SEND_OK)
                 step = 1;
         }
@@ -522,16 +430,23 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         }
         if (res == SEND_STALE)
             stale = fenced = 1;
-        if (lapse_clock_mono_ms() >= give_up) {
+        /* writes held only by a node or primary that fails are bounded by
+         * its window (degrade.c), which may have opened after we started */
+        if (lapse_clock_mono_ms() >=
+            give_up + (res == SEND_SHORT ? p->cfg->redis_retry_timeout_ms : 0)) {
             if (res == SEND_STALE)
                 snprintf(errstr, size, "the layout of \"%s\" changed and the new one was not "
                          "published within %d ms (an interrupted split? run lapse-scale split)",
                          p->cfg->ns, p->cfg->redis_retry_timeout_ms);
+            /* the first node that did not answer, else the first with an error */
+            size_t why = p->cfg->nnodes, none = p->cfg->nnodes;
             for (size_t n = 0; res != SEND_STALE && n < p->cfg->nnodes; n++)
-                if (lapse_redis_errstr(p->nodes[n])[0]) {
-                    snprintf(errstr, size, "%s", lapse_redis_errstr(p->nodes[n]));
-                    break;
-                }
+                if (s->down[n] ? why == none || !s->down[why]
+                               : why == none && lapse_redis_errstr(p->nodes[n])[0])
+                    why = n;
+            if (why < p->cfg->nnodes)
+                snprintf(errstr, size, "%s",
+                         s->down[why] ? s->down_why[why] : lapse_redis_errstr(p->nodes[why]));
             size_t left = 0;
             for (size_t i = 0; i < p->nops; i++)
                 if (!p->ops[i].done)

@@ -3,7 +3,10 @@
  * retry window per primary, shared by every batch; after it, writes fail
  * at once except for a probe now and then (a back-off); a WAIT that sees
  * enough replicas ends it; another primary, or the same address on another
- * node, is not touched. The clock is passed in: no I/O.
+ * node, is not touched. A node that does not answer has the same window;
+ * once it answers, its entries go, also one of an address a failover
+ * replaced (but not a cluster's other primaries). The clock is passed in:
+ * no I/O.
  */
 #include <stdlib.h>
 
@@ -51,5 +54,44 @@ TEST(degrade_window_then_fail_fast)
     CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 4000) == 0); /* a new window */
     REQUIRE(lapse_producer_unconfirmed(&p, 0, addr, sizeof addr) == 1);
     CHECK_STR(addr, "10.0.0.1:6379");
+    degrade_free(&p);
+}
+
+TEST(degrade_node_down)
+{
+    struct lapse_config cfg = {0};
+    cfg.redis_retry_timeout_ms = 2000;
+    struct lapse_producer p = {0};
+    p.cfg = &cfg;
+    char why[512];
+    int64_t t0 = lapse_clock_mono_ms();
+    const char *refused = "redis 10.0.0.1:6379: connect: Connection refused";
+
+    CHECK(degrade_down(&p, 1, "10.0.0.1:6379", refused, t0) == 0);
+    CHECK(degrade_any(&p));
+    CHECK(degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 1999, why, sizeof why) == NULL);
+    CHECK(degrade_down(&p, 1, "10.0.0.1:6379", refused, t0 + 2000) == 1);
+    const char *r = degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 2001, why, sizeof why);
+    REQUIRE(r != NULL);
+    CHECK(strstr(r, "primary 10.0.0.1:6379 has not answered for 2001 ms: ") == r);
+    CHECK(strstr(r, refused) != NULL);
+    /* a node down is no primary short of replicas */
+    char addr[300];
+    CHECK(lapse_producer_unconfirmed(&p, 0, addr, sizeof addr) == 0);
+    /* another node is not held */
+    CHECK(degrade_gate(&p, 0, "10.0.0.2:6379", t0 + 2001, why, sizeof why) == NULL);
+    /* node 1 answers from another address (a failover): the old entry goes */
+    degrade_ok(&p, 1, "10.0.0.4:6379");
+    CHECK(!degrade_any(&p));
+    CHECK(degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 2101, why, sizeof why) == NULL);
+    /* a cluster's primaries are judged one by one: one that answered says
+     * nothing of another */
+    cfg.cluster = 1;
+    CHECK(degrade_down(&p, 0, "10.0.0.5:6379", refused, t0) == 0);
+    CHECK(degrade_down(&p, 0, "10.0.0.6:6379", refused, t0) == 0);
+    degrade_ok(&p, 0, "10.0.0.5:6379");
+    CHECK(degrade_any(&p));
+    CHECK(degrade_down(&p, 0, "10.0.0.6:6379", refused, t0 + 2000) == 1);
+    CHECK(degrade_gate(&p, 0, "10.0.0.6:6379", t0 + 2001, why, sizeof why) != NULL);
     degrade_free(&p);
 }
