@@ -10,7 +10,9 @@
 # broker down: it claims them and holds them in flight, their scores now a
 # lease (now + 3 s, in the "1 min" range). They leave "overdue", show as
 # inflight, and are not counted in "1 min" too (its count stays what it
-# was). The other shard's row does not change. --due goes with status only, and not with --watch.
+# was). The other shard's row does not change. --due goes with status
+# only, and not with --watch. During a split (2 -> 4) every ID is counted
+# in the shard that stores it (an old one), and the text says so.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -83,3 +85,14 @@ scale check --due >/dev/null 2>err.txt && fail "check --due was accepted"
 assert_file_match err.txt 'option --due does not go with check' "--due with check refused"
 kafka_ctl "up 1"
 scanner_stop
+
+# a split: the IDs stay where they are stored, in the old shards, and are
+# counted there; the new shards show none, the total is unchanged
+left=$(($(rcli ZCARD "$NS:z:0") + $(rcli ZCARD "$NS:z:1"))) # (the broker back, the held IDs fired)
+scale split >/dev/null || fail "split: exit status $?"
+scale status --due --json >due3.json || fail "status --due --json while splitting: exit status $?"
+scale status --due >due3.txt || fail "status --due while splitting: exit status $?"
+assert_eq "$(jq -c '[.state, .shards, .prev_shards, .total.pending, .shard_info[2].pending, .shard_info[3].pending]' due3.json)" \
+    "[\"splitting\",4,2,$left,0,0]" "state, shards, total and new shards while splitting"
+assert_file_match due3.txt '^split: an ID not moved yet is counted in the old shard that holds it$' \
+    "the text says where IDs of a split are counted"
