@@ -57,8 +57,9 @@ SCANNER_OBJ  := $(SCANNER_LIB:%.c=$(BUILD)/%.o)
 
 PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner \
             $(TOOLS_SRC:tools/%.c=$(BIN)/lapse-%)
-# The README's embedding example: built so it cannot rot.
-EXAMPLES := $(BUILD)/examples/watchdog
+# The README's embedding example and the event consumers of examples/:
+# built so they cannot rot, not installed.
+EXAMPLES := $(BUILD)/examples/watchdog $(BUILD)/examples/offline
 UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
 .PHONY: all test unit run clean deps
@@ -110,6 +111,11 @@ $(BIN)/lapse-%: $(BUILD)/tools/%.o $(LIBS)
 $(BUILD)/examples/%: $(BUILD)/producer/examples/%.o $(BUILD)/libproducer.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# examples/offline.c: a consumer of the event topic, librdkafka and jansson only
+$(BUILD)/examples/offline: $(BUILD)/examples/offline.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -lrdkafka -ljansson -o $@
 
 $(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(LIBS)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

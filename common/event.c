@@ -15,8 +15,11 @@
  * it to that).
  *
  * Invariants:
- *  - Field order is fixed (ns, id, [id_b64], deadline_ms, fired_ms, shard,
- *    [payload, [payload_b64]], [seq]).
+ *  - Field order is fixed (type, ns, id, [id_b64], deadline_ms, fired_ms,
+ *    shard, [payload, [payload_b64]], [seq]).
+ *  - "type" comes first and is "timeout" for every fire: a consumer tells
+ *    an event's kind before reading the rest (the contract's "recovered"
+ *    events are planned, with fields of their own).
  *  - Escaping is jansson's compact form: \" \\ \b \f \n \r \t, any other
  *    byte below 0x20 as \u00XX (upper-case hex); everything else verbatim.
  *  - The output needs at most lapse_event_size(ev) bytes, so one check of
@@ -207,7 +210,8 @@ size_t lapse_event_size(const struct lapse_event *ev)
 
 size_t lapse_event_write(const struct lapse_event *ev, char *buf)
 {
-    char *o = put_bytes(buf, "{\"", "ns", NULL, ev->ns, strlen(ev->ns));
+    char *o = put_lit(buf, "{\"type\":\"timeout\"");
+    o = put_bytes(o, ",\"", "ns", NULL, ev->ns, strlen(ev->ns));
     o = put_bytes(o, ",\"", "id", "id_b64", ev->id, ev->id_len);
     o = put_int(put_lit(o, ",\"deadline_ms\":"), ev->deadline_ms);
     o = put_int(put_lit(o, ",\"fired_ms\":"), ev->fired_ms);

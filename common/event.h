@@ -1,8 +1,9 @@
 /*
  * event — the JSON value of the Kafka message sent for each fire.
  *
- * Exactly the fields of CONTRACT.md: ns, id, deadline_ms, fired_ms, shard,
- * payload (only when one was stored), seq (only for repeating IDs, > 0).
+ * Exactly the fields of CONTRACT.md: type ("timeout", since 2026-11-26), ns,
+ * id, deadline_ms, fired_ms, shard, payload (only when one was stored), seq
+ * (only for repeating IDs, > 0).
  * IDs and payloads are arbitrary bytes; JSON strings are UTF-8. When a value
  * is not valid UTF-8, its string field carries it with U+FFFD for each bad
  * byte and a second field, "id_b64" / "payload_b64", carries the exact bytes

@@ -12,6 +12,9 @@
  *                     (tools/scale/status.c)
  *   status --watch [--interval S] [--count N]
  *                     the shards' counters refreshed (tools/scale/watch.c)
+ *   status --due [--json]
+ *                     per shard and in total, how many pending deadlines
+ *                     fall due when (tools/scale/due.c)
  *   get ID [--json]   where an ID lives and what is held for it
  *                     (tools/scale/get.c, common/inspect.c)
  *   check [--max-overdue S] [--max-memory PCT] [--json]
@@ -55,6 +58,9 @@ static void usage(FILE *out)
             "                                 terminal redrawn, else one block per refresh; during a\n"
             "                                 split the IDs left in old shards, their rate and when\n"
             "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
+            "  status --due [--json]          per shard and in total, the pending deadlines by when\n"
+            "                                 they fall due (overdue, next 1 min, 10 min, 1 h, 1 day,\n"
+            "                                 later) and those in flight, on each shard's clock\n"
             "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
             "                                 in flight (lease, deadline dispatched), payload,\n"
             "                                 repeat, and during a split its twin; reads only\n"
@@ -264,7 +270,7 @@ struct scale_cmd {
     const char *opts;
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, ""},      {"status", 0, "jwin"}, {"get", 1, "j"},
+    {"init", 1, ""},      {"status", 0, "jwinu"}, {"get", 1, "j"},
     {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
 };
 
@@ -279,7 +285,7 @@ static const struct scale_cmd *scale_cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0;
+    int as_json = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
     int64_t max_overdue_ms = 60000;
     int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
     static const struct option opts[] = {
@@ -292,6 +298,7 @@ int main(int argc, char **argv)
         {"watch", no_argument, NULL, 'w'},
         {"interval", required_argument, NULL, 'i'},
         {"count", required_argument, NULL, 'n'},
+        {"due", no_argument, NULL, 'u'},
         {"max-overdue", required_argument, NULL, 'm'},
         {"max-memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
@@ -319,6 +326,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'w': watch = 1; break;
+        case 'u': due = 1; break;
         case 'M': {
             char *end;
             long pct = strtol(optarg, &end, 10);
@@ -407,8 +415,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "lapse-scale: get: %s\n", err);
         return 2;
     }
-    if (watch && (strcmp(cmd, "status") != 0 || as_json)) {
-        fprintf(stderr, "lapse-scale: --watch goes with status, without --json\n");
+    if (watch && (strcmp(cmd, "status") != 0 || as_json || due)) {
+        fprintf(stderr, "lapse-scale: --watch goes with status, without --json or --due\n");
         return 2;
     }
     struct lapse_config cfg;
@@ -442,7 +450,7 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "init") == 0)
         rc = cmd_init(&cfg, nodes[0], argv[optind + 1]);
     else if (strcmp(cmd, "status") == 0)
-        rc = lapse_scale_status(&cfg, nodes, as_json);
+        rc = lapse_scale_status(&cfg, nodes, as_json, due);
     else if (strcmp(cmd, "split") == 0)
         rc = cmd_split(&cfg, nodes, to, start_cmd);
     else

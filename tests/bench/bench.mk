@@ -1,7 +1,9 @@
 # make bench: throughput and memory of lapse against limits measured in the
 # same run on the same machine (see tests/bench/run), then the scanner and
 # split figures (make bench-scanner, tests/bench/scanner.mk), then the
-# high-availability ones (make bench-ha: wait_replicas, TLS, failover time).
+# high-availability ones (make bench-ha: wait_replicas, TLS, failover time),
+# the cluster ones (make bench-cluster) and lapse-scale status --due against
+# millions of pending IDs (make bench-due).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -12,11 +14,12 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha bench-cluster
+.PHONY: bench bench-producer bench-ha bench-cluster bench-due
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
 	@$(MAKE) --no-print-directory bench-cluster
+	@$(MAKE) --no-print-directory bench-due
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -27,6 +30,12 @@ bench-ha: all
 # A 3-primary Redis Cluster against one plain node (tests/bench/cluster-run).
 bench-cluster: all
 	@LAPSE_BIN=$(BIN) tests/bench/cluster-run
+
+# lapse-scale status --due's wall time over DUE_N pending IDs (tests/bench/due-run):
+#   make bench-due                       1M IDs, 8 shards, 7 runs
+#   make bench-due DUE_N=10000000        the documented figure
+bench-due: all
+	@LAPSE_BIN=$(BIN) tests/bench/due-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)

@@ -5,8 +5,9 @@
  * be what event.h promises to a consumer, as judged by jansson:
  *  - it parses with jansson (no JSON_ALLOW_NUL, duplicates rejected), is one
  *    line, and *len is its exact length;
- *  - the keys are exactly ns, id, [id_b64], deadline_ms, fired_ms, shard,
- *    [payload, [payload_b64]], [seq], in that order;
+ *  - the keys are exactly type, ns, id, [id_b64], deadline_ms, fired_ms,
+ *    shard, [payload, [payload_b64]], [seq], in that order, and type is
+ *    "timeout";
  *  - a value that is valid UTF-8 without NUL comes back byte for byte, with
  *    no _b64 field; any other value comes back exactly from its _b64 field
  *    (strict, canonical base64), and its string field is the bytes with each
@@ -256,8 +257,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("output is not an object", NULL);
 
     /* The keys, in order. */
-    const char *want[9];
+    const char *want[10];
     size_t nk = 0;
+    want[nk++] = "type";
     want[nk++] = "ns";
     want[nk++] = "id";
     if (!oracle_valid(id, id_n))
@@ -283,6 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         k++;
     }
 
+    check_bytes(j, "type", NULL, "timeout", 7);
     check_bytes(j, "ns", NULL, ns, strlen(ns));
     check_bytes(j, "id", "id_b64", id, id_n);
     if (payload)

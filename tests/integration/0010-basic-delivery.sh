@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0010-basic-delivery: 200 IDs over 4 shards reach Kafka exactly once each,
-# with every event field right: ns, id, deadline_ms (= the score the ID had),
+# with every event field right: type "timeout" (the first field), ns, id, deadline_ms (= the score the ID had),
 # fired_ms >= deadline_ms, shard (= the zset that held it, = XXH64 & 3 when
 # xxhsum is there), payload verbatim when given and absent otherwise. IDs and
 # payloads include JSON-special and UTF-8 bytes; each event's Kafka key is
@@ -82,6 +82,8 @@ diff key-ids.txt keys.txt >keys.diff || fail "events whose Kafka key is not thei
 
 jq -s -e 'all(.[]; has("ns") and has("id") and has("deadline_ms") and has("fired_ms") and has("shard"))' \
     events.json >/dev/null || fail "an event lacks a field: $(jq -c 'select(has("shard")|not)' events.json | head -1)"
+jq -s -e 'all(.[]; .type == "timeout" and (keys_unsorted[0] == "type"))' events.json >/dev/null ||
+    fail "an event's type is not \"timeout\", or not its first field: $(jq -c 'select(.type != "timeout")' events.json | head -1)"
 jq -s -e 'all(.[]; .ns == "demo" and (.id|type) == "string" and (.deadline_ms|type) == "number"
        and (.fired_ms|type) == "number" and (.shard|type) == "number")' events.json >/dev/null ||
     fail "an event has a field of the wrong type or value"

@@ -1,6 +1,6 @@
 /*
  * test_event — the exact bytes of the event JSON: consumers parse it, and the
- * field names and order are part of the contract. Also checks that bytes
+ * field names and order are part of the contract ("type" first). Also checks that bytes
  * which are not UTF-8 come out readable and recoverable (base64), and that
  * JSON-special characters survive a round trip through a real parser.
  */
@@ -41,14 +41,14 @@ TEST(event_full)
     struct lapse_event ev = base();
     ev.payload = "hello world";
     ev.payload_len = 11;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"hello world\"}");
 }
 
 TEST(event_without_payload)
 {
     struct lapse_event ev = base();
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5}");
 }
 
@@ -57,7 +57,7 @@ TEST(event_empty_payload_is_present)
     struct lapse_event ev = base();
     ev.payload = "";
     ev.payload_len = 0;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"\"}");
 }
 
@@ -67,12 +67,34 @@ TEST(event_with_seq)
     ev.payload = "p";
     ev.payload_len = 1;
     ev.seq = 3;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"p\",\"seq\":3}");
     ev.payload = NULL;
     ev.seq = 1;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,\"seq\":1}");
+}
+
+/* Every fire says what it is, first: "type" is "timeout" (new 2026-11-26;
+ * the contract's "recovered" events will carry their own), whatever else
+ * the event holds. */
+TEST(event_type_is_timeout_and_first)
+{
+    struct lapse_event ev = base();
+    ev.payload = "{\"type\":\"recovered\"}"; /* a payload cannot pass for the type */
+    ev.payload_len = strlen(ev.payload);
+    ev.seq = 7;
+    char *s = lapse_event_encode(&ev, NULL);
+    REQUIRE(s != NULL);
+    CHECK(strncmp(s, "{\"type\":\"timeout\",", 18) == 0);
+    json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+    REQUIRE(j != NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "type")), "timeout");
+    const char *first = json_object_iter_key(json_object_iter(j));
+    REQUIRE(first != NULL);
+    CHECK_STR(first, "type");
+    json_decref(j);
+    free(s);
 }
 
 TEST(event_id_is_length_delimited)
@@ -80,7 +102,7 @@ TEST(event_id_is_length_delimited)
     struct lapse_event ev = base();
     ev.id = "dev-42-and-more";
     ev.id_len = 6;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5}");
 }
 
@@ -90,7 +112,7 @@ TEST(event_non_utf8_id)
     ev.id = "a\xff" "b";
     ev.id_len = 3;
     ev.shard = 0;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"a" FFFD "b\",\"id_b64\":\"Yf9i\","
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"a" FFFD "b\",\"id_b64\":\"Yf9i\","
                     "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":0}");
 }
 
@@ -99,7 +121,7 @@ TEST(event_valid_utf8_passes_through)
     struct lapse_event ev = base();
     ev.id = "caf\xc3\xa9-\xf0\x9f\x98\x80";
     ev.id_len = 10;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"caf\xc3\xa9-\xf0\x9f\x98\x80\","
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"caf\xc3\xa9-\xf0\x9f\x98\x80\","
                     "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":5}");
 }
 
@@ -112,7 +134,7 @@ TEST(event_non_utf8_payload)
     ev.payload = p;
     ev.payload_len = sizeof p - 1;
     ev.seq = 2;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,"
                     "\"payload\":\"" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD
                     "\xf0\x9f\x98\x80\xc3\xa9\",\"payload_b64\":\"7aCA4oL0kICA8J+YgMOp\","
@@ -124,7 +146,7 @@ TEST(event_nul_is_replaced)
     struct lapse_event ev = base();
     ev.payload = "x\0y";
     ev.payload_len = 3;
-    check_json(&ev, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                     "\"fired_ms\":1795303123004,\"shard\":5,"
                     "\"payload\":\"x" FFFD "y\",\"payload_b64\":\"eAB5\"}");
 }
@@ -166,7 +188,7 @@ TEST(event_json_special_chars_round_trip)
     size_t len;
     char *s = lapse_event_encode(&ev, &len);
     REQUIRE(s != NULL);
-    CHECK_STR(s, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    CHECK_STR(s, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                  "\"fired_ms\":1795303123004,\"shard\":5,"
                  "\"payload\":\"say \\\"hi\\\"\\\\ back\\nslash / tab\\t ctl\\u0001 end\"}");
     CHECK(strchr(s, '\n') == NULL); /* one message, one line */
@@ -200,7 +222,7 @@ TEST(event_write_reused_buffer)
     REQUIRE(buf != NULL);
     memset(buf, 'x', cap + 200);
     size_t n = lapse_event_write(&ev, buf);
-    const char *want = "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":-9223372036854775808,"
+    const char *want = "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":-9223372036854775808,"
                        "\"fired_ms\":1795303123004,\"shard\":5,"
                        "\"payload\":\"\\b\\f\\r\\u001F\x7f\xc3\xa9\",\"seq\":9223372036854775807}";
     CHECK_STR(buf, want);
@@ -214,7 +236,7 @@ TEST(event_write_reused_buffer)
     /* a shorter event after a longer one: nothing of the first is left */
     ev = base();
     n = lapse_event_write(&ev, buf);
-    CHECK_STR(buf, "{\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+    CHECK_STR(buf, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
                    "\"fired_ms\":1795303123004,\"shard\":5}");
     CHECK(n == strlen(buf));
     free(buf);

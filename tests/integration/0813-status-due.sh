@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# 0813-status-due: lapse-scale status --due [--json], the histogram of
+# pending deadlines.
+#
+# 2 shards, 33 IDs: 3 overdue, 4 due within a minute, 5 within 10 minutes,
+# 6 within an hour, 7 within a day, 8 later. Each shard's row and the total
+# give exactly those counts (where each ID sits read from Redis), in text
+# and in --json, and pending is their sum.
+# Then a scanner serves a shard that holds overdue IDs, with the only
+# broker down: it claims them and holds them in flight, their scores now a
+# lease (now + 3 s, in the "1 min" range). They leave "overdue", show as
+# inflight, and are not counted in "1 min" too (its count stays what it
+# was). The other shard's row does not change. --due goes with status
+# only, and not with --watch. During a split (2 -> 4) every ID is counted
+# in the shard that stores it (an old one), and the text says so.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start --brokers 1
+SCANNER_CFG="poll_ms = 10; lease_ms = 3000;"
+write_config
+scale init 2 >/dev/null
+
+# bucket prefix -> count, ms from now
+names=(overdue next_1m next_10m next_1h next_1d later)
+counts=(3 4 5 6 7 8)
+offsets=(-5000 30000 300000 1800000 18000000 259200000)
+now=$(now_ms)
+for b in 0 1 2 3 4 5; do
+    for ((i = 0; i < counts[b]; i++)); do echo "touch ${names[b]}-$i @$((now + offsets[b]))"; done
+done | produce 2>/dev/null || fail "producer: exit status $?"
+
+# want SHARD BUCKET: how many of the bucket's IDs shard SHARD holds
+want() { rcli ZRANGE "$NS:z:$1" 0 -1 | grep -c "^$2-" || true; }
+
+scale status --due --json >due.json || fail "status --due --json: exit status $?"
+scale status --due >due.txt || fail "status --due: exit status $?"
+for s in 0 1; do
+    row=$(awk -v s=$s '$1 == s' due.txt)
+    text=($row)
+    sum=0
+    for b in 0 1 2 3 4 5; do
+        w=$(want $s "${names[b]}")
+        sum=$((sum + w))
+        assert_eq "$(jq ".shard_info[$s].${names[b]}" due.json)" "$w" "shard $s ${names[b]} (--json)"
+        assert_eq "${text[b + 2]}" "$w" "shard $s ${names[b]} (text: $row)"
+    done
+    assert_eq "$(jq ".shard_info[$s] | [.inflight, .pending] | @tsv" -r due.json)" "0	$sum" \
+        "shard $s inflight, pending (--json)"
+    assert_eq "${text[8]} ${text[9]}" "0 $sum" "shard $s inflight, pending (text)"
+done
+assert_eq "$(jq -c '[.total | .overdue, .next_1m, .next_10m, .next_1h, .next_1d, .later, .inflight, .pending]' due.json)" \
+    "[3,4,5,6,7,8,0,33]" "total (--json)"
+assert_file_match due.txt '^total +3 +4 +5 +6 +7 +8 +0 +33$' "total (text)"
+assert_eq "$(jq -c '[.state, .shards, .edges_ms]' due.json)" '["stable",2,[0,60000,600000,3600000,86400000]]' \
+    "state, shards, edges"
+
+# in flight: the overdue IDs of a shard S that has some, held by its
+# scanner while Kafka is down
+kafka_ctl "down 1"
+S=0
+(($(want 0 overdue) > 0)) || S=1
+U=$((1 - S))
+scanner_start $S
+oS=$(want $S overdue)
+mS=$(want $S next_1m)
+held() { scale status --due --json >due2.json && [[ $(jq ".shard_info[$S].inflight" due2.json) == "$oS" ]]; }
+wait_until 10000 held || fail "shard $S never showed $oS in flight: $(jq -c ".shard_info[$S]" due2.json)"
+assert_eq "$(rcli ZCOUNT "$NS:z:$S" "($now" "+inf")" "$(rcli ZCARD "$NS:z:$S")" \
+    "shard $S's scores all ahead of the writes (the in-flight ones are leases)"
+assert_eq "$(jq -c ".shard_info[$S] | [.overdue, .next_1m, .inflight]" due2.json)" "[0,$mS,$oS]" \
+    "shard $S overdue, next_1m (the leases not in it), inflight"
+assert_eq "$(jq -c ".shard_info[$U] | del(.now_ms)" due2.json)" "$(jq -c ".shard_info[$U] | del(.now_ms)" due.json)" \
+    "shard $U, untouched"
+assert_eq "$(jq -c '[.total | .overdue, .next_1m, .inflight, .pending]' due2.json)" \
+    "[$((3 - oS)),4,$oS,33]" "total overdue, next_1m, inflight, pending"
+scale status --due >due2.txt || fail "status --due: exit status $?"
+assert_file_match due2.txt "^$S +127\\.0\\.0\\.1:[0-9]+ +0 +$mS .* $oS +$(jq ".shard_info[$S].pending" due2.json)\$" \
+    "shard $S's row in text"
+
+# options
+scale status --due --watch >/dev/null 2>err.txt && fail "status --due --watch was accepted"
+assert_file_match err.txt 'without --json or --due' "--due --watch refused"
+scale check --due >/dev/null 2>err.txt && fail "check --due was accepted"
+assert_file_match err.txt 'option --due does not go with check' "--due with check refused"
+kafka_ctl "up 1"
+scanner_stop
+
+# a split: the IDs stay where they are stored, in the old shards, and are
+# counted there; the new shards show none, the total is unchanged
+left=$(($(rcli ZCARD "$NS:z:0") + $(rcli ZCARD "$NS:z:1"))) # (the broker back, the held IDs fired)
+scale split >/dev/null || fail "split: exit status $?"
+scale status --due --json >due3.json || fail "status --due --json while splitting: exit status $?"
+scale status --due >due3.txt || fail "status --due while splitting: exit status $?"
+assert_eq "$(jq -c '[.state, .shards, .prev_shards, .total.pending, .shard_info[2].pending, .shard_info[3].pending]' due3.json)" \
+    "[\"splitting\",4,2,$left,0,0]" "state, shards, total and new shards while splitting"
+assert_file_match due3.txt '^split: an ID not moved yet is counted in the old shard that holds it$' \
+    "the text says where IDs of a split are counted"
