@@ -89,10 +89,42 @@ other:; /* not an integer (never written by lapse): what strtod makes of it,
 }
 
 /*
- * The IDs and deadlines of claim.lua's `claimed` element: "id deadline id
- * deadline ..." in one string, or an array of them. With fl == NULL,
- * returns how many there are (-1: malformed); else fills fl[i].id/id_len
- * and deadlines[i] and returns the count.
+ * One MessagePack string at *p (before end): sets *str, *len and moves *p
+ * past it. Returns 0, or -1 when it is not a string or runs past end.
+ * (claim.lua's cmsgpack writes fixstr, str 8/16/32; raw 16/32 are the same
+ * headers.)
+ */
+static int scanner_mp_str(const unsigned char **p, const unsigned char *end, const char **str,
+                          size_t *len)
+{
+    const unsigned char *q = *p;
+    if (q >= end)
+        return -1;
+    size_t n, head = 1;
+    if ((*q & 0xe0) == 0xa0)
+        n = *q & 0x1f;
+    else if (*q == 0xd9 && end - q >= 2)
+        n = q[1], head = 2;
+    else if (*q == 0xda && end - q >= 3)
+        n = (size_t)q[1] << 8 | q[2], head = 3;
+    else if (*q == 0xdb && end - q >= 5)
+        n = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4], head = 5;
+    else
+        return -1;
+    if ((size_t)(end - q) - head < n)
+        return -1;
+    *str = (const char *)q + head;
+    *len = n;
+    *p = q + head + n;
+    return 0;
+}
+
+/*
+ * The IDs and deadlines of claim.lua's `claimed` element: MessagePack of an
+ * array { id, deadline, id, deadline, ... } of strings in one bulk string
+ * ("" when none), or a Redis array of them. With fl == NULL, returns how
+ * many there are (-1: malformed); else fills fl[i].id/id_len and
+ * deadlines[i] and returns the count.
  */
 long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines)
 {
@@ -111,25 +143,29 @@ long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadline
     }
     if (c->type != REDIS_REPLY_STRING)
         return -1;
-    const char *p = c->str, *end = c->str + c->len;
-    long n = 0;
-    while (p < end) { /* pairs of tokens, one space between */
-        const char *sp = memchr(p, ' ', (size_t)(end - p));
-        if (!sp || sp == p)
-            return -1;
-        const char *d = sp + 1, *e = memchr(d, ' ', (size_t)(end - d));
-        if (!e)
-            e = end;
-        if (e == d)
+    if (c->len == 0)
+        return 0;
+    const unsigned char *p = (const unsigned char *)c->str, *end = p + c->len;
+    size_t count;
+    if ((*p & 0xf0) == 0x90)
+        count = *p & 0x0f, p += 1;
+    else if (*p == 0xdc && end - p >= 3)
+        count = (size_t)p[1] << 8 | p[2], p += 3;
+    else if (*p == 0xdd && end - p >= 5)
+        count = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4], p += 5;
+    else
+        return -1;
+    if (count % 2 || count / 2 > (size_t)(end - p) / 2 || count / 2 > LONG_MAX)
+        return -1;
+    for (size_t i = 0; i < count / 2; i++) {
+        const char *id, *d;
+        size_t id_len, d_len;
+        if (scanner_mp_str(&p, end, &id, &id_len) < 0 || scanner_mp_str(&p, end, &d, &d_len) < 0)
             return -1;
         if (fl) {
-            fl[n].id = p, fl[n].id_len = (size_t)(sp - p);
-            deadlines[n] = scanner_deadline(d, (size_t)(e - d));
+            fl[i].id = id, fl[i].id_len = id_len;
+            deadlines[i] = scanner_deadline(d, d_len);
         }
-        n++;
-        p = e < end ? e + 1 : end;
-        if (e < end && p == end)
-            return -1; /* a trailing space */
     }
-    return n;
+    return p == end ? (long)(count / 2) : -1;
 }
