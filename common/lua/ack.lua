@@ -28,8 +28,7 @@
 -- #include inflight
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now -- (read when a repeating ID is re-armed)
 local settled = 0
 local has_r = redis.call('EXISTS', r) == 1
 local has_p = redis.call('EXISTS', p) == 1
@@ -52,6 +51,10 @@ local function settle(lease, ids, deadlines)
             if rep then
                 local period, fired = string.match(rep, '^(%d+):(%d+)$')
                 period, fired = tonumber(period), tonumber(fired) + 1
+                if not now then
+                    local t = redis.call('TIME')
+                    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+                end
                 local deadline = tonumber(deadlines[j])
                 local next = deadline + period
                 if next <= now then

@@ -71,7 +71,7 @@ prev, next_out = tonumber(prev) or 0, tonumber(next_out)
 local lease_at = math.max(now + lease_ms, prev + 1)
 local lease = string.format('%d.25', lease_at)
 local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
+local read_next_out = next_out
 
 -- Expired leases, as soon as the earliest record in f runs out (KEYS[8]
 -- keeps when: a claim checks one number, not every record, as long as none
@@ -90,9 +90,7 @@ if batch > 0 and (next_out and next_out <= now or not next_out and redis.call('E
         local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
         if at and at <= now then
             if inflight_out(l) then
-                if inflight_expire(z, p, f, l, redis.call('HGET', f, l)) > 0 then
-                    has_p = redis.call('EXISTS', p) == 1
-                end
+                inflight_expire(z, p, f, l, redis.call('HGET', f, l))
             else
                 expired[#expired + 1] = l
             end
@@ -180,6 +178,7 @@ end
 
 if n > 0 then
     -- payloads and repeat records: read only when the hash exists at all
+    local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
     if (has_p or has_r) and not ids then
         ids = {}
         for i = 1, n do ids[i] = list[2 * i - 1] end
@@ -211,8 +210,10 @@ if n > 0 then
     redis.call('HSET', f, lease, pl and packed .. cmsgpack.pack(pl) or packed)
     if not next_out then next_out = lease_at end
 end
-redis.call('SET', KEYS[8], string.format('%d %s', lease_at, next_out and string.format('%d', next_out) or ''),
-           'PX', lease_at - now + lease_ms)
+if n > 0 or next_out ~= read_next_out then -- (a lease no record holds need not be kept)
+    redis.call('SET', KEYS[8], string.format('%d %s', lease_at, next_out and string.format('%d', next_out) or ''),
+               'PX', lease_at - now + lease_ms)
+end
 out[6] = packed
 out[7] = returned
 inflight_forget(z, f, expired)

@@ -90,13 +90,17 @@ section_burst() {
     done
     for s in "${pids[@]}"; do wait_pid "$s" 150 || die "removal loop failed: $(cat "$tmp"/remove-*.out)"; done
     c1=$(redis_cpu)
+    commandstats >"$tmp/burst-remove.cmds"
     local ids
     ids=$(cat "$tmp"/remove-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "ids") n += kv[2] } } END { print n + 0 }')
     ((ids == BURST_N)) || echo "   WARNING: the removal loops removed $ids of $BURST_N IDs"
     rm -f "$tmp"/remove-*.out
     local remove_us
     remove_us=$(awk -v a="$c0" -v b="$c1" -v n="$BURST_N" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')
+    local remove_cmds
+    remove_cmds=$(cmdstats_json "$tmp/burst-remove.cmds" "$BURST_N" id)
     echo "   (a) removal alone: Redis $remove_us us/ID"
+    echo "       Redis per ID: $(jq -r '[.[:4][] | "\(.cmd) \(.calls_per_id)x \(.us_per_id)us"] | join(", ")' <<<"$remove_cmds")"
     # (b), (c)
     burst_lapse lapse "$bin" bench.burst
     rows+=("$BURST_ROW")
@@ -119,6 +123,6 @@ section_burst() {
             "$(verdict "$(fdiv "$(jq -r .ids_per_s <<<"${rows[0]}")" "$(jq -r .ids_per_s <<<"${rows[1]}")")" '>=' 1.25)"
     fi
     echo
-    burst_json=$(printf '{"ids":%s,"shards":%s,"remove_redis_cpu_us_per_id":%s,"target_ratio":1.3,"runs":[%s]}' \
-        "$BURST_N" "$BURST_SHARDS" "$remove_us" "$(IFS=,; echo "${rows[*]}")")
+    burst_json=$(printf '{"ids":%s,"shards":%s,"remove_redis_cpu_us_per_id":%s,"remove_commands":%s,"target_ratio":1.3,"runs":[%s]}' \
+        "$BURST_N" "$BURST_SHARDS" "$remove_us" "$remove_cmds" "$(IFS=,; echo "${rows[*]}")")
 }
