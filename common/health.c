@@ -12,7 +12,8 @@
 
 /*
  * In flight: the IDs of a claim's record in f (common/lua/lib/inflight.lua:
- * field = lease "<ms>.25", value cmsgpack of { id, deadline, ... }) that
+ * field = lease "<ms>.25", value cmsgpack of groups { deadline, { id, ... },
+ * ... } and pairs { id, deadline, ... }) that
  * were not written since (not in the zset, or a repeating one still on the
  * lease), and the IDs holding an older kind of lease (".5", ".75": the
  * score) that has a record ("id deadline ..." or a space and cmsgpack). The
@@ -30,7 +31,12 @@ static const char health_lua[] =
     "local inflight, earliest = 0, -1\n"
     "for _, l in ipairs(redis.call('HKEYS', f)) do\n"
     "    if string.sub(l, -3) == '.25' and tonumber(l) then\n"
-    "        local list, ids = cmsgpack.unpack(redis.call('HGET', f, l)), {}\n"
+    "        local groups, flat = cmsgpack.unpack(redis.call('HGET', f, l))\n"
+    "        local list, ids = {}, {}\n"
+    "        for g = 1, #groups, 2 do\n"
+    "            for _, id in ipairs(groups[g + 1]) do list[#list + 1] = id; list[#list + 1] = groups[g] end\n"
+    "        end\n"
+    "        for i = 1, #flat do list[#list + 1] = flat[i] end\n"
     "        for i = 1, #list, 2 do ids[#ids + 1] = list[i] end\n"
     "        for k = 1, #ids, 1000 do\n"
     "            local cur = redis.call('ZMSCORE', z, unpack(ids, k, math.min(k + 999, #ids)))\n"

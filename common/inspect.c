@@ -1,8 +1,9 @@
 /*
  * inspect — see inspect.h. How an ID in flight looks (common/lua): a
  * one-shot ID a scanner claimed (claim.lua) is out of the zset, in its
- * claim's record f["<ms>.25"] (cmsgpack of { id, deadline, ... }: found by
- * a read-only script, RECORD_LUA); anything else in flight holds a lease as
+ * claim's record f["<ms>.25"] (cmsgpack of groups { deadline, { id, ... },
+ * ... } and pairs { id, deadline, ... }: found by a read-only script,
+ * RECORD_LUA); anything else in flight holds a lease as
  * its score: "<ms>.25" a repeating ID of a claim, "<ms>.75" a producer's
  * take during a split (take.lua), "<ms>.5" a claim of lapse before
  * 2026-11-26 or one come back from an expired lease, and the deadline being
@@ -122,9 +123,14 @@ static int64_t record_deadline(const char *rec, size_t rlen, const char *id, siz
 static const char RECORD_LUA[] =
     "for _, l in ipairs(redis.call('HKEYS', KEYS[1])) do\n"
     "    if string.sub(l, -3) == '.25' then\n"
-    "        local list = cmsgpack.unpack(redis.call('HGET', KEYS[1], l))\n"
-    "        for i = 1, #list, 2 do\n"
-    "            if list[i] == ARGV[1] then return { l, list[i + 1] } end\n"
+    "        local groups, flat = cmsgpack.unpack(redis.call('HGET', KEYS[1], l))\n"
+    "        for g = 1, #groups, 2 do\n"
+    "            for _, id in ipairs(groups[g + 1]) do\n"
+    "                if id == ARGV[1] then return { l, groups[g] } end\n"
+    "            end\n"
+    "        end\n"
+    "        for i = 1, #flat, 2 do\n"
+    "            if flat[i] == ARGV[1] then return { l, flat[i + 1] } end\n"
     "        end\n"
     "    end\n"
     "end\n"

@@ -119,12 +119,32 @@ static int scanner_mp_str(const unsigned char **p, const unsigned char *end, con
     return 0;
 }
 
+/* One MessagePack array header at *p: sets *count and moves *p past it.
+ * Returns 0, or -1 when it is not one. */
+static int scanner_mp_array(const unsigned char **p, const unsigned char *end, size_t *count)
+{
+    const unsigned char *q = *p;
+    if (q >= end)
+        return -1;
+    if ((*q & 0xf0) == 0x90)
+        *count = *q & 0x0f, *p = q + 1;
+    else if (*q == 0xdc && end - q >= 3)
+        *count = (size_t)q[1] << 8 | q[2], *p = q + 3;
+    else if (*q == 0xdd && end - q >= 5)
+        *count = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4], *p = q + 5;
+    else
+        return -1;
+    return *count <= (size_t)(end - *p) ? 0 : -1; /* (each element takes a byte at least) */
+}
+
 /*
- * The IDs and deadlines of claim.lua's `claimed` element: MessagePack of an
- * array { id, deadline, id, deadline, ... } of strings in one bulk string
- * ("" when none), or a Redis array of them. With fl == NULL, returns how
- * many there are (-1: malformed); else fills fl[i].id/id_len and
- * deadlines[i] and returns the count.
+ * The IDs and deadlines of claim.lua's `claimed` element: in one bulk
+ * string ("" when none), MessagePack of the groups { deadline, { id, ... },
+ * ... } (IDs that share a deadline) and then of the pairs { id, deadline,
+ * ... }, all strings; or a Redis array of pairs. With fl == NULL, returns
+ * how many IDs there are (-1: malformed); else fills fl[i].id/id_len and
+ * deadlines[i] (groups first, as claim.lua counts places) and returns the
+ * count.
  */
 long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines)
 {
@@ -146,26 +166,37 @@ long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadline
     if (c->len == 0)
         return 0;
     const unsigned char *p = (const unsigned char *)c->str, *end = p + c->len;
-    size_t count;
-    if ((*p & 0xf0) == 0x90)
-        count = *p & 0x0f, p += 1;
-    else if (*p == 0xdc && end - p >= 3)
-        count = (size_t)p[1] << 8 | p[2], p += 3;
-    else if (*p == 0xdd && end - p >= 5)
-        count = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4], p += 5;
-    else
+    size_t groups, pairs, n = 0;
+    if (scanner_mp_array(&p, end, &groups) < 0 || groups % 2)
         return -1;
-    if (count % 2 || count / 2 > (size_t)(end - p) / 2 || count / 2 > LONG_MAX)
+    for (size_t g = 0; g < groups / 2; g++) {
+        const char *d;
+        size_t d_len, ids;
+        if (scanner_mp_str(&p, end, &d, &d_len) < 0 || scanner_mp_array(&p, end, &ids) < 0)
+            return -1;
+        long long deadline = scanner_deadline(d, d_len);
+        for (size_t k = 0; k < ids; k++, n++) {
+            const char *id;
+            size_t id_len;
+            if (scanner_mp_str(&p, end, &id, &id_len) < 0)
+                return -1;
+            if (fl) {
+                fl[n].id = id, fl[n].id_len = id_len;
+                deadlines[n] = deadline;
+            }
+        }
+    }
+    if (scanner_mp_array(&p, end, &pairs) < 0 || pairs % 2)
         return -1;
-    for (size_t i = 0; i < count / 2; i++) {
+    for (size_t i = 0; i < pairs / 2; i++, n++) {
         const char *id, *d;
         size_t id_len, d_len;
         if (scanner_mp_str(&p, end, &id, &id_len) < 0 || scanner_mp_str(&p, end, &d, &d_len) < 0)
             return -1;
         if (fl) {
-            fl[i].id = id, fl[i].id_len = id_len;
-            deadlines[i] = scanner_deadline(d, d_len);
+            fl[n].id = id, fl[n].id_len = id_len;
+            deadlines[n] = scanner_deadline(d, d_len);
         }
     }
-    return p == end ? (long)(count / 2) : -1;
+    return p == end && n <= LONG_MAX ? (long)n : -1;
 }

@@ -49,13 +49,13 @@ cpu0=$(proc_cpu_ms "$pid")
 calls0=$(evalsha_calls)
 t0=$(local_ms)
 live_leases() { # claimed IDs of shard 0 whose lease has not run out (in the claims' records)
-    rcli EVAL "
+    rcli EVAL "$_CLAIM_OF_LUA
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local c = 0
         for _, l in ipairs(redis.call('HKEYS', KEYS[1])) do
             if string.sub(l, -3) == '.25' and tonumber(l) > now then
-                c = c + #cmsgpack.unpack(redis.call('HGET', KEYS[1], l)) / 2
+                c = c + #_claim_list(redis.call('HGET', KEYS[1], l)) / 2
             end
         end
         return c" 1 "$NS:f:0"

@@ -35,7 +35,8 @@ claim8() { # BATCH: claim.lua with the shard's keys and its lease record
 }
 claim() { claim8 "$1" | rcli | sed -n 2p; } # BATCH: the lease of a claim of up to BATCH IDs
 rec_ids() { # LEASE: the IDs of its record, sorted, on one line
-    rcli EVAL "local l = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]) or cmsgpack.pack({}))
+    rcli EVAL "$_CLAIM_OF_LUA
+        local l = _claim_list(redis.call('HGET', KEYS[1], ARGV[1]) or cmsgpack.pack({}, {}))
         local o = {} for i = 1, #l, 2 do o[#o + 1] = l[i] end return o" 1 "$f" "$1" | sort | paste -sd' '
 }
 
@@ -81,7 +82,7 @@ rcli CONFIG RESETSTAT >/dev/null
 assert_eq "$(ack tok "$LEASE" -40)" 39 "settled (whole claim: 40 claimed, 1 reset since)"
 check W "whole claim"
 assert_eq "$(rcli HEXISTS "$f" "$LEASE") $(rcli HEXISTS "$p" W3)" "0 0" "whole claim: its record; W3's payload (in its new record)"
-assert_eq "$(rcli EVAL "local _, pl = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])) return pl and pl[2] or ''" 1 "$f" "$NEW")" pay3 \
+assert_eq "$(rcli EVAL "local _, _, pl = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])) return pl and pl[2] or ''" 1 "$f" "$NEW")" pay3 \
     "whole claim: W3's payload kept in its new claim's record"
 assert_eq "$(calls zmscore) $(calls zrem)" "1 0" "whole claim: one ZMSCORE, no ZREM"
 assert_eq "$(ack tok "$LEASE" -40)" 0 "the same claim again: its record is gone, nothing settled"

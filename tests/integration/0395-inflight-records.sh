@@ -80,15 +80,16 @@ claimq() { # BATCH LEASE_MS: claim.lua's reply (the claimed IDs: cmsgpack)
         tok "$1" "$2" 1000 "$1" "$epoch"
 }
 rec_pairs() { # LEASE: its record's IDs and deadlines, one line
-    rcli EVAL "local l = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))
-        return table.concat(l, ' ')" 1 "$f" "$1"
+    rcli EVAL "$_CLAIM_OF_LUA
+        return table.concat(_claim_list(redis.call('HGET', KEYS[1], ARGV[1])), ' ')" 1 "$f" "$1"
 }
 claim() { # up to N (1) IDs: "ID DEADLINE ... | PLACES" (places in `returned`: back from an expired lease)
     rcli EVAL "local function claim_run()
 $(lua_source claim)
 end
+$_CLAIM_OF_LUA
 local o = claim_run()
-local l = o[6] ~= '' and cmsgpack.unpack(o[6]) or {}
+local l = o[6] ~= '' and _claim_list(o[6]) or {}
 return table.concat(l, ' ') .. ' | ' .. table.concat(o[7], ' ')" 8 "$z" "$NS:p:0" "$f" "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$NS:c:0" \
         tok "${1:-1}" 5000 1000 "${1:-1}" "$epoch"
 }

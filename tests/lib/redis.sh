@@ -243,13 +243,22 @@ inflight_of() {
 # reset), or the lease it holds as its score (".5", ".75", a repeating ID's
 # ".25"); nil when none. (Lua, pasted into the helpers' scripts.)
 _CLAIM_OF_LUA="
+local function _claim_list(rec) -- a claim's record: { id, deadline, ... }
+    local groups, flat = cmsgpack.unpack(rec)
+    local list = {}
+    for g = 1, #groups, 2 do
+        for _, id in ipairs(groups[g + 1]) do list[#list + 1] = id; list[#list + 1] = groups[g] end
+    end
+    for i = 1, #flat do list[#list + 1] = flat[i] end
+    return list
+end
 local function _claim_of(z, f, id)
     local s = redis.call('ZSCORE', z, id)
     if s and string.find(s, '.', 1, true) then return s end
     if s then return nil end
     for _, l in ipairs(redis.call('HKEYS', f)) do
         if string.sub(l, -3) == '.25' then
-            local list = cmsgpack.unpack(redis.call('HGET', f, l))
+            local list = _claim_list(redis.call('HGET', f, l))
             for i = 1, #list, 2 do
                 if list[i] == id then return l end
             end
@@ -285,13 +294,14 @@ id_claimed() {
 # inflight_ids SHARD: the IDs of SHARD in flight (in a claim's record, or
 # leased: a fractional score), one per line
 inflight_ids() {
-    rcli EVAL "local out, seen, all = {}, {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+    rcli EVAL "$_CLAIM_OF_LUA
+        local out, seen, all = {}, {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
         for i = 1, #all, 2 do
             if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i]; seen[all[i]] = true end
         end
         for _, l in ipairs(redis.call('HKEYS', KEYS[2])) do
             if string.sub(l, -3) == '.25' then
-                local list = cmsgpack.unpack(redis.call('HGET', KEYS[2], l))
+                local list = _claim_list(redis.call('HGET', KEYS[2], l))
                 for i = 1, #list, 2 do
                     if not seen[list[i]] and not redis.call('ZSCORE', KEYS[1], list[i]) then
                         out[#out + 1] = list[i]; seen[list[i]] = true
@@ -400,7 +410,7 @@ ns_wait_empty() {
 is_lease() { [[ $1 == *.5 || $1 == *.25 ]]; }
 
 ns_leases() { # how many IDs of NS are claimed right now (in a claim's record, or score x.5)
-    rcli EVAL "
+    rcli EVAL "$_CLAIM_OF_LUA
         local c = 0
         for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
             local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
@@ -411,7 +421,7 @@ ns_leases() { # how many IDs of NS are claimed right now (in a claim's record, o
         for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':f:*')) do
             for _, l in ipairs(redis.call('HKEYS', k)) do
                 if string.sub(l, -3) == '.25' then
-                    c = c + #cmsgpack.unpack(redis.call('HGET', k, l)) / 2
+                    c = c + #_claim_list(redis.call('HGET', k, l)) / 2
                 end
             end
         end

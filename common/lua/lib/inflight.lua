@@ -18,8 +18,10 @@
 --     flight while its score is the lease; the record goes when no ID holds
 --     it any more (inflight_forget).
 --
--- A claim's record (".25") is cmsgpack of { id, deadline, ... }, followed,
--- when the claim carried payloads, by cmsgpack of { id, payload, ... } (the
+-- A claim's record (".25") is cmsgpack of its groups { deadline, { id, ...
+-- }, ... } (IDs that share a deadline), then cmsgpack of its pairs { id,
+-- deadline, ... }, then, when the claim carried payloads, cmsgpack of
+-- { id, payload, ... } (the
 -- payloads of its one-shot IDs: ack.lua deletes an ID's stored payload, and
 -- an ID claimed again meanwhile must still find its own when its record
 -- comes back). The first part is also claim.lua's reply: one string, built
@@ -38,7 +40,15 @@ end
 -- payloads { id = payload } (nil when none).
 local function inflight_pairs(rec, l)
     if inflight_out(l) then
-        local list, pl = cmsgpack.unpack(rec)
+        local groups, flat, pl = cmsgpack.unpack(rec)
+        local list = {}
+        for g = 1, #groups, 2 do
+            for _, id in ipairs(groups[g + 1]) do
+                list[#list + 1] = id
+                list[#list + 1] = groups[g]
+            end
+        end
+        for i = 1, #flat do list[#list + 1] = flat[i] end
         if pl then
             local map = {}
             for i = 1, #pl, 2 do map[pl[i]] = pl[i + 1] end
@@ -58,7 +68,7 @@ end
 -- A claim's record (".25") of pairs { id, deadline, ... } and payloads
 -- { id, payload, ... } (or nil).
 local function inflight_encode_out(pairs, pl)
-    local rec = cmsgpack.pack(pairs)
+    local rec = cmsgpack.pack({}, pairs)
     if pl and #pl > 0 then rec = rec .. cmsgpack.pack(pl) end
     return rec
 end
