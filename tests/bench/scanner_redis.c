@@ -21,10 +21,11 @@
  *       LIMIT 0 BATCH, then one ZREM of what it read), the least Redis can
  *       do per fired ID: the burst section's limit.
  *
- *   watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS
+ *   watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS [EVERY_MS]
  *       times a drain by others (the scanners): waits until the Redis clock
  *       reads DUE_MS, then sums ZCARD NS:z:S + HLEN NS:f:S over shards
- *       0..SHARDS-1 (one pipelined round trip) every WATCH_MS until it is 0.
+ *       0..SHARDS-1 (one pipelined round trip) every EVERY_MS (default
+ *       WATCH_MS) until it is 0.
  *       A claimed ID is either still in the zset or in its claim's in-flight
  *       record until its event is acknowledged and ack.lua settled it, so 0
  *       means every ID went through claim, Kafka and ack.
@@ -79,7 +80,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: " PROG " load HOST PORT NS SHARDS COUNT DUE_MS PREFIX [SPREAD_MS]\n"
                  "       " PROG " bare HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS\n"
                  "       " PROG " remove HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS\n"
-                 "       " PROG " watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS\n"
+                 "       " PROG " watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS [EVERY_MS]\n"
                  "(see tests/bench/scanner_redis.c)\n");
 }
 
@@ -276,7 +277,7 @@ static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
 }
 
 static int cmd_watch(redisContext *c, const char *ns, uint32_t shards, int64_t due,
-                     int64_t timeout_ms)
+                     int64_t timeout_ms, int every_ms)
 {
     int64_t deadline = wall_ms() + timeout_ms;
     int64_t total = pending(c, ns, shards);
@@ -291,7 +292,7 @@ static int cmd_watch(redisContext *c, const char *ns, uint32_t shards, int64_t d
                     left, total, timeout_ms);
             return -1;
         }
-        sleep_ms(WATCH_MS);
+        sleep_ms(every_ms);
         if ((left = pending(c, ns, shards)) < 0)
             return -1;
         int64_t now = wall_ms();
@@ -332,10 +333,12 @@ int main(int argc, char **argv)
               parse_i64(argv[6], 0, INT64_MAX / 2, &d) < 0 ||
               parse_i64(argv[7], 1, 100000, &b) < 0 ||
               parse_i64(argv[8], 1, 3600000, &e) < 0;
-    else if (!strcmp(cmd, "watch") && argc == 8)
+    int64_t every = WATCH_MS;
+    if (!strcmp(cmd, "watch") && (argc == 8 || argc == 9))
         bad = parse_i64(argv[5], 1, LAPSE_MAX_SHARDS, &a) < 0 ||
               parse_i64(argv[6], 0, INT64_MAX / 2, &d) < 0 ||
-              parse_i64(argv[7], 1, 3600000, &e) < 0;
+              parse_i64(argv[7], 1, 3600000, &e) < 0 ||
+              (argc == 9 && parse_i64(argv[8], 1, 10000, &every) < 0);
     if (bad) {
         usage(stderr);
         return 2;
@@ -349,7 +352,7 @@ int main(int argc, char **argv)
     else if (!strcmp(cmd, "bare") || !strcmp(cmd, "remove"))
         rc = cmd_bare(c, !strcmp(cmd, "bare") ? BARE_LUA : REMOVE_LUA, ns, (uint32_t)a, d, b, e);
     else
-        rc = cmd_watch(c, ns, (uint32_t)a, d, e);
+        rc = cmd_watch(c, ns, (uint32_t)a, d, e, (int)every);
     redisFree(c);
     fflush(stdout);
     return rc < 0 ? 1 : 0;
