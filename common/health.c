@@ -1,6 +1,6 @@
 /*
  * health — see health.h. The script only reads (TIME, ZRANGE, ZCOUNT,
- * HKEYS, HGET, GET), so it may run against a replica-backed primary under
+ * ZMSCORE, HKEYS, HGET, GET), so it may run against a replica-backed primary under
  * any load without changing what the scanners see.
  */
 #include "health.h"
@@ -11,12 +11,15 @@
 #include "layout.h"
 
 /*
- * In flight: the IDs holding a lease that has a record in f
- * (common/lua/lib/inflight.lua: field = lease, value = "id deadline ..."
- * or a space and cmsgpack). The earliest deadline being dispatched counts
- * only IDs that still hold the record's lease: a reset or cancelled one
- * left the record but is no longer in flight. A field that is not a lease
- * (an entry of lapse before records) is skipped, as claim.lua does.
+ * In flight: the IDs of a claim's record in f (common/lua/lib/inflight.lua:
+ * field = lease "<ms>.25", value cmsgpack of groups { deadline, { id, ... },
+ * ... } and pairs { id, deadline, ... }) that
+ * were not written since (not in the zset, or a repeating one still on the
+ * lease), and the IDs holding an older kind of lease (".5", ".75": the
+ * score) that has a record ("id deadline ..." or a space and cmsgpack). The
+ * earliest deadline being dispatched counts only those: a reset one left
+ * the record but is no longer in flight. A field that is not a lease (an
+ * entry of lapse before records) is skipped, as claim.lua does.
  */
 static const char health_lua[] =
     "local z, f = KEYS[1], KEYS[2]\n"
@@ -27,7 +30,25 @@ static const char health_lua[] =
     "if first[2] and tonumber(first[2]) <= now then oldest = math.floor(tonumber(first[2])) end\n"
     "local inflight, earliest = 0, -1\n"
     "for _, l in ipairs(redis.call('HKEYS', f)) do\n"
-    "    if string.find(l, '.', 1, true) and tonumber(l) then\n"
+    "    if string.sub(l, -3) == '.25' and tonumber(l) then\n"
+    "        local groups, flat = cmsgpack.unpack(redis.call('HGET', f, l))\n"
+    "        local list, ids = {}, {}\n"
+    "        for g = 1, #groups, 2 do\n"
+    "            for _, id in ipairs(groups[g + 1]) do list[#list + 1] = id; list[#list + 1] = groups[g] end\n"
+    "        end\n"
+    "        for i = 1, #flat do list[#list + 1] = flat[i] end\n"
+    "        for i = 1, #list, 2 do ids[#ids + 1] = list[i] end\n"
+    "        for k = 1, #ids, 1000 do\n"
+    "            local cur = redis.call('ZMSCORE', z, unpack(ids, k, math.min(k + 999, #ids)))\n"
+    "            for j = 1, #cur do\n"
+    "                if not cur[j] or cur[j] == l then\n"
+    "                    inflight = inflight + 1\n"
+    "                    local d = tonumber(list[2 * (k + j - 1)])\n"
+    "                    if d and (earliest < 0 or d < earliest) then earliest = d end\n"
+    "                end\n"
+    "            end\n"
+    "        end\n"
+    "    elseif string.find(l, '.', 1, true) and tonumber(l) then\n"
     "        local held = redis.call('ZRANGEBYSCORE', z, l, l)\n"
     "        inflight = inflight + #held\n"
     "        if #held > 0 then\n"

@@ -1,11 +1,16 @@
 /*
- * inspect — see inspect.h. How an ID in flight looks (common/lua): its
- * score is a lease, "<ms>.5" for a scanner's claim (claim.lua) or
- * "<ms>.75" for a producer's take during a split (take.lua), and the
- * deadline being dispatched sits in the record f[lease] ("id deadline ..."
- * or, when an ID of the claim held a space, a space and cmsgpack, which is
- * not decoded here: the lease's ms then stands for the deadline, as
- * lib/inflight.lua's inflight_dispatched does).
+ * inspect — see inspect.h. How an ID in flight looks (common/lua): a
+ * one-shot ID a scanner claimed (claim.lua) is out of the zset, in its
+ * claim's record f["<ms>.25"] (cmsgpack of groups { deadline, { id, ... },
+ * ... } and pairs { id, deadline, ... }: found by a read-only script,
+ * RECORD_LUA); anything else in flight holds a lease as
+ * its score: "<ms>.25" a repeating ID of a claim, "<ms>.75" a producer's
+ * take during a split (take.lua), "<ms>.5" a claim of lapse before
+ * 2026-11-26 or one come back from an expired lease, and the deadline being
+ * dispatched sits in the record f[lease] (".25": cmsgpack as above; else
+ * "id deadline ..." or, when an ID of the claim held a space, a space and
+ * cmsgpack, which is not decoded here: the lease's ms then stands for the
+ * deadline, as lib/inflight.lua's inflight_dispatched does).
  */
 #include "inspect.h"
 
@@ -114,6 +119,23 @@ static int64_t record_deadline(const char *rec, size_t rlen, const char *id, siz
     return -1;
 }
 
+/* The claim record (".25") listing ARGV[1]: { lease, deadline }, or nil. */
+static const char RECORD_LUA[] =
+    "for _, l in ipairs(redis.call('HKEYS', KEYS[1])) do\n"
+    "    if string.sub(l, -3) == '.25' then\n"
+    "        local groups, flat = cmsgpack.unpack(redis.call('HGET', KEYS[1], l))\n"
+    "        for g = 1, #groups, 2 do\n"
+    "            for _, id in ipairs(groups[g + 1]) do\n"
+    "                if id == ARGV[1] then return { l, groups[g] } end\n"
+    "            end\n"
+    "        end\n"
+    "        for i = 1, #flat, 2 do\n"
+    "            if flat[i] == ARGV[1] then return { l, flat[i + 1] } end\n"
+    "        end\n"
+    "    end\n"
+    "end\n"
+    "return false\n";
+
 static int reply_fail(lapse_redis *r, redisReply *rep, const char *what, char *errstr, size_t size)
 {
     if (!rep)
@@ -219,12 +241,32 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
     for (int i = 0; i < n; i++)
         if (rep[i])
             freeReplyObject(rep[i]);
+    size_t sl = strlen(score);
+    if (rc == 0 && (!p->found || (sl > 3 && strcmp(score + sl - 3, ".25") == 0))) {
+        /* out of the zset (a claim's record may hold it), or a repeating
+         * ID of a claim: the deadline is in a claim's record */
+        const char *ev[5] = {"EVAL", RECORD_LUA, "1", fk, id};
+        size_t lens[5] = {4, strlen(RECORD_LUA), 1, strlen(fk), len};
+        redisReply *c = lapse_redis_command_argv(r, 5, ev, lens);
+        if (!c || (c->type != REDIS_REPLY_ARRAY && c->type != REDIS_REPLY_NIL) ||
+            (c->type == REDIS_REPLY_ARRAY &&
+             (c->elements != 2 || c->element[0]->type != REDIS_REPLY_STRING ||
+              c->element[1]->type != REDIS_REPLY_STRING)))
+            return reply_fail(r, c, "in-flight records", errstr, size);
+        if (c->type == REDIS_REPLY_ARRAY) {
+            p->found = p->in_flight = 1;
+            p->lease_ms = (int64_t)floor(strtod(c->element[0]->str, NULL));
+            p->dispatching_ms = strtoll(c->element[1]->str, NULL, 10);
+        }
+        freeReplyObject(c);
+        return 0;
+    }
     if (rc < 0 || !p->in_flight)
         return rc;
 
     /* the record is filed under the lease as the script formatted it */
     char field[64];
-    snprintf(field, sizeof field, "%lld.%s", (long long)p->lease_ms, p->taken ? "75" : "5");
+    snprintf(field, sizeof field, "%s", score); /* (Redis formats it as the script did) */
     redisReply *f = lapse_redis_command(r, "HGET %s %s", fk, field);
     if (!f || (f->type != REDIS_REPLY_STRING && f->type != REDIS_REPLY_NIL))
         return reply_fail(r, f, "HGET in-flight record", errstr, size);

@@ -41,7 +41,7 @@ enum lapse_key_kind {
     LAPSE_KEY_MOVED = 'm',    /* set: IDs written in this new shard during a split */
     LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
     LAPSE_KEY_EPOCH = 'e',    /* string: the layout epoch this shard has seen */
-    LAPSE_KEY_LEASE = 'c',    /* string: the shard's last claim lease (claim.lua only) */
+    LAPSE_KEY_LEASE = 'c',    /* string: the shard's last claim lease, when its first record runs out (claim.lua only) */
     LAPSE_KEY_WAIT = 'w',     /* counter per node (not shard), INCRed before each
                                  WAIT so that it covers every earlier write (redis.h) */
 };

@@ -65,12 +65,11 @@ static int scanner_ack_ready(const struct batch *b, int64_t now, int force)
 
 /* A claim all of whose events were acknowledged, none settled yet (acked
  * flights keep their refs until settled, so nacked reaches claimed only
- * then): ack.lua takes it by its lease and size alone, without its IDs,
- * unless it answered that one of them was reset or cancelled meanwhile
- * (listed). */
+ * then): ack.lua settles it by its lease and size alone (it deletes the
+ * claim's record), without its IDs. */
 static int scanner_whole(const struct batch *b)
 {
-    return !b->listed && b->nacked == b->claimed;
+    return b->nacked == b->claimed;
 }
 
 /* Settles acknowledged IDs in Redis, ACK_CHUNK at a time, grouped by claim
@@ -115,31 +114,19 @@ void scanner_ack(lapse_scanner *s, int force)
             return;
         redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
         SET(redis_up, r != NULL); /* as scanner_eval: acks go past it for their argv size */
-        int ok = r && (r->type == REDIS_REPLY_INTEGER ||
-                       (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-                        r->element[0]->type == REDIS_REPLY_INTEGER));
-        if (!ok) {
+        if (!r || r->type != REDIS_REPLY_INTEGER) {
             scanner_redis_error(s, "ack", s->node, r);
             if (r)
                 freeReplyObject(r);
             return;
         }
-        long long settled = r->type == REDIS_REPLY_INTEGER ? r->integer : r->element[0]->integer;
+        long long settled = r->integer;
         if (settled < 0) {
             freeReplyObject(r);
             scanner_fenced(s);
             return;
         }
         ADD(settled, (uint64_t)settled);
-        /* whole claims answered back (one of them moved on): not settled,
-         * sent again with their IDs */
-        for (size_t e = 1; r->type == REDIS_REPLY_ARRAY && e < r->elements; e++) {
-            long long g = r->element[e]->integer;
-            if (g >= 1 && g <= groups) {
-                sent[g - 1]->listed = 1;
-                sent[g - 1] = NULL;
-            }
-        }
         freeReplyObject(r);
         /* what was sent: `groups` batches, the last one up to `rest` */
         for (int g = 0; g < groups; g++)

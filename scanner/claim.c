@@ -192,7 +192,7 @@ int scanner_claim(lapse_scanner *s, int want)
     const redisReply *lease = r->element[1];
     size_t claimed = (size_t)count;
     long long due_left = r->element[3]->integer, max_deadline = LLONG_MIN;
-    if (claimed == (size_t)want && want > 0 && s->active)
+    if (claimed >= (size_t)want && want > 0 && s->active)
         scanner_claim_ahead(s, claimed);
     /* the batch keeps the reply: the flights' IDs live in it */
     struct batch *b =
@@ -252,7 +252,7 @@ int scanner_claim(lapse_scanner *s, int want)
     ADD(claimed, claimed);
     SET(due, due_left);
     SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);
-    if (claimed == (size_t)want && want > 0)
+    if (claimed >= (size_t)want && want > 0)
         return 0;
     if (due_left > 0 && s->cfg->scanner_catchup_rate) { /* held back: wait for budget */
         int step = 1000 / s->cfg->scanner_catchup_rate + 1;

@@ -89,10 +89,62 @@ other:; /* not an integer (never written by lapse): what strtod makes of it,
 }
 
 /*
- * The IDs and deadlines of claim.lua's `claimed` element: "id deadline id
- * deadline ..." in one string, or an array of them. With fl == NULL,
- * returns how many there are (-1: malformed); else fills fl[i].id/id_len
- * and deadlines[i] and returns the count.
+ * One MessagePack string at *p (before end): sets *str, *len and moves *p
+ * past it. Returns 0, or -1 when it is not a string or runs past end.
+ * (claim.lua's cmsgpack writes fixstr, str 8/16/32; raw 16/32 are the same
+ * headers.)
+ */
+static int scanner_mp_str(const unsigned char **p, const unsigned char *end, const char **str,
+                          size_t *len)
+{
+    const unsigned char *q = *p;
+    if (q >= end)
+        return -1;
+    size_t n, head = 1;
+    if ((*q & 0xe0) == 0xa0)
+        n = *q & 0x1f;
+    else if (*q == 0xd9 && end - q >= 2)
+        n = q[1], head = 2;
+    else if (*q == 0xda && end - q >= 3)
+        n = (size_t)q[1] << 8 | q[2], head = 3;
+    else if (*q == 0xdb && end - q >= 5)
+        n = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4], head = 5;
+    else
+        return -1;
+    if ((size_t)(end - q) - head < n)
+        return -1;
+    *str = (const char *)q + head;
+    *len = n;
+    *p = q + head + n;
+    return 0;
+}
+
+/* One MessagePack array header at *p: sets *count and moves *p past it.
+ * Returns 0, or -1 when it is not one. */
+static int scanner_mp_array(const unsigned char **p, const unsigned char *end, size_t *count)
+{
+    const unsigned char *q = *p;
+    if (q >= end)
+        return -1;
+    if ((*q & 0xf0) == 0x90)
+        *count = *q & 0x0f, *p = q + 1;
+    else if (*q == 0xdc && end - q >= 3)
+        *count = (size_t)q[1] << 8 | q[2], *p = q + 3;
+    else if (*q == 0xdd && end - q >= 5)
+        *count = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4], *p = q + 5;
+    else
+        return -1;
+    return *count <= (size_t)(end - *p) ? 0 : -1; /* (each element takes a byte at least) */
+}
+
+/*
+ * The IDs and deadlines of claim.lua's `claimed` element: in one bulk
+ * string ("" when none), MessagePack of the groups { deadline, { id, ... },
+ * ... } (IDs that share a deadline) and then of the pairs { id, deadline,
+ * ... }, all strings; or a Redis array of pairs. With fl == NULL, returns
+ * how many IDs there are (-1: malformed); else fills fl[i].id/id_len and
+ * deadlines[i] (groups first, as claim.lua counts places) and returns the
+ * count.
  */
 long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadlines)
 {
@@ -111,25 +163,40 @@ long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadline
     }
     if (c->type != REDIS_REPLY_STRING)
         return -1;
-    const char *p = c->str, *end = c->str + c->len;
-    long n = 0;
-    while (p < end) { /* pairs of tokens, one space between */
-        const char *sp = memchr(p, ' ', (size_t)(end - p));
-        if (!sp || sp == p)
+    if (c->len == 0)
+        return 0;
+    const unsigned char *p = (const unsigned char *)c->str, *end = p + c->len;
+    size_t groups, pairs, n = 0;
+    if (scanner_mp_array(&p, end, &groups) < 0 || groups % 2)
+        return -1;
+    for (size_t g = 0; g < groups / 2; g++) {
+        const char *d;
+        size_t d_len, ids;
+        if (scanner_mp_str(&p, end, &d, &d_len) < 0 || scanner_mp_array(&p, end, &ids) < 0)
             return -1;
-        const char *d = sp + 1, *e = memchr(d, ' ', (size_t)(end - d));
-        if (!e)
-            e = end;
-        if (e == d)
+        long long deadline = scanner_deadline(d, d_len);
+        for (size_t k = 0; k < ids; k++, n++) {
+            const char *id;
+            size_t id_len;
+            if (scanner_mp_str(&p, end, &id, &id_len) < 0)
+                return -1;
+            if (fl) {
+                fl[n].id = id, fl[n].id_len = id_len;
+                deadlines[n] = deadline;
+            }
+        }
+    }
+    if (scanner_mp_array(&p, end, &pairs) < 0 || pairs % 2)
+        return -1;
+    for (size_t i = 0; i < pairs / 2; i++, n++) {
+        const char *id, *d;
+        size_t id_len, d_len;
+        if (scanner_mp_str(&p, end, &id, &id_len) < 0 || scanner_mp_str(&p, end, &d, &d_len) < 0)
             return -1;
         if (fl) {
-            fl[n].id = p, fl[n].id_len = (size_t)(sp - p);
-            deadlines[n] = scanner_deadline(d, (size_t)(e - d));
+            fl[n].id = id, fl[n].id_len = id_len;
+            deadlines[n] = scanner_deadline(d, d_len);
         }
-        n++;
-        p = e < end ? e + 1 : end;
-        if (e < end && p == end)
-            return -1; /* a trailing space */
     }
-    return n;
+    return p == end && n <= LONG_MAX ? (long)n : -1;
 }

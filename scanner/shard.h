@@ -48,7 +48,6 @@ struct batch {
     uint64_t term;           /* the lease term it was claimed in */
     size_t refs;             /* flights not yet settled or given up */
     size_t claimed;          /* IDs the claim took */
-    int listed;              /* settle it with its IDs listed (ack.lua: whole claims) */
     size_t nacked;           /* flights on the acked list */
     int64_t acked_ms;        /* monotonic time of its first acknowledgement */
     struct flight *acked;    /* acknowledged, waiting to be settled */

@@ -32,11 +32,15 @@
 -- the shard's: it must reload the layout and route again.
 --
 -- Invariants: producers only ever write integer deadlines, so a
--- fractional score (a lease: .5 claimed by a scanner, .75 taken by a
--- producer in a split) means "in flight", and the lease's record in f has
--- the dispatched deadline (claim.lua, take.lua); the scanner's acknowledgement removes (or re-arms) an ID only
--- if its score is still that exact lease, so any write here while the ID is
--- in flight (a reset) wins. A moving ID that changed here is added to m:
+-- fractional score (a lease: .25 a repeating ID claimed by a scanner, .75
+-- taken by a producer in a split, .5 a claim of lapse before 2026-11-26 or
+-- an expired one come back) means "in flight", and the lease's record in f
+-- has the dispatched deadline (claim.lua, take.lua). A one-shot ID a
+-- scanner claimed is out of the zset, in its claim's record, until the ack
+-- deletes that: nothing is pending for it, so any op here simply writes
+-- it, and the ack, which never touches an ID written since, leaves it (a
+-- reset wins). The ack re-arms a repeating ID only if its score is still
+-- that exact lease. A moving ID that changed here is added to m:
 -- from then on its twin in the old shard is stale and is never fired (see
 -- common/split.c). Scores are passed to Redis as exact decimal strings:
 -- Lua's own number formatting keeps only 14 digits.
@@ -167,6 +171,9 @@ if KEYS[8] then
             elseif s then
                 twin[id] = inflight_dispatched(fi, s, id)
                 tpl[id] = redis.call('HGET', pi, id)
+            else -- a claim took it out of the zset: its payload, if any, is kept (take.lua)
+                local pl = redis.call('HGET', pi, id)
+                if pl then twin[id], tpl[id] = 0, pl end
             end
         end
         if #mv > 0 then

@@ -8,8 +8,8 @@
 -- Returns { now_ms, lease, next_ms, due_left, extras, claimed, returned },
 -- or { -1 } when the lock is not ours: this scanner is fenced off, or
 -- { -2, epoch } when the layout changed (a split): reload it first.
---   lease:     the score every claimed ID now carries (string, ".5"; a
---              producer's take during a split leases with ".75")
+--   lease:     this claim's lease, "<ms>.25": the field of its record in f
+--              (lib/inflight.lua) and the score of its repeating IDs
 --   next_ms:   the lowest score left in the zset after the claim, or -1
 --   due_left:  how many due IDs are left after the claim (the backlog)
 --   extras:    { k, payload, seq, ... } for the claimed IDs that have a
@@ -18,21 +18,28 @@
 --              of this fire (1, 2, ...), else 0. Most IDs have neither, and
 --              listing only those costs less on both ends.
 --   claimed:   the claimed IDs, each with the deadline that fell due (a
---              decimal string): "id1 deadline1 id2 deadline2 ..." in one
---              string (IDs never hold spaces: the producers refuse them), or
---              "" when none; or { id1, deadline1, ... } when an ID does hold
---              one (not written by lapse) or an expired lease was among them
+--              decimal string), in one string (the first part of the
+--              claim's record): cmsgpack of the groups { deadline,
+--              { id, ... }, ... } (IDs that share a deadline, below) and
+--              then cmsgpack of the pairs { id, deadline, ... }; or "" when
+--              none
 --   returned:  the places (1, 2, ...) of claimed IDs that came back from an
 --              expired lease, ascending (most claims: none): their holder
 --              never settled them (Kafka gave up, a lost ack), so they have
 --              waited since their deadline, whatever the scanner saw since
 --
--- Due means score <= now on this Redis server's clock: never early. A claimed
--- ID stays in the zset with score now + lease + 0.5 (a producer's take during
--- a split: + 0.75, take.lua), so if its scanner dies
--- before acknowledging, the ID falls due again when the lease runs out and is
--- claimed anew with the same deadline and seq (at-least-once); the claim's
--- deadlines are kept meanwhile as one record in KEYS[3] (lib/inflight.lua).
+-- Due means score <= now on this Redis server's clock: never early. A claim
+-- takes its due one-shot IDs out of the zset (one range removal, O(log n +
+-- k), where a score rewrite per ID cost a skiplist delete and insert, and
+-- the ack another lookup and delete) and writes them, with their deadlines,
+-- as one record under its lease in f: the record is what holds them until
+-- ack.lua deletes it. A repeating ID (rare) stays in the zset with the
+-- lease as its score, as before, so its ack can tell whether it was touched
+-- since. If the record is not settled by the time the lease runs out (the
+-- scanner died, Kafka gave up, an ack was lost), its IDs come back
+-- (inflight_expire, once a second below; acquire.lua at a takeover): every
+-- ID not reset or claimed since is claimed again with the same deadline
+-- and seq (at-least-once). docs/design.md, "The claim", has the argument.
 -- Every call renews the lock.
 --
 -- Catch-up: IDs due within the last fresh ms are taken first and without
@@ -51,95 +58,165 @@ redis.call('PEXPIRE', lock, math.floor(lease_ms * 0.9))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Every claim gets a lease of its own, later than the previous claim's even
--- within one millisecond: ack.lua settles by lease (a whole claim by its
--- lease's range alone), and an ID reset to a due time and claimed again
--- under the same lease would be settled by the first claim's ack before the
--- second event was acknowledged. The previous lease is the shard's own
--- record (KEYS[8]), not the scanner's memory: a claim whose reply the
--- scanner never read (a timeout, a dropped connection) still ran, and its
--- IDs must not share the next claim's lease. The record lives until a
--- lease_ms after its lease ran out; every later lease is later anyway.
-local prev = tonumber(redis.call('GET', KEYS[8])) or 0
+-- within one millisecond: its record in f is filed under it, and ack.lua
+-- settles by it (a whole claim by its lease alone); two claims under one
+-- lease would share one record. The previous lease is the shard's own
+-- record (KEYS[8], "<lease ms> <next expiry ms>"), not the scanner's
+-- memory: a claim whose reply the scanner never read (a timeout, a dropped
+-- connection) still ran, and its IDs must not share the next claim's
+-- lease. The record lives until a lease_ms after its lease ran out; every
+-- later lease is later anyway. Its second number is when the earliest
+-- record in f runs out (below), none when f was empty.
+local c = redis.call('GET', KEYS[8]) or ''
+local prev, next_out = string.match(c, '^(%d+) ?(%d*)$')
+prev, next_out = tonumber(prev) or 0, tonumber(next_out)
 local lease_at = math.max(now + lease_ms, prev + 1)
-redis.call('SET', KEYS[8], string.format('%d', lease_at), 'PX', lease_at - now + lease_ms)
-local lease = string.format('%d.5', lease_at)
+local lease = string.format('%d.25', lease_at)
 local batch, fresh, old_max = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local due = {}
+local read_next_out = next_out
+
+-- Expired leases, as soon as the earliest record in f runs out (KEYS[8]
+-- keeps when: a claim checks one number, not every record, as long as none
+-- is due). A claim's record (".25") that nobody settled: its IDs come back
+-- into the zset, due at once, with an expired lease as their score
+-- (inflight_expire), so the range below takes them in order and knows them
+-- by the fraction. Any other (".5", ".75": IDs that hold their lease in the
+-- zset) may be done with: forgotten below once no ID holds it (a record
+-- whose IDs were all reset or cancelled while in flight, and whose ack
+-- never came, has nobody else to delete it). The records acknowledged
+-- meanwhile only make the check come early.
+local expired = {}
+if batch > 0 and (next_out and next_out <= now or not next_out and redis.call('EXISTS', f) == 1) then
+    next_out = nil
+    for _, l in ipairs(redis.call('HKEYS', f)) do
+        local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
+        if at and at <= now then
+            if inflight_out(l) then
+                inflight_expire(z, p, f, l, redis.call('HGET', f, l))
+            else
+                expired[#expired + 1] = l
+            end
+        elseif at and (not next_out or at < next_out) then
+            next_out = math.floor(at)
+        end
+    end
+end
+
+-- The due IDs, and their removal: the range by rank (or, for all of the
+-- fresh ones, by score) that ZRANGEBYSCORE just read in this same script.
+--
+-- Dense runs first: when the lowest due deadline is shared by at least
+-- DENSE IDs (a burst: thousands due in the same millisecond), its IDs are
+-- read without their scores (ZCOUNT and a range of that one score): a
+-- score costs Redis a printf("%.17g") per ID (Redis before 7.2), a fifth
+-- of what the claim cost it per ID, where one per run is enough. They go
+-- as groups { deadline, { id, ... }, ... }; the rest (sparse deadlines) as
+-- ZRANGEBYSCORE WITHSCORES pairs { id, deadline, ... }.
+local DENSE = 32
+local groups, ngrouped, due = {}, 0, {}
 if batch > 0 then
     if old_max >= batch then -- no cap on the backlog: oldest first
-        due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
+        local room = batch
+        while room > 0 do
+            local first = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+            if #first == 0 then break end
+            local s = first[2]
+            local c = string.find(s, '.', 1, true) and 0 or redis.call('ZCOUNT', z, s, s)
+            if c < DENSE then
+                due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, room)
+                redis.call('ZREMRANGEBYRANK', z, 0, #due / 2 - 1)
+                break
+            end
+            local k = math.min(c, room) -- (s is the lowest score: ranks 0..c-1)
+            groups[#groups + 1] = s
+            groups[#groups + 1] = redis.call('ZRANGEBYSCORE', z, s, s, 'LIMIT', 0, k)
+            redis.call('ZREMRANGEBYRANK', z, 0, k - 1)
+            room, ngrouped = room - k, ngrouped + k
+        end
     else
         local edge = now - fresh
         due = redis.call('ZRANGEBYSCORE', z, '(' .. edge, now, 'WITHSCORES', 'LIMIT', 0, batch)
-        local room = math.min(batch - #due / 2, old_max)
+        local k = #due / 2
+        if k == batch then -- (not all of them: the first k after the older ones)
+            local at = redis.call('ZCOUNT', z, '-inf', edge)
+            redis.call('ZREMRANGEBYRANK', z, at, at + k - 1)
+        elseif k > 0 then
+            redis.call('ZREMRANGEBYSCORE', z, '(' .. edge, now)
+        end
+        local room = math.min(batch - k, old_max)
         if room > 0 then
             local old = redis.call('ZRANGEBYSCORE', z, '-inf', edge, 'WITHSCORES', 'LIMIT', 0, room)
+            if #old > 0 then redis.call('ZREMRANGEBYRANK', z, 0, #old / 2 - 1) end
             for i = 1, #old do due[#due + 1] = old[i] end
         end
     end
 end
 local out = { now, lease, -1, 0, {} }
 
--- The usual claim: every score a due deadline, every ID free of spaces (as
--- every ID lapse writes is). Then no Lua runs per ID but building the lease
--- arguments: ZRANGEBYSCORE's own reply (id, deadline pairs, the scores as
--- Redis formatted them: integers), joined by spaces in one string, is both
--- the claim's record in f and the reply's IDs: one bulk string instead of
--- two per ID, cheaper for Redis to send and for the scanner to read.
-local n = #due / 2
+-- The usual claim: every score a due deadline. Then no Lua runs per ID:
+-- the groups and ZRANGEBYSCORE's own reply (id, deadline pairs, the scores
+-- as Redis formatted them: integers), packed by one cmsgpack call, are
+-- both the claim's record in f and the reply's IDs: one bulk string
+-- instead of two per ID, cheaper for Redis to send and for the scanner to
+-- read, and length-prefixed, so no ID needs checking for a separator. A
+-- lease's fraction (".25", ".5", ".75") is looked for with plain searches
+-- of that string (an ID that happens to hold one costs a look at the
+-- scores, nothing more; a group's deadline never has one).
+local n = ngrouped + #due / 2
 local ids, list = nil, due
-local expired = {} -- the expired leases met: their records may be done with
 local returned = {} -- the places of IDs claimed again from an expired lease
-local packed = n > 0 and table.concat(due, ' ') or ''
-local _, spaces = string.gsub(packed, ' ', ' ')
-if n > 0 and (spaces ~= 2 * n - 1 or string.find(packed, '%.7?5 ') or string.find(packed, '%.7?5$')
-               or string.byte(packed, 1) == 32 or string.find(packed, '  ', 1, true)) then
-    -- Expired leases (a score ending in ".5" or ".75"), an ID with a space or an
-    -- empty one (neither written by lapse; they would blur the string's
-    -- fields): one by one. An expired lease's holder never settled it; fire again with the
-    -- deadline that fell due. A producer's take (split) leases IDs that are
-    -- not due yet: those get their deadline back instead.
-    ids, list, packed = {}, {}, nil
+local packed = n > 0 and cmsgpack.pack(groups, due) or ''
+local leased = false
+if #due > 0 and (string.find(packed, '.25', 1, true) or string.find(packed, '.5', 1, true)
+                 or string.find(packed, '.75', 1, true)) then
+    for i = 2, #due, 2 do
+        if string.find(due[i], '.', 1, true) then leased = true; break end
+    end
+end
+if leased then
+    -- Expired leases (a score with a fraction: an ID that held its lease
+    -- in the zset, or came back from an expired record): one by one. An
+    -- expired lease's holder never settled it; fire again with the deadline
+    -- that fell due. A producer's take (split) leases IDs that are not due
+    -- yet: those get their deadline back instead.
+    list = {}
     for i = 1, #due, 2 do
         local id, score = due[i], due[i + 1]
-        local back = false
+        local again = false
         if string.find(score, '.', 1, true) then -- (deadlines are integers)
             local deadline = inflight_dispatched(f, score, id)
-            expired[#expired + 1] = score
+            if not inflight_out(score) then expired[#expired + 1] = score end
             score = string.format('%d', deadline)
             if deadline > now then
                 redis.call('ZADD', z, score, id)
-                back = true
+                again = true
             end
         end
-        if not back then
-            ids[#ids + 1] = id
-            if score ~= due[i + 1] then returned[#returned + 1] = #ids end
+        if not again then
             list[#list + 1] = id
             list[#list + 1] = score
+            if score ~= due[i + 1] then returned[#returned + 1] = ngrouped + #list / 2 end
         end
     end
-    n = #ids
+    n = ngrouped + #list / 2
+    packed = n > 0 and cmsgpack.pack(groups, list) or ''
 end
 
 if n > 0 then
-    local zargs = {}
-    for i = 1, 2 * n, 2 do
-        zargs[i] = lease
-        zargs[i + 1] = list[i]
-    end
-    chunks_write('ZADD', z, zargs)
-    inflight_add(f, lease, list, packed)
     -- payloads and repeat records: read only when the hash exists at all
     local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
-    if (has_p or has_r) and not ids then
+    if has_p or has_r then -- the IDs in the reply's order
         ids = {}
-        for i = 1, n do ids[i] = list[2 * i - 1] end
+        for g = 2, #groups, 2 do
+            for _, id in ipairs(groups[g]) do ids[#ids + 1] = id end
+        end
+        for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
     end
     local payloads = has_p and chunks_read('HMGET', p, ids, 1, n) or {}
     local repeats = has_r and chunks_read('HMGET', r, ids, 1, n) or {}
+    local pl -- the one-shot IDs' payloads, kept in the record
     if has_p or has_r then
-        local extras = out[5]
+        local extras, zargs = out[5], {}
         for k = 1, n do
             local payload, rep = payloads[k], repeats[k]
             if payload or rep then
@@ -147,26 +224,27 @@ if n > 0 then
                 extras[x + 1] = k
                 extras[x + 2] = payload or false
                 extras[x + 3] = rep and tonumber(string.match(rep, ':(%d+)$')) + 1 or 0
+                if rep then -- stays in the zset, leased (see above)
+                    zargs[#zargs + 1] = lease
+                    zargs[#zargs + 1] = ids[k]
+                elseif payload then
+                    pl = pl or {}
+                    pl[#pl + 1] = ids[k]
+                    pl[#pl + 1] = payload
+                end
             end
         end
+        chunks_write('ZADD', z, zargs)
     end
+    redis.call('HSET', f, lease, pl and packed .. cmsgpack.pack(pl) or packed)
+    if not next_out then next_out = lease_at end
 end
-out[6] = packed or list
+if n > 0 or next_out ~= read_next_out then -- (a lease no record holds need not be kept)
+    redis.call('SET', KEYS[8], string.format('%d %s', lease_at, next_out and string.format('%d', next_out) or ''),
+               'PX', lease_at - now + lease_ms)
+end
+out[6] = packed
 out[7] = returned
-
--- Records of expired leases that no ID holds any more: those this claim
--- took IDs back from; and, at the first claim of each second (the previous
--- one's lease, less lease_ms, fell in an earlier second), every expired
--- one: a record whose IDs were all reset or cancelled while in flight and
--- whose ack never came (Kafka gave up) has nobody else to delete it. Not on
--- every call: a claim's cost would then grow with the records in flight.
--- A record's lease is its field.
-if math.floor((prev - lease_ms) / 1000) ~= math.floor(now / 1000) and redis.call('EXISTS', f) == 1 then
-    for _, l in ipairs(redis.call('HKEYS', f)) do
-        local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
-        if at and at <= now then expired[#expired + 1] = l end
-    end
-end
 inflight_forget(z, f, expired)
 
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')

@@ -1,27 +1,70 @@
--- drop: remove stale old-shard twins (split), each only if its score is
--- still the lease the caller holds on it (take.lua or claim.lua).
+-- drop: remove stale old-shard twins (split), each only if it is still in
+-- flight under the lease the caller holds on it (take.lua or claim.lua).
 --
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV: pairs of id, lease
 -- Returns the number removed.
+--
+-- Under a producer's take (".75") an ID holds its lease in the zset. Under
+-- a scanner's claim (".25") a one-shot ID left the zset and is in the
+-- claim's record (lib/inflight.lua), which it leaves here so that it never
+-- comes back; one written here since (in the zset again) is not stale
+-- twin data but the ID's new life, and stays.
 -- #include chunks
 -- #include inflight
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
 -- an ID given twice is removed once. The records (f) of the leases whose
 -- last holder it removed go too.
-local ids, seen, leases = {}, {}, {}
+local ids, seen, leases, out = {}, {}, {}, {}
 for i = 1, #ARGV, 2000 do
     local last = math.min(i + 1999, #ARGV)
     local want = {}
     for k = i, last, 2 do want[#want + 1] = ARGV[k] end
     local cur = redis.call('ZMSCORE', z, unpack(want))
     for j = 1, #want do
-        local id = want[j]
-        if cur[j] and not seen[id] and tonumber(cur[j]) == tonumber(ARGV[i + 2 * j - 1]) then
+        local id, l = want[j], ARGV[i + 2 * j - 1]
+        if not seen[id] and (cur[j] and tonumber(cur[j]) == tonumber(l)
+                             or not cur[j] and inflight_out(l)) then
             seen[id] = true
             ids[#ids + 1] = id
-            leases[#leases + 1] = cur[j]
+            if cur[j] then leases[#leases + 1] = cur[j] end
+            if inflight_out(l) then
+                out[l] = out[l] or {}
+                out[l][id] = true
+            end
+        end
+    end
+end
+-- a claim's IDs leave its record; one no longer there (the record came
+-- back or was settled meanwhile) is not removed here
+local n = #ids
+for l, set in pairs(out) do
+    local rec = redis.call('HGET', f, l)
+    local list, pl = {}, nil
+    if rec then list, pl = inflight_pairs(rec, l) end
+    local keep, kept, found = {}, {}, {}
+    for k = 1, #list, 2 do
+        local id = list[k]
+        if set[id] then
+            found[id] = true
+        else
+            keep[#keep + 1] = id
+            keep[#keep + 1] = list[k + 1]
+            if pl and pl[id] then kept[#kept + 1] = id; kept[#kept + 1] = pl[id] end
+        end
+    end
+    if rec and #keep == 0 then
+        redis.call('HDEL', f, l)
+    elseif rec and #keep < #list then
+        redis.call('HSET', f, l, inflight_encode_out(keep, kept))
+    end
+    for id in pairs(set) do
+        if not found[id] and redis.call('ZSCORE', z, id) == false then
+            -- (neither in the zset nor in the record any more)
+            for k = #ids, 1, -1 do
+                if ids[k] == id then table.remove(ids, k); n = n - 1; break end
+            end
         end
     end
 end
@@ -29,4 +72,4 @@ chunks_write('ZREM', z, ids)
 chunks_write('HDEL', p, ids)
 chunks_write('HDEL', r, ids)
 inflight_forget(z, f, leases)
-return #ids
+return n

@@ -8,8 +8,10 @@
 --   state "a": no twin; "t": taken (pending, now leased to this producer
 --   until it copied it to the new shard and dropped it: drop.lua with lease);
 --   "b": busy (in flight, or taken by another producer): deadline is the one
---   being dispatched; its payload is returned (an op without one keeps it),
---   its repeat record is not (any write in the new shard ends the repeat).
+--   being dispatched (0 for a one-shot ID a scanner's claim took out of the
+--   zset: nothing is pending); its payload is returned (an op without one
+--   keeps it), its repeat record is not (any write in the new shard ends the
+--   repeat).
 --
 -- A taken twin is leased like a claimed ID (the call's taken twins and their
 -- deadlines are one record in f, lib/inflight.lua), so if the
@@ -45,6 +47,12 @@ for i = 1, n do
         -- the same ID again in this call: taken just above, so now busy
         -- with the deadline it was taken with (as a second call would see)
         out[o + 1] = 'b'; out[o + 2] = taken[id]; out[o + 3] = payloads[i] or false; out[o + 4] = false
+    elseif not cur and payloads[i] then
+        -- out of the zset with a payload stored: a scanner's claim has it
+        -- (claim.lua; the ack deletes the payload of an ID not written
+        -- since), so nothing is pending, but an op without a payload keeps
+        -- this one, as it would in one shard
+        out[o + 1] = 'b'; out[o + 2] = 0; out[o + 3] = payloads[i]; out[o + 4] = false
     elseif not cur then
         out[o + 1] = 'a'; out[o + 2] = 0; out[o + 3] = false; out[o + 4] = false
     elseif tonumber(cur) % 1 ~= 0 then

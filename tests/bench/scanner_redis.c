@@ -1,12 +1,13 @@
 /*
  * lapse-bench-scanner-redis: the Redis-side helpers of `make bench-scanner`
- * (tests/bench/scanner-run). Three jobs, each one connection to one Redis:
+ * (tests/bench/scanner-run). Four jobs, each one connection to one Redis:
  *
- *   load HOST PORT NS SHARDS COUNT DUE_MS PREFIX
+ *   load HOST PORT NS SHARDS COUNT DUE_MS PREFIX [SPREAD_MS]
  *       COUNT IDs "PREFIX%08d" straight into the shard zsets NS:z:S (S by
  *       the documented hash; no payloads, no other keys), score DUE_MS - (i %
- *       100): all due from DUE_MS on, spread over 100 ms so scores differ as
- *       deadlines do. Variadic ZADDs of 1000 members, pipelined.
+ *       SPREAD_MS): all due from DUE_MS on, spread over SPREAD_MS (100 by
+ *       default) so scores differ as deadlines do. Variadic ZADDs of 1000
+ *       members, pipelined.
  *
  *   bare HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS
  *       the limit the scanner is measured against: waits until the Redis
@@ -15,12 +16,19 @@
  *       claim and compare-and-delete in one round trip, nothing else) until a
  *       call finds nothing due. Run one per shard, in parallel, for several.
  *
- *   watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS
+ *   remove HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS
+ *       as bare with REMOVE_LUA: the removal alone (ZRANGEBYSCORE -inf now
+ *       LIMIT 0 BATCH, then one ZREM of what it read), the least Redis can
+ *       do per fired ID: the burst section's limit.
+ *
+ *   watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS [EVERY_MS]
  *       times a drain by others (the scanners): waits until the Redis clock
- *       reads DUE_MS, then sums ZCARD NS:z:0..SHARDS-1 (one pipelined round
- *       trip) every WATCH_MS until it is 0. A claimed ID keeps its place in
- *       the zset (leased) until its event is acknowledged and ack.lua removed
- *       it, so 0 means every ID went through claim, Kafka and ack.
+ *       reads DUE_MS, then sums ZCARD NS:z:S + HLEN NS:f:S over shards
+ *       0..SHARDS-1 (one pipelined round trip) every EVERY_MS (default
+ *       WATCH_MS) until it is 0.
+ *       A claimed ID is either still in the zset or in its claim's in-flight
+ *       record until its event is acknowledged and ack.lua settled it, so 0
+ *       means every ID went through claim, Kafka and ack.
  *
  * Each prints one line of key=value pairs on stdout; times are unix ms of the
  * local clock (the same host as Redis). Every loop is bounded by TIMEOUT_MS
@@ -59,11 +67,20 @@ static const char BARE_LUA[] =
     "end\n"
     "return { #due / 2, n }\n";
 
+/* The removal alone: what firing an ID cannot do with less. */
+static const char REMOVE_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])\n"
+    "if #due > 0 then redis.call('ZREM', KEYS[1], unpack(due)) end\n"
+    "return { #due, #due }\n";
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: " PROG " load HOST PORT NS SHARDS COUNT DUE_MS PREFIX\n"
+    fprintf(out, "usage: " PROG " load HOST PORT NS SHARDS COUNT DUE_MS PREFIX [SPREAD_MS]\n"
                  "       " PROG " bare HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS\n"
-                 "       " PROG " watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS\n"
+                 "       " PROG " remove HOST PORT NS SHARD DUE_MS BATCH TIMEOUT_MS\n"
+                 "       " PROG " watch HOST PORT NS SHARDS DUE_MS TIMEOUT_MS [EVERY_MS]\n"
                  "(see tests/bench/scanner_redis.c)\n");
 }
 
@@ -134,7 +151,7 @@ struct member {
 };
 
 static int cmd_load(redisContext *c, const char *ns, uint32_t shards, int64_t count,
-                    int64_t due, const char *prefix)
+                    int64_t due, const char *prefix, int64_t spread)
 {
     /* One bucket of pending members per shard, flushed at LOAD_MEMBERS. */
     struct member(*buf)[LOAD_MEMBERS] = calloc(shards, sizeof *buf);
@@ -155,7 +172,7 @@ static int cmd_load(redisContext *c, const char *ns, uint32_t shards, int64_t co
             s = lapse_shard_of(lapse_hash(id, (size_t)len), shards);
             struct member *m = &buf[s][fill[s]++];
             memcpy(m->id, id, (size_t)len + 1);
-            snprintf(m->score, sizeof m->score, "%" PRId64, due - i % 100);
+            snprintf(m->score, sizeof m->score, "%" PRId64, due - i % spread);
         }
         for (uint32_t t = 0; t < shards; t++) {
             if (!(i == count ? fill[t] > 0 : t == s && fill[t] == LOAD_MEMBERS))
@@ -193,14 +210,14 @@ out:
     return rc;
 }
 
-static int cmd_bare(redisContext *c, const char *ns, uint32_t shard, int64_t due, int64_t batch,
-                    int64_t timeout_ms)
+static int cmd_bare(redisContext *c, const char *script, const char *ns, uint32_t shard,
+                    int64_t due, int64_t batch, int64_t timeout_ms)
 {
     int64_t deadline = wall_ms() + timeout_ms;
     char key[KEY_MAX], nbatch[24];
     lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, shard);
     snprintf(nbatch, sizeof nbatch, "%" PRId64, batch);
-    redisReply *r = checked(c, redisCommand(c, "SCRIPT LOAD %s", BARE_LUA), "SCRIPT LOAD");
+    redisReply *r = checked(c, redisCommand(c, "SCRIPT LOAD %s", script), "SCRIPT LOAD");
     if (!r)
         return -1;
     char sha[64];
@@ -235,7 +252,8 @@ static int cmd_bare(redisContext *c, const char *ns, uint32_t shard, int64_t due
     return 0;
 }
 
-/* Sum of the shards' ZCARD, one pipelined round trip; -1 on error. */
+/* Sum of the shards' ZCARD and HLEN of their in-flight records, one
+ * pipelined round trip; -1 on error. */
 static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
 {
     char key[KEY_MAX];
@@ -243,11 +261,14 @@ static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
         lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, s);
         if (redisAppendCommand(c, "ZCARD %s", key) != REDIS_OK)
             return -1;
+        lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_INFLIGHT, s);
+        if (redisAppendCommand(c, "HLEN %s", key) != REDIS_OK)
+            return -1;
     }
     int64_t sum = 0;
-    for (uint32_t s = 0; s < shards; s++) {
+    for (uint32_t s = 0; s < 2 * shards; s++) {
         redisReply *r;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || !checked(c, r, "ZCARD"))
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || !checked(c, r, "ZCARD/HLEN"))
             return -1;
         sum += r->integer;
         freeReplyObject(r);
@@ -256,7 +277,7 @@ static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
 }
 
 static int cmd_watch(redisContext *c, const char *ns, uint32_t shards, int64_t due,
-                     int64_t timeout_ms)
+                     int64_t timeout_ms, int every_ms)
 {
     int64_t deadline = wall_ms() + timeout_ms;
     int64_t total = pending(c, ns, shards);
@@ -271,7 +292,7 @@ static int cmd_watch(redisContext *c, const char *ns, uint32_t shards, int64_t d
                     left, total, timeout_ms);
             return -1;
         }
-        sleep_ms(WATCH_MS);
+        sleep_ms(every_ms);
         if ((left = pending(c, ns, shards)) < 0)
             return -1;
         int64_t now = wall_ms();
@@ -301,19 +322,23 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1], *host = argv[2], *ns = argv[4];
     int bad = 1;
-    if (!strcmp(cmd, "load") && argc == 9)
+    int64_t spread = 100;
+    if (!strcmp(cmd, "load") && (argc == 9 || argc == 10))
         bad = parse_i64(argv[5], 1, LAPSE_MAX_SHARDS, &a) < 0 || !lapse_shards_valid((long)a) ||
               parse_i64(argv[6], 0, 99999999, &b) < 0 ||
-              parse_i64(argv[7], 0, INT64_MAX / 2, &d) < 0 || strlen(argv[8]) > 32;
-    else if (!strcmp(cmd, "bare") && argc == 9)
+              parse_i64(argv[7], 0, INT64_MAX / 2, &d) < 0 || strlen(argv[8]) > 32 ||
+              (argc == 10 && parse_i64(argv[9], 1, 3600000, &spread) < 0);
+    else if ((!strcmp(cmd, "bare") || !strcmp(cmd, "remove")) && argc == 9)
         bad = parse_i64(argv[5], 0, LAPSE_MAX_SHARDS - 1, &a) < 0 ||
               parse_i64(argv[6], 0, INT64_MAX / 2, &d) < 0 ||
               parse_i64(argv[7], 1, 100000, &b) < 0 ||
               parse_i64(argv[8], 1, 3600000, &e) < 0;
-    else if (!strcmp(cmd, "watch") && argc == 8)
+    int64_t every = WATCH_MS;
+    if (!strcmp(cmd, "watch") && (argc == 8 || argc == 9))
         bad = parse_i64(argv[5], 1, LAPSE_MAX_SHARDS, &a) < 0 ||
               parse_i64(argv[6], 0, INT64_MAX / 2, &d) < 0 ||
-              parse_i64(argv[7], 1, 3600000, &e) < 0;
+              parse_i64(argv[7], 1, 3600000, &e) < 0 ||
+              (argc == 9 && parse_i64(argv[8], 1, 10000, &every) < 0);
     if (bad) {
         usage(stderr);
         return 2;
@@ -323,11 +348,11 @@ int main(int argc, char **argv)
         return 1;
     int rc;
     if (!strcmp(cmd, "load"))
-        rc = cmd_load(c, ns, (uint32_t)a, b, d, argv[8]);
-    else if (!strcmp(cmd, "bare"))
-        rc = cmd_bare(c, ns, (uint32_t)a, d, b, e);
+        rc = cmd_load(c, ns, (uint32_t)a, b, d, argv[8], spread);
+    else if (!strcmp(cmd, "bare") || !strcmp(cmd, "remove"))
+        rc = cmd_bare(c, !strcmp(cmd, "bare") ? BARE_LUA : REMOVE_LUA, ns, (uint32_t)a, d, b, e);
     else
-        rc = cmd_watch(c, ns, (uint32_t)a, d, e);
+        rc = cmd_watch(c, ns, (uint32_t)a, d, e, (int)every);
     redisFree(c);
     fflush(stdout);
     return rc < 0 ? 1 : 0;

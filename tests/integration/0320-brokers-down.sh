@@ -48,16 +48,17 @@ evalsha_calls() { # scripts run by Redis so far (only the scanner uses EVALSHA h
 cpu0=$(proc_cpu_ms "$pid")
 calls0=$(evalsha_calls)
 t0=$(local_ms)
-live_leases() { # claimed IDs of shard 0 whose lease has not run out
-    rcli EVAL "
+live_leases() { # claimed IDs of shard 0 whose lease has not run out (in the claims' records)
+    rcli EVAL "$_CLAIM_OF_LUA
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local c = 0
-        local m = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
-        for i = 2, #m, 2 do
-            if string.sub(m[i], -2) == '.5' then c = c + 1 end
+        for _, l in ipairs(redis.call('HKEYS', KEYS[1])) do
+            if string.sub(l, -3) == '.25' and tonumber(l) > now then
+                c = c + #_claim_list(redis.call('HGET', KEYS[1], l)) / 2
+            end
         end
-        return c" 1 "$NS:z:0"
+        return c" 1 "$NS:f:0"
 }
 max_inflight=0 max_leases=0
 while (($(local_ms) < t0 + 3000)); do

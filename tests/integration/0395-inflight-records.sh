@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # 0395-inflight-records: f keeps one record per lease (common/lua/lib/
 # inflight.lua): the IDs a claim or take leased with it and their
-# deadlines. Records must neither lose a deadline nor pile up:
+# deadlines. Sections 0-2 write the records of a take, and of a claim of
+# lapse before 2026-11-26 (IDs holding a ".5" lease in the zset: what an
+# upgrade finds); section 3 a claim's of now (".25": its IDs out of the
+# zset). Records must neither lose a deadline nor pile up:
 #   lookup: an ID's deadline is found in its lease's record also when the
 #     ID is a suffix of another, all digits (equal to another's deadline),
 #     or holds a tab;
@@ -14,7 +17,12 @@
 #     the records of expired leases that no ID holds any more go (all their
 #     IDs reset, cancelled or claimed again), while an unexpired one and one
 #     whose IDs are still due stay; a field that is not a lease (an old
-#     entry) is left for acquire and breaks nothing.
+#     entry) is left for acquire and breaks nothing;
+#   a claim's record that runs out unsettled: its IDs not written since come
+#     back (as an expired lease, claimed again with their deadlines and
+#     marked returned; their payloads restored from the record), a reset
+#     one keeps its reset; at a takeover every record's IDs get their
+#     deadlines back and f is empty.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -67,14 +75,28 @@ inflight_set 0 "$gone2" Z $((t - 5000))
 rcli ZREM "$z" Z >/dev/null
 
 # one ID per claim: Y1 first (its record stays: Y2 still holds the lease)
-claim() { # one ID: its ID, deadline and place in `returned` (back from an expired lease)
+claimq() { # BATCH LEASE_MS: claim.lua's reply (the claimed IDs: cmsgpack)
     rcli EVAL "$(lua_source claim)" 8 "$z" "$NS:p:0" "$f" "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$NS:c:0" \
-        tok 1 5000 1000 1 "$epoch" | tail -n 3 | paste -sd' '
+        tok "$1" "$2" 1000 "$1" "$epoch"
 }
-assert_eq "$(claim)" "Y1 $((t - 7000)) 1" "the first claim: Y1 with its record's deadline, returned"
+rec_pairs() { # LEASE: its record's IDs and deadlines, one line
+    rcli EVAL "$_CLAIM_OF_LUA
+        return table.concat(_claim_list(redis.call('HGET', KEYS[1], ARGV[1])), ' ')" 1 "$f" "$1"
+}
+claim() { # up to N (1) IDs: "ID DEADLINE ... | PLACES" (places in `returned`: back from an expired lease)
+    rcli EVAL "local function claim_run()
+$(lua_source claim)
+end
+$_CLAIM_OF_LUA
+local o = claim_run()
+local l = o[6] ~= '' and _claim_list(o[6]) or {}
+return table.concat(l, ' ') .. ' | ' .. table.concat(o[7], ' ')" 8 "$z" "$NS:p:0" "$f" "$NS:r:0" "$NS:m:0" "$NS:l:0" "$NS:e:0" "$NS:c:0" \
+        tok "${1:-1}" 5000 1000 "${1:-1}" "$epoch"
+}
+assert_eq "$(claim)" "Y1 $((t - 7000)) | 1" "the first claim: Y1 with its record's deadline, returned"
 assert_eq "$(rcli HEXISTS "$f" "$gone1") $(rcli HEXISTS "$f" "$gone2") $(rcli HEXISTS "$f" "$due")" "0 0 1" \
     "records of expired leases: X's and Z's gone (no holder), Y's kept (Y2 holds it)"
-assert_eq "$(claim)" "Y2 $((t - 6999)) 1" "the second claim: Y2 with its record's deadline, returned"
+assert_eq "$(claim)" "Y2 $((t - 6999)) | 1" "the second claim: Y2 with its record's deadline, returned"
 assert_eq "$(rcli HEXISTS "$f" "$due") $(rcli HEXISTS "$f" "$ahead") $(rcli HGET "$f" olddev)" "0 1 $((t - 100))" \
     "Y's record gone with its last holder; the unexpired lease's and the old entry kept"
 assert_eq "$(inflight_of Y1 0) $(inflight_of Y2 0)" "$((t - 7000)) $((t - 6999))" \
@@ -83,3 +105,33 @@ assert_eq "$(inflight_of Y1 0) $(inflight_of Y2 0)" "$((t - 7000)) $((t - 6999))
 # the records (three: Y1's claim, Y2's, the unexpired one nobody holds)
 assert_eq "$(scale status --json | jq -r '.shard_info[0].inflight') $(rcli HLEN "$f")" "2 4" \
     "status: IDs in flight (and f's fields: three records and the old entry)"
+
+# 3. a claim's record (".25", its IDs out of the zset) that runs out
+rcli FLUSHALL >/dev/null
+scale init 1 >/dev/null
+rcli SET "$NS:l:0" tok >/dev/null
+t=$(now_ms)
+rcli ZADD "$z" $((t - 3000)) K1 $((t - 2999)) K2 $((t - 2998)) K3 $((t - 2997)) K4 >/dev/null
+rcli HSET "$NS:p:0" K1 pay1 K4 pay4 >/dev/null
+rcli HSET "$NS:r:0" K3 1000:0 >/dev/null
+la=$(claimq 10 300 | sed -n 2p)
+[[ $la == *.25 ]] || fail "a claim's lease: '$la'"
+assert_eq "$(rec_pairs "$la")" "K1 $((t - 3000)) K2 $((t - 2999)) K3 $((t - 2998)) K4 $((t - 2997))" "the claim's record"
+assert_eq "$(rcli ZCARD "$z") $(rcli ZSCORE "$z" K3)" "1 $la" "the zset: only the repeating K3, on the lease"
+rcli ZADD "$z" $((t + 60000)) K2 >/dev/null # reset while in flight
+rcli HDEL "$NS:p:0" K1 >/dev/null           # (as the ack of K1 claimed anew would)
+assert_eq "$(scale status --json | jq -r '.shard_info[0].inflight')" 3 "status: K1, K3, K4 in flight"
+wait_until 3000 '(($(now_ms) > ${la%.*}))' || fail "the lease did not run out"
+rcli SET "$NS:l:0" tok >/dev/null # (the lock lived 90 % of that short lease)
+assert_eq "$(claim 10)" "K1 $((t - 3000)) K3 $((t - 2998)) K4 $((t - 2997)) | 1 2 3" \
+    "the next claim: K1, K3, K4 back with their deadlines, all returned"
+assert_eq "$(rcli ZSCORE "$z" K2) $(rcli HMGET "$NS:p:0" K1 K4 | paste -sd' ')" "$((t + 60000)) pay1 pay4" \
+    "K2 keeps its reset; K1's payload restored from the record"
+assert_eq "$(rcli HLEN "$f")" 1 "f: the new claim's record only"
+rcli ZADD "$z" $(($(now_ms) - 10)) K5 >/dev/null
+claim >/dev/null
+assert_eq "$(lapse_lua acquire 0 tok2 5000 | paste -sd' ')" "0 tok" "the lock is held"
+rcli DEL "$NS:l:0" >/dev/null
+assert_eq "$(lapse_lua acquire 0 tok2 5000 | paste -sd' ')" "1 4" "a takeover: 4 IDs recovered (K1, K3, K4, K5)"
+assert_eq "$(rcli ZMSCORE "$z" K1 K2 K3 K4 | paste -sd' ') $(rcli EXISTS "$f")" \
+    "$((t - 3000)) $((t + 60000)) $((t - 2998)) $((t - 2997)) 0" "deadlines back (K2: its reset), f empty"

@@ -8,7 +8,10 @@
 #   extend B +3000      -> both fire; B's payload pb is kept (none given)
 #   touch  D +3000      -> both fire; D's payload pd is kept (none given)
 #   cancel C            -> C's in-flight fire only, nothing more
-#   extend E earlier    -> no effect: E fires once (its old deadline)
+#   extend E earlier    -> E was claimed out of its old shard: nothing is
+#                          pending, so the extend sets the earlier deadline
+#                          (as one landing after the ack would) and E fires
+#                          again with it, with its payload pe kept
 #   cancel R            -> R repeats; its fire in flight may arrive, then
 #                          nothing more, although the old shard re-arms it
 #                          when that fire is acknowledged (the old scanner
@@ -39,19 +42,23 @@ kafka_ctl "rtt 1 2000"
 all="$iA $iB $iC $iD $iE $iR $iT $iN"
 # (one query for all IDs each time: Kafka's 2 s round trip is the time the
 # checks and writes below have, also on a loaded machine)
-inflight() { (($(sp_where_all $all | awk '$3 ~ /\.5$/' | wc -l) == 8)); }
-wait_until 5000 inflight || fail "not all claimed within 5 s: $(sp_where_all $all | paste -sd' ')"
-declare -A dl
-while read -r id d; do dl[$id]=$d; done < <(rcli EVAL "$(lua_source lib/inflight)
-    for i = 1, #ARGV do
-        local d = ''
-        for s = 0, 1 do
-            local lease = redis.call('ZSCORE', KEYS[2 * s + 1], ARGV[i])
-            if lease then d = inflight_deadline(KEYS[2 * s + 2], lease, ARGV[i]) or '' end
-            if d ~= '' then d = string.format('%d', d); break end
+# (the old shards, 0 and 1, are on the first node in both variants)
+claimed() { # "ID DEADLINE" for each ID of $all in flight in shard 0 or 1
+    rcli EVAL "$(lua_source lib/inflight)$_CLAIM_OF_LUA
+        local out = {}
+        for i = 1, #ARGV do
+            for s = 0, 1 do
+                local l = _claim_of(KEYS[2 * s + 1], KEYS[2 * s + 2], ARGV[i])
+                local d = l and inflight_deadline(KEYS[2 * s + 2], l, ARGV[i])
+                if d then out[#out + 1] = ARGV[i] .. ' ' .. string.format('%d', d); break end
+            end
         end
-        ARGV[i] = ARGV[i] .. ' ' .. d
-    end return ARGV" 4 "$NS:z:0" "$NS:f:0" "$NS:z:1" "$NS:f:1" $all)
+        return out" 4 "$NS:z:0" "$NS:f:0" "$NS:z:1" "$NS:f:1" $all
+}
+inflight() { (($(claimed | wc -l) == 8)); }
+wait_until 5000 inflight || fail "not all claimed within 5 s: $(claimed | paste -sd' ') ($(sp_where_all $all | paste -sd' '))"
+declare -A dl
+while read -r id d; do dl[$id]=$d; done < <(claimed)
 
 t1=$(now_ms)
 printf '%s\n' "touch $iA +3000 pa2" "extend $iB +3000" "touch $iD +3000" "cancel $iC" \
@@ -92,7 +99,7 @@ assert_eq "$(ds "$iA")" "${dl[$iA]}/0 $nA/0" "A's fires"
 assert_eq "$(ds "$iB")" "${dl[$iB]}/0 $nB/0" "B's fires"
 assert_eq "$(ds "$iD")" "${dl[$iD]}/0 $nD/0" "D's fires"
 assert_eq "$(ds "$iC")" "${dl[$iC]}/0" "C's fires"
-assert_eq "$(ds "$iE")" "${dl[$iE]}/0" "E's fires"
+assert_eq "$(ds "$iE" | tr ' ' '\n' | sort | paste -sd' ')" "$((dl[$iE] - 100))/0 ${dl[$iE]}/0" "E's fires"
 assert_eq "$(ds "$iR")" "${dl[$iR]}/1" "R's fires"
 assert_eq "$(ds "$iT")" "${dl[$iT]}/1 $nT/0" "T's fires"
 assert_never_early events.json
@@ -102,3 +109,5 @@ assert_eq "$(got "$iA")" "${dl[$iA]}/pa/0 $nA/pa2/0" "A's fires"
 assert_eq "$(got "$iB")" "${dl[$iB]}/pb/0 $nB/pb/0" "B's fires (extend without payload keeps pb)"
 assert_eq "$(got "$iD")" "${dl[$iD]}/pd/0 $nD/pd/0" "D's fires (touch without payload keeps pd)"
 assert_eq "$(got "$iT")" "${dl[$iT]}/pt/1 $nT/pt/0" "T's fires (touch without payload keeps pt)"
+assert_eq "$(got "$iE" | tr ' ' '\n' | sort | paste -sd' ')" "$((dl[$iE] - 100))/pe/0 ${dl[$iE]}/pe/0" \
+    "E's fires (an extend without payload, its twin claimed: keeps pe)"

@@ -224,27 +224,92 @@ id_shard() { # ID: the shard zset holding it, or nothing
     [[ -z $w ]] || echo "${w%% *}"
 }
 
-# inflight_of ID [SHARD]: the deadline being dispatched for ID, from its
-# lease's record in f (common/lua/lib/inflight.lua), or nothing when the ID
-# is not in flight (or its record is gone); SHARD: the ID's shard by default
+# inflight_of ID [SHARD]: the deadline being dispatched for ID, from the
+# record of the claim (or take) holding it (common/lua/lib/inflight.lua),
+# or nothing when the ID is not in flight; SHARD: the ID's home shard by
+# default (an ID a claim took holds no place in a zset)
 inflight_of() {
-    local s=${2:-$(id_shard "$1")}
+    local s=${2:-$(id_home "$1")}
     [[ -n $s ]] || return 0
-    rcli EVAL "$(lua_source lib/inflight)
-        local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-        if not s or not string.find(s, '.', 1, true) then return false end
-        local d = inflight_deadline(KEYS[2], s, ARGV[1])
+    rcli EVAL "$(lua_source lib/inflight)$_CLAIM_OF_LUA
+        local l = _claim_of(KEYS[1], KEYS[2], ARGV[1])
+        if not l then return false end
+        local d = inflight_deadline(KEYS[2], l, ARGV[1])
         return d and string.format('%d', d) or false" 2 "$NS:z:$s" "$NS:f:$s" "$1"
 }
 
-# inflight_ids SHARD: the IDs of SHARD in flight (leased: a fractional
-# score), one per line
-inflight_ids() {
-    rcli EVAL "local out, all = {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-        for i = 1, #all, 2 do
-            if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i] end
+# The lease under which an ID is in flight in shard z/f: a claim's (".25")
+# whose record lists it and which it did not leave for the zset since (a
+# reset), or the lease it holds as its score (".5", ".75", a repeating ID's
+# ".25"); nil when none. (Lua, pasted into the helpers' scripts.)
+_CLAIM_OF_LUA="
+local function _claim_list(rec) -- a claim's record: { id, deadline, ... }
+    local groups, flat = cmsgpack.unpack(rec)
+    local list = {}
+    for g = 1, #groups, 2 do
+        for _, id in ipairs(groups[g + 1]) do list[#list + 1] = id; list[#list + 1] = groups[g] end
+    end
+    for i = 1, #flat do list[#list + 1] = flat[i] end
+    return list
+end
+local function _claim_of(z, f, id)
+    local s = redis.call('ZSCORE', z, id)
+    if s and string.find(s, '.', 1, true) then return s end
+    if s then return nil end
+    for _, l in ipairs(redis.call('HKEYS', f)) do
+        if string.sub(l, -3) == '.25' then
+            local list = _claim_list(redis.call('HGET', f, l))
+            for i = 1, #list, 2 do
+                if list[i] == id then return l end
+            end
         end
-        return out" 1 "$NS:z:$1"
+    end
+    return nil
+end"
+# id_home ID: the shard whose zset or in-flight records hold ID, or nothing
+id_home() {
+    local w
+    w=$(id_where "$1")
+    if [[ -n $w ]]; then echo "${w%% *}"; return; fi
+    rcli EVAL "$_CLAIM_OF_LUA
+        local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
+        local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
+        if p > n then n = p end
+        for s = 0, n - 1 do
+            if _claim_of(ARGV[1] .. ':z:' .. s, ARGV[1] .. ':f:' .. s, ARGV[2]) then return s end
+        end
+        return ''" 0 "$NS" "$1"
+}
+
+# id_claimed ID: the lease under which ID is in flight (a scanner's claim:
+# "<ms>.25", or ".5" / ".75" scores), nothing when it is not
+id_claimed() {
+    local s
+    s=$(id_home "$1")
+    [[ -n $s ]] || return 0
+    rcli EVAL "$_CLAIM_OF_LUA
+        return _claim_of(KEYS[1], KEYS[2], ARGV[1]) or ''" 2 "$NS:z:$s" "$NS:f:$s" "$1"
+}
+
+# inflight_ids SHARD: the IDs of SHARD in flight (in a claim's record, or
+# leased: a fractional score), one per line
+inflight_ids() {
+    rcli EVAL "$_CLAIM_OF_LUA
+        local out, seen, all = {}, {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+        for i = 1, #all, 2 do
+            if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i]; seen[all[i]] = true end
+        end
+        for _, l in ipairs(redis.call('HKEYS', KEYS[2])) do
+            if string.sub(l, -3) == '.25' then
+                local list = _claim_list(redis.call('HGET', KEYS[2], l))
+                for i = 1, #list, 2 do
+                    if not seen[list[i]] and not redis.call('ZSCORE', KEYS[1], list[i]) then
+                        out[#out + 1] = list[i]; seen[list[i]] = true
+                    end
+                end
+            end
+        end
+        return out" 2 "$NS:z:$1" "$NS:f:$1"
 }
 
 # inflight_set SHARD LEASE ID DEADLINE [ID DEADLINE ...]: leases those IDs
@@ -340,15 +405,24 @@ ns_wait_empty() {
     }
 }
 
-is_lease() { [[ $1 == *.5 ]]; } # SCORE: a claimed ID's lease (claim + lease_ms + 0.5)
+# SCORE: a lease (a claim's "<ms>.25"; ".5": a claim of lapse before
+# 2026-11-26; not a take's ".75")
+is_lease() { [[ $1 == *.5 || $1 == *.25 ]]; }
 
-ns_leases() { # how many IDs of NS are claimed (score x.5) right now
-    rcli EVAL "
+ns_leases() { # how many IDs of NS are claimed right now (in a claim's record, or score x.5)
+    rcli EVAL "$_CLAIM_OF_LUA
         local c = 0
         for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
             local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
             for i = 2, #m, 2 do
                 if string.sub(m[i], -2) == '.5' then c = c + 1 end
+            end
+        end
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':f:*')) do
+            for _, l in ipairs(redis.call('HKEYS', k)) do
+                if string.sub(l, -3) == '.25' then
+                    c = c + #_claim_list(redis.call('HGET', k, l)) / 2
+                end
             end
         end
         return c" 0 "$NS"
