@@ -7,10 +7,9 @@
 # give exactly those counts (where each ID sits read from Redis), in text
 # and in --json, and pending is their sum.
 # Then a scanner serves a shard that holds overdue IDs, with the only
-# broker down: it claims them and holds them in flight, their scores now a
-# lease (now + 3 s, in the "1 min" range). They leave "overdue", show as
-# inflight, and are not counted in "1 min" too (its count stays what it
-# was). The other shard's row does not change. --due goes with status
+# broker down: it claims them and holds them in flight, in a claim's record
+# (out of the sorted set). They leave "overdue", show as inflight, and are
+# counted in no range ("1 min" stays what it was). The other shard's row does not change. --due goes with status
 # only, and not with --watch. During a split (2 -> 4) every ID is counted
 # in the shard that stores it (an old one), and the text says so.
 . "$(dirname "$0")/../lib.sh"
@@ -67,7 +66,7 @@ mS=$(want $S next_1m)
 held() { scale status --due --json >due2.json && [[ $(jq ".shard_info[$S].inflight" due2.json) == "$oS" ]]; }
 wait_until 10000 held || fail "shard $S never showed $oS in flight: $(jq -c ".shard_info[$S]" due2.json)"
 assert_eq "$(rcli ZCOUNT "$NS:z:$S" "($now" "+inf")" "$(rcli ZCARD "$NS:z:$S")" \
-    "shard $S's scores all ahead of the writes (the in-flight ones are leases)"
+    "shard $S's scores all ahead of the writes (the in-flight ones left the set)"
 assert_eq "$(jq -c ".shard_info[$S] | [.overdue, .next_1m, .inflight]" due2.json)" "[0,$mS,$oS]" \
     "shard $S overdue, next_1m (the leases not in it), inflight"
 assert_eq "$(jq -c ".shard_info[$U] | del(.now_ms)" due2.json)" "$(jq -c ".shard_info[$U] | del(.now_ms)" due.json)" \

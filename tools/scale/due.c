@@ -2,18 +2,16 @@
  * due — see due.h.
  *
  * How the counts stay right: a bucket is ZCOUNT over its score range minus
- * the IDs in flight whose score falls in that range. Today an ID in flight
- * stays in the sorted set with a lease for its score ("<ms>.5" for a
- * scanner's claim, "<ms>.75" for a producer's take during a split:
- * common/lua/claim.lua, take.lua), which is not its deadline, so it must
- * come out of whichever range its lease lands in; it is counted in its own
- * column instead. Which IDs are in flight, and which of them still sit in
- * the set, is decided by one function of the script, due_inflight: it is
- * what changes when the claim keeps IDs in flight elsewhere. If they leave
- * the set, due_inflight finds none of them in it, nothing is subtracted,
- * and the ZCOUNT ranges, which then hold deadlines only, are still right.
+ * the IDs in flight whose score falls in that range. A claim takes one-shot
+ * IDs out of the sorted set into a record (common/lua/claim.lua): they are
+ * counted from the record, in their own column, and are in no range. A
+ * repeating ID in flight, and an ID under an older kind of lease ("<ms>.5",
+ * "<ms>.75" for a producer's take during a split), stays in the set with a
+ * lease for its score, which is not its deadline, so it comes out of the
+ * range its lease lands in. Which IDs are in flight is decided by one
+ * function of the script, due_inflight.
  *
- * The script only reads (TIME, HKEYS, ZCOUNT): it may run against a busy
+ * The script only reads (TIME, HKEYS, HGET, ZMSCORE, ZCOUNT): it may run against a busy
  * primary at any time without changing what the scanners see.
  */
 #include "due.h"
@@ -45,11 +43,13 @@ static const char *const due_header[LAPSE_SCALE_DUE_BUCKETS] = {
  * bucket1, ..., bucketN } (N = #ARGV + 1).
  *
  * due_inflight: how many IDs are in flight, and how many of those hold a
- * place in zset z, per bucket (by their score). In flight means holding a
- * lease that has a record in f (common/lua/lib/inflight.lua: one field per
- * lease, the lease score as Redis formats it), as lapse-scale status counts
- * them (common/health.c); a field that is not a lease is skipped. One
- * ZCOUNT per lease, not per ID: a lease holds a whole claim.
+ * place in zset z, per bucket (by their score), as lapse-scale status
+ * counts them (common/health.c): the IDs of a claim's record (lease
+ * "<ms>.25", common/lua/lib/inflight.lua) not written since — out of the
+ * set, or a repeating one still on the lease (that one is in the set, in
+ * its lease's bucket) — and the IDs holding an older kind of lease (".5",
+ * ".75", one ZCOUNT per lease) that has a record. A field that is not a
+ * lease is skipped.
  */
 static const char due_lua[] =
     "local function due_inflight(z, f, edges)\n"
@@ -57,10 +57,24 @@ static const char due_lua[] =
     "    for b = 1, #edges + 1 do held[b] = 0 end\n"
     "    for _, l in ipairs(redis.call('HKEYS', f)) do\n"
     "        local s = string.find(l, '.', 1, true) and tonumber(l)\n"
-    "        if s then\n"
+    "        local b = 1\n"
+    "        while s and b <= #edges and s > edges[b] do b = b + 1 end\n"
+    "        if s and string.sub(l, -3) == '.25' then\n"
+    "            local groups, flat = cmsgpack.unpack(redis.call('HGET', f, l))\n"
+    "            local ids = {}\n"
+    "            for g = 1, #groups, 2 do\n"
+    "                for _, id in ipairs(groups[g + 1]) do ids[#ids + 1] = id end\n"
+    "            end\n"
+    "            for i = 1, #flat, 2 do ids[#ids + 1] = flat[i] end\n"
+    "            for k = 1, #ids, 1000 do\n"
+    "                local cur = redis.call('ZMSCORE', z, unpack(ids, k, math.min(k + 999, #ids)))\n"
+    "                for j = 1, #cur do\n"
+    "                    if not cur[j] then total = total + 1\n"
+    "                    elseif cur[j] == l then total, held[b] = total + 1, held[b] + 1 end\n"
+    "                end\n"
+    "            end\n"
+    "        elseif s then\n"
     "            local n = redis.call('ZCOUNT', z, l, l)\n"
-    "            local b = 1\n"
-    "            while b <= #edges and s > edges[b] do b = b + 1 end\n"
     "            total, held[b] = total + n, held[b] + n\n"
     "        end\n"
     "    end\n"
