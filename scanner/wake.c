@@ -1,0 +1,232 @@
+/*
+ * wake — an idle scanner's nap. With nothing due and nothing in flight, the
+ * scanner stops claiming every poll_ms and instead
+ *   1. runs sleep.lua on the shard's node: it renews the lock and, in the
+ *      same call, reads the shard's lowest score and leaves it in the mark
+ *      NS:s:N;
+ *   2. blocks on the bell NS:b:N (BLPOP, on a connection of its own) until
+ *      that score falls due, a token arrives, or the lock wants renewing
+ *      (scanner.idle_ms); then 1 again, or back to the loop to claim.
+ * A producer's write that leaves a score below the mark (apply.lua,
+ * take.lua, seed.lua: lib/wake.lua) deletes the mark and pushes a token
+ * onto the bell. The mark is set by the call that read the zset, so no
+ * write is missed between that read and the nap.
+ *
+ * Idle means one write per renewal: while the mark stands, sleep.lua checks
+ * it and the lock (one MGET) and renews the lock (PEXPIRE) and nothing
+ * else; the zset and the Redis clock are read again only when the mark is
+ * gone, the next deadline is near, or once a minute (RESYNC_MS: this
+ * process's clock keeps the deadline in between).
+ *
+ * A lost wake-up (the mark or the token lost with a failover, a reshard, a
+ * DEL) costs at most idle_ms, never a deadline: the nap ends by then anyway,
+ * sees its mark gone (or finds the node changed: the call fails, the next
+ * nap starts afresh) and reads the zset again.
+ *
+ * Waiting: the BLPOP is sent without waiting for its reply; the nap polls
+ * its socket in steps of at most STEP_MS, serving Kafka's callbacks and
+ * checking *stop in between, so SIGTERM ends a nap within a step. Redis
+ * times blocking commands out at its cron (hz 10: up to 100 ms late), so a
+ * known deadline is kept by this process's clock, not by the BLPOP's
+ * timeout; the BLPOP (timeout idle_ms) stays out across naps and claims,
+ * and its nil reply is the renewal's tick.
+ */
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "redis.h"
+#include "shard.h"
+
+#define STEP_MS 100         /* longest poll between looks at *stop and Kafka */
+#define RESYNC_MS 60000     /* the Redis clock and the zset read at least this often */
+#define BELL_GRACE_MS 2000  /* a BLPOP answered this late: its connection is dead */
+
+/* The longest nap: scanner.idle_ms, at most half the lease, so the lock
+ * (90 % of the lease) is renewed with a margin of 40 %. */
+static int nap_max(const lapse_scanner *s)
+{
+    int m = s->cfg->scanner_idle_ms, half = s->cfg->scanner_lease_ms / 2;
+    return m < half ? m : half;
+}
+
+/* Every ID due below Redis time `now` has been claimed (claim.c:
+ * scanner_seen): written-past-due IDs woken later count from here. */
+static void nap_seen(lapse_scanner *s, long long now)
+{
+    if (now + 1 > s->seen_below) {
+        s->seen_below = now + 1;
+        s->seen_at = now;
+    }
+}
+
+/*
+ * sleep.lua: renews the lock; with `full` (or a mark not known) reads the
+ * zset and sets the mark. Returns 1 when the next look is still ahead, 0
+ * when it is due now, -1 when fenced or the call failed (counted, logged).
+ */
+static int nap_renew(lapse_scanner *s, int full)
+{
+    char px[16];
+    snprintf(px, sizeof px, "%d", s->cfg->scanner_lease_ms * 9 / 10);
+    const char *argv[7] = {s->keys[0], s->keys[5], s->sleep_key, s->bell_key,
+                           s->token,   px,         full ? "" : s->mark};
+    size_t len[7];
+    for (int i = 0; i < 7; i++)
+        len[i] = strlen(argv[i]);
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 4, 7, argv, len);
+    SET(redis_up, r != NULL);
+    int64_t mono = lapse_clock_mono_ms();
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1) {
+        freeReplyObject(r);
+        scanner_fenced(s);
+        return -1;
+    }
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 0 && s->mark[0]) {
+        freeReplyObject(r); /* the mark stands: nothing landed below it */
+        s->renewed_ms = mono;
+        if (s->mark_due_ms > mono)
+            nap_seen(s, s->synced_redis_ms + (mono - s->synced_ms));
+        return s->mark_due_ms > mono;
+    }
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING) {
+        scanner_redis_error(s, "nap", s->node, r);
+        if (r)
+            freeReplyObject(r);
+        return -1;
+    }
+    long long now = r->element[0]->integer;
+    const char *mark = r->element[1]->str;
+    s->renewed_ms = s->synced_ms = mono;
+    s->synced_redis_ms = now;
+    if (strcmp(mark, "inf") == 0) {
+        s->mark_due_ms = INT64_MAX;
+    } else {
+        char *end;
+        double at = strtod(mark, &end);
+        if (end == mark || *end) {
+            scanner_redis_error(s, "nap", s->node, NULL);
+            freeReplyObject(r);
+            return -1;
+        }
+        long long due = (long long)ceil(at); /* (a lease: x.5 falls due at x + 1) */
+        s->mark_due_ms = due > now ? mono + (due - now) : mono;
+    }
+    /* a mark too long to keep (not one lapse writes) is read afresh each time */
+    if (r->element[1]->len < sizeof s->mark)
+        snprintf(s->mark, sizeof s->mark, "%s", mark);
+    else
+        s->mark[0] = '\0';
+    freeReplyObject(r);
+    if (s->mark_due_ms <= mono)
+        return 0;
+    nap_seen(s, now);
+    return 1;
+}
+
+void scanner_bell_free(lapse_scanner *s)
+{
+    lapse_redis_free(s->bell); /* (a BLPOP still out ends with its connection) */
+    s->bell = NULL;
+    s->bell_pending = 0;
+}
+
+/* Sends BLPOP bell idle_ms. 0, or -1 (not connected: counted, logged). */
+static int bell_send(lapse_scanner *s, int max)
+{
+    if (!s->bell && !(s->bell = lapse_redis_new(s->cfg, s->layout.node_of[s->shard])))
+        return -1;
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%.3f", max / 1000.0);
+    const char *argv[3] = {"BLPOP", s->bell_key, timeout};
+    size_t len[3] = {5, strlen(s->bell_key), strlen(timeout)};
+    if (lapse_redis_append_argv(s->bell, 3, argv, len) < 0 || lapse_redis_send(s->bell) < 0) {
+        scanner_redis_error(s, "bell", s->bell, NULL);
+        return -1;
+    }
+    s->bell_pending = 1;
+    s->bell_sent_ms = lapse_clock_mono_ms();
+    return 0;
+}
+
+enum nap_end { NAP_UNTIL, NAP_TICK, NAP_RUNG, NAP_STOP, NAP_FAIL };
+
+/* Waits on the bell until `until` (monotonic), a token or error (RUNG:
+ * look now), the BLPOP's own timeout (TICK), *stop, or a failure. */
+static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int64_t until, int max)
+{
+    for (;;) {
+        if (*stop)
+            return NAP_STOP;
+        int64_t now = lapse_clock_mono_ms();
+        if (now >= until)
+            return NAP_UNTIL;
+        if (s->bell_pending && now - s->bell_sent_ms > max + BELL_GRACE_MS) {
+            lapse_redis_disconnect(s->bell); /* no answer: the server went away silently */
+            s->bell_pending = 0;
+        }
+        if (!s->bell_pending && bell_send(s, max) < 0)
+            return NAP_FAIL;
+        int fd = lapse_redis_reply_fd(s->bell);
+        if (fd < 0) {
+            s->bell_pending = 0;
+            return NAP_FAIL;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t step = until - now < STEP_MS ? until - now : STEP_MS;
+        int n = poll(&p, 1, (int)step);
+        lapse_sink_poll(s->sink, 0);
+        if (n <= 0)
+            continue; /* (EINTR: a signal; *stop tells) */
+        redisReply *r;
+        s->bell_pending = 0;
+        if (lapse_redis_get_reply(s->bell, &r) < 0) {
+            scanner_redis_error(s, "bell", s->bell, NULL);
+            return NAP_FAIL;
+        }
+        enum nap_end end = r->type == REDIS_REPLY_NIL ? NAP_TICK : NAP_RUNG;
+        if (r->type == REDIS_REPLY_ERROR) { /* UNBLOCKED by a failover, an ACL denial */
+            scanner_redis_error(s, "bell", s->bell, r);
+            end = NAP_FAIL;
+        }
+        freeReplyObject(r);
+        return end;
+    }
+}
+
+/*
+ * Naps until the shard has something due, a write woke it, or *stop.
+ * Returns 0 when it napped (the loop claims now), -1 when it did not or
+ * failed: due already, fenced, Redis or the bell failed (the loop waits as
+ * it did before naps, poll_ms, and claims).
+ */
+int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
+{
+    int max = nap_max(s);
+    int rc = nap_renew(s, 1); /* claims moved scores: read the zset */
+    if (rc <= 0)
+        return -1;
+    for (;;) {
+        int64_t tick = s->renewed_ms + max + max / 4; /* if the BLPOP's tick is late */
+        enum nap_end end = nap_wait(s, stop, s->mark_due_ms < tick ? s->mark_due_ms : tick, max);
+        int64_t now = lapse_clock_mono_ms();
+        if (end == NAP_FAIL) /* the loop polls as before naps until the bell answers */
+            return -1;
+        if (end == NAP_STOP || now >= s->mark_due_ms)
+            return 0;
+        if (end == NAP_TICK && now - s->renewed_ms < max / 2)
+            continue; /* a BLPOP sent mid-nap timed out: send the next */
+        int full = end == NAP_RUNG || !s->mark[0] || now - s->synced_ms >= RESYNC_MS ||
+                   s->mark_due_ms - now <= 2 * (int64_t)max;
+        if ((rc = nap_renew(s, full)) <= 0)
+            return rc;
+    }
+}
