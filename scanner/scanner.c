@@ -91,7 +91,7 @@ static void scanner_metrics_listen(lapse_scanner *s)
 }
 
 /* Tries the metrics port again when it was taken and the time has come. */
-static void scanner_metrics_retry(lapse_scanner *s)
+void scanner_metrics_retry(lapse_scanner *s)
 {
     if (s->metrics_port && !s->httpd && lapse_clock_mono_ms() >= s->metrics_retry_ms)
         scanner_metrics_listen(s);

@@ -160,9 +160,12 @@ void scanner_ahead_drop(lapse_scanner *s);
  * standby. */
 void scanner_fenced(lapse_scanner *s);
 
+/* scanner.c: tries the metrics port again when it was taken and the time
+ * has come (the loop, and a nap, call it often). */
+void scanner_metrics_retry(lapse_scanner *s);
+
 /* wake.c: an idle scanner's nap (see there). */
 int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop);
-void scanner_nap_renewed(lapse_scanner *s);
 void scanner_bell_free(lapse_scanner *s);
 
 /* claim.c: claims due IDs and sends them (see there). */

@@ -12,20 +12,23 @@
  * onto the bell. The mark is set by the call that read the zset, so no
  * write is missed between that read and the nap.
  *
- * Idle means one write per renewal: while the mark stands, sleep.lua checks
- * it and the lock (one MGET) and renews the lock (PEXPIRE) and nothing
- * else; the zset and the Redis clock are read again only when the mark is
- * gone, the next deadline is near, or once a minute (RESYNC_MS: this
- * process's clock keeps the deadline in between).
+ * Idle means one write per renewal: sleep.lua checks the lock and the
+ * mark (one MGET), renews the lock (PEXPIRE) and reads the lowest score
+ * (ZRANGE), and writes the mark only when that changed; the Redis clock is
+ * read only then, when the next deadline is near, or once a minute
+ * (RESYNC_MS: this process's clock keeps the deadline in between).
  *
  * A lost wake-up (the mark or the token lost with a failover, a reshard, a
- * DEL) costs at most idle_ms, never a deadline: the nap ends by then anyway,
- * sees its mark gone (or finds the node changed: the call fails, the next
- * nap starts afresh) and reads the zset again.
+ * DEL; a write made by other means than lapse's scripts) costs at most
+ * idle_ms, never a deadline: the nap's renewal comes by then and reads the
+ * zset (or finds the node changed: the call fails, or the node reconnected
+ * elsewhere, and the bell is reopened there). The bell's connection never checks its primary with the
+ * sentinels by itself (it always owes a reply): it follows the node's.
  *
  * Waiting: the BLPOP is sent without waiting for its reply; the nap polls
- * its socket in steps of at most STEP_MS, serving Kafka's callbacks and
- * checking *stop in between, so SIGTERM ends a nap within a step. Redis
+ * its socket in steps of at most STEP_MS, serving Kafka's callbacks, the
+ * metrics port's retries and checking *stop in between (the memory
+ * metrics and the node's news at each renewal), so SIGTERM ends a nap within a step. Redis
  * times blocking commands out at its cron (hz 10: up to 100 ms late), so a
  * known deadline is kept by this process's clock, not by the BLPOP's
  * timeout; the BLPOP (timeout idle_ms) stays out across naps and claims,
@@ -66,8 +69,8 @@ static void nap_seen(lapse_scanner *s, long long now)
 }
 
 /*
- * sleep.lua: renews the lock; with `full` (or a mark not known) reads the
- * zset and sets the mark. Returns 1 when the next look is still ahead, 0
+ * sleep.lua: renews the lock and reads the zset (setting the mark); with
+ * `full` (or a mark not known) learns the Redis time too. Returns 1 when the next look is still ahead, 0
  * when it is due now, -1 when fenced or the call failed (counted, logged).
  */
 static int nap_renew(lapse_scanner *s, int full)
@@ -90,7 +93,7 @@ static int nap_renew(lapse_scanner *s, int full)
     }
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 0 && s->mark[0]) {
-        freeReplyObject(r); /* the mark stands: nothing landed below it */
+        freeReplyObject(r); /* the lowest score is still the mark */
         s->renewed_ms = mono;
         if (s->mark_due_ms > mono)
             nap_seen(s, s->synced_redis_ms + (mono - s->synced_ms));
@@ -184,6 +187,7 @@ static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int6
         int64_t step = until - now < STEP_MS ? until - now : STEP_MS;
         int n = poll(&p, 1, (int)step);
         lapse_sink_poll(s->sink, 0);
+        scanner_metrics_retry(s);
         if (n <= 0)
             continue; /* (EINTR: a signal; *stop tells) */
         redisReply *r;
@@ -211,10 +215,20 @@ static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int6
 int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     int max = nap_max(s);
+    uint64_t reconnects = lapse_redis_reconnects(s->node);
     int rc = nap_renew(s, 1); /* claims moved scores: read the zset */
     if (rc <= 0)
         return -1;
     for (;;) {
+        if (lapse_redis_reconnects(s->node) != reconnects) {
+            /* the node came back or moved (a Sentinel failover: the node
+             * confirms its primary at the renewals): the bell may still
+             * block on the old server, where nobody rings it now */
+            scanner_bell_free(s);
+            return 0; /* the loop logs it, and claims there once */
+        }
+        scanner_log_moved(s);
+        scanner_memory(s); /* (metrics: every 5 s at most) */
         int64_t tick = s->renewed_ms + max + max / 4; /* if the BLPOP's tick is late */
         enum nap_end end = nap_wait(s, stop, s->mark_due_ms < tick ? s->mark_due_ms : tick, max);
         int64_t now = lapse_clock_mono_ms();

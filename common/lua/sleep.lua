@@ -3,23 +3,24 @@
 --
 -- KEYS: [1] z, [2] the lock, [3] s the mark, [4] b the bell (lib/wake.lua)
 -- ARGV[1] token, ARGV[2] the lock's life in ms, ARGV[3] the mark the
--- scanner set last, or "" to read the zset
--- Returns { -1 } when the lock is not ours (fenced); { 0 } when the mark
--- is still ARGV[3]: nothing landed earlier than it since (a write that did
--- rang the bell and deleted it); else { now_ms, mark } after reading the
--- zset: mark its lowest score ("inf" when empty), as it now stands in s.
+-- scanner knows, or "" to be told the Redis time in any case
+-- Returns { -1 } when the lock is not ours (fenced); { 0 } when the
+-- shard's lowest score is still ARGV[3]; else { now_ms, mark }: mark the
+-- lowest score ("inf" when the shard is empty), as it now stands in s.
 --
--- The mark is set in the same call that reads the zset, so a write after
--- this call is measured against it (lib/wake.lua): none is missed between
--- the read and the nap. While nothing changes the call writes only the
--- lock's PEXPIRE: an idle shard's one write per renewal.
+-- The mark is set by the call that reads the zset, so a write after this
+-- call is measured against it (lib/wake.lua): none is missed between the
+-- read and the nap. Every call reads the zset, so a write that rang
+-- nothing (the mark lost with a failover, a write by other means than
+-- lapse's scripts) is seen at the next renewal at the latest. While nothing
+-- changes the call writes only the lock's PEXPIRE: an idle shard's one
+-- write per renewal.
 local z, lock, s = KEYS[1], KEYS[2], KEYS[3]
 local cur = redis.call('MGET', lock, s)
 if cur[1] ~= ARGV[1] then return { -1 } end
 redis.call('PEXPIRE', lock, ARGV[2])
-if ARGV[3] ~= '' and cur[2] == ARGV[3] then return { 0 } end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local mark = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')[2] or 'inf'
 if cur[2] ~= mark then redis.call('SET', s, mark) end
-return { now, mark }
+if mark == ARGV[3] then return { 0 } end
+local t = redis.call('TIME')
+return { tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), mark }
