@@ -12,8 +12,8 @@
  * onto the bell. The mark is set by the call that read the zset, so no
  * write is missed between that read and the nap.
  *
- * Idle means one write per renewal: sleep.lua checks the lock and the
- * mark (one MGET), renews the lock (PEXPIRE) and reads the lowest score
+ * Idle means one write per renewal: sleep.lua checks the lock, the mark
+ * and the layout epoch (one MGET: a split is seen at the next renewal), renews the lock (PEXPIRE) and reads the lowest score
  * (ZRANGE), and writes the mark only when that changed; the Redis clock is
  * read only then, when the next deadline is near, or once a minute
  * (RESYNC_MS: this process's clock keeps the deadline in between).
@@ -70,19 +70,22 @@ static void nap_seen(lapse_scanner *s, long long now)
 
 /*
  * sleep.lua: renews the lock and reads the zset (setting the mark); with
- * `full` (or a mark not known) learns the Redis time too. Returns 1 when the next look is still ahead, 0
- * when it is due now, -1 when fenced or the call failed (counted, logged).
+ * `full` (or a mark not known) learns the Redis time too. Returns 1 when
+ * the next look is still ahead, 0 when it is due now or the layout changed
+ * (a claim reloads it), -1 when fenced or the call failed (counted, logged).
  */
 static int nap_renew(lapse_scanner *s, int full)
 {
-    char px[16];
+    char px[16], epoch[24];
     snprintf(px, sizeof px, "%d", s->cfg->scanner_lease_ms * 9 / 10);
-    const char *argv[7] = {s->keys[0], s->keys[5], s->sleep_key, s->bell_key,
-                           s->token,   px,         full ? "" : s->mark};
-    size_t len[7];
-    for (int i = 0; i < 7; i++)
+    snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
+    /* (keys 0, 5, 6 of lapse_shard_keys: z, the lock, the epoch) */
+    const char *argv[8] = {s->keys[0], s->keys[5], s->sleep_key, s->keys[6],
+                           s->token,   px,         full ? "" : s->mark, epoch};
+    size_t len[8];
+    for (int i = 0; i < 8; i++)
         len[i] = strlen(argv[i]);
-    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 4, 7, argv, len);
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 4, 8, argv, len);
     SET(redis_up, r != NULL);
     int64_t mono = lapse_clock_mono_ms();
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
@@ -90,6 +93,12 @@ static int nap_renew(lapse_scanner *s, int full)
         freeReplyObject(r);
         scanner_fenced(s);
         return -1;
+    }
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -2) {
+        freeReplyObject(r); /* a split: the claim reloads the layout */
+        s->renewed_ms = mono;
+        return 0;
     }
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 0 && s->mark[0]) {

@@ -1,10 +1,14 @@
 -- sleep: an idle scanner's lock renewal, and the mark that lets it sleep
 -- until its shard's next deadline instead of polling (scanner/wake.c).
 --
--- KEYS: [1] z, [2] the lock, [3] s the mark, [4] b the bell (lib/wake.lua)
+-- KEYS: [1] z, [2] the lock, [3] s the mark (lib/wake.lua), [4] e the
+--   shard's layout epoch
 -- ARGV[1] token, ARGV[2] the lock's life in ms, ARGV[3] the mark the
--- scanner knows, or "" to be told the Redis time in any case
--- Returns { -1 } when the lock is not ours (fenced); { 0 } when the
+-- scanner knows, or "" to be told the Redis time in any case, ARGV[4] the
+-- scanner's layout epoch
+-- Returns { -1 } when the lock is not ours (fenced); { -2 } when the
+-- layout changed (a split: the scanner claims, and claim.lua tells it
+-- more); { 0 } when the
 -- shard's lowest score is still ARGV[3]; else { now_ms, mark }: mark the
 -- lowest score ("inf" when the shard is empty), as it now stands in s.
 --
@@ -15,9 +19,10 @@
 -- lapse's scripts) is seen at the next renewal at the latest. While nothing
 -- changes the call writes only the lock's PEXPIRE: an idle shard's one
 -- write per renewal.
-local z, lock, s = KEYS[1], KEYS[2], KEYS[3]
-local cur = redis.call('MGET', lock, s)
+local z, lock, s, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local cur = redis.call('MGET', lock, s, e)
 if cur[1] ~= ARGV[1] then return { -1 } end
+if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
 redis.call('PEXPIRE', lock, ARGV[2])
 local mark = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')[2] or 'inf'
 if cur[2] ~= mark then redis.call('SET', s, mark) end
