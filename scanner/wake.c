@@ -31,8 +31,8 @@
  * metrics and the node's news at each renewal), so SIGTERM ends a nap within a step. Redis
  * times blocking commands out at its cron (hz 10: up to 100 ms late), so a
  * known deadline is kept by this process's clock, not by the BLPOP's
- * timeout; the BLPOP (timeout idle_ms) stays out across naps and claims,
- * and its nil reply is the renewal's tick.
+ * timeout, nor are the renewals; the BLPOP (timeout BELL_NAPS renewals)
+ * stays out across renewals, naps and claims.
  */
 #include <limits.h>
 #include <math.h>
@@ -48,6 +48,7 @@
 
 #define STEP_MS 100         /* longest poll between looks at *stop and Kafka */
 #define RESYNC_MS 60000     /* the Redis clock and the zset read at least this often */
+#define BELL_NAPS 8         /* a BLPOP's timeout: this many renewals */
 #define BELL_GRACE_MS 2000  /* a BLPOP answered this late: its connection is dead */
 
 /* The longest nap: scanner.idle_ms, at most half the lease, so the lock
@@ -151,13 +152,15 @@ void scanner_bell_free(lapse_scanner *s)
     s->bell_pending = 0;
 }
 
-/* Sends BLPOP bell idle_ms. 0, or -1 (not connected: counted, logged). */
+/* Sends BLPOP bell, timeout BELL_NAPS renewals: the renewals keep their
+ * own time, and a BLPOP sent again at each would be one more command
+ * each. 0, or -1 (not connected: counted, logged). */
 static int bell_send(lapse_scanner *s, int max)
 {
     if (!s->bell && !(s->bell = lapse_redis_new(s->cfg, s->layout.node_of[s->shard])))
         return -1;
     char timeout[32];
-    snprintf(timeout, sizeof timeout, "%.3f", max / 1000.0);
+    snprintf(timeout, sizeof timeout, "%.3f", (double)max * BELL_NAPS / 1000.0);
     const char *argv[3] = {"BLPOP", s->bell_key, timeout};
     size_t len[3] = {5, strlen(s->bell_key), strlen(timeout)};
     if (lapse_redis_append_argv(s->bell, 3, argv, len) < 0 || lapse_redis_send(s->bell) < 0) {
@@ -171,8 +174,8 @@ static int bell_send(lapse_scanner *s, int max)
 
 enum nap_end { NAP_UNTIL, NAP_TICK, NAP_RUNG, NAP_STOP, NAP_FAIL };
 
-/* Waits on the bell until `until` (monotonic), a token or error (RUNG:
- * look now), the BLPOP's own timeout (TICK), *stop, or a failure. */
+/* Waits on the bell until `until` (monotonic), a token (RUNG: look now),
+ * the BLPOP's own timeout (TICK: send it again), *stop, or a failure. */
 static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int64_t until, int max)
 {
     for (;;) {
@@ -181,7 +184,7 @@ static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int6
         int64_t now = lapse_clock_mono_ms();
         if (now >= until)
             return NAP_UNTIL;
-        if (s->bell_pending && now - s->bell_sent_ms > max + BELL_GRACE_MS) {
+        if (s->bell_pending && now - s->bell_sent_ms > (int64_t)max * BELL_NAPS + BELL_GRACE_MS) {
             lapse_redis_disconnect(s->bell); /* no answer: the server went away silently */
             s->bell_pending = 0;
         }
@@ -238,15 +241,15 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
         }
         scanner_log_moved(s);
         scanner_memory(s); /* (metrics: every 5 s at most) */
-        int64_t tick = s->renewed_ms + max + max / 4; /* if the BLPOP's tick is late */
-        enum nap_end end = nap_wait(s, stop, s->mark_due_ms < tick ? s->mark_due_ms : tick, max);
+        int64_t renew = s->renewed_ms + max;
+        enum nap_end end = nap_wait(s, stop, s->mark_due_ms < renew ? s->mark_due_ms : renew, max);
         int64_t now = lapse_clock_mono_ms();
         if (end == NAP_FAIL) /* the loop polls as before naps until the bell answers */
             return -1;
         if (end == NAP_STOP || now >= s->mark_due_ms)
             return 0;
-        if (end == NAP_TICK && now - s->renewed_ms < max / 2)
-            continue; /* a BLPOP sent mid-nap timed out: send the next */
+        if (end == NAP_TICK)
+            continue; /* the BLPOP timed out: send the next */
         int full = end == NAP_RUNG || !s->mark[0] || now - s->synced_ms >= RESYNC_MS ||
                    s->mark_due_ms - now <= 2 * (int64_t)max;
         if ((rc = nap_renew(s, full)) <= 0)
