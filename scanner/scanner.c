@@ -249,9 +249,11 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         int wait = scanner_claim(s, (int)room); /* room 0: only renews the lock */
         if (wait < 0)
             continue;
-        /* Nothing due, nothing in flight: nap until due or woken (wake.c) */
-        if (wait > 0 && room > 0 && s->cfg->scanner_idle_ms > 0 && s->inflight == 0 &&
-            !s->settle && !s->ahead_pending && scanner_nap(s, stop) == 0)
+        /* Nothing due within poll_ms, nothing in flight: nap until due or
+         * woken (wake.c). A busy shard (the next deadline sooner) waits as
+         * before: a nap would cost it one more call per claim. */
+        if (wait >= s->cfg->scanner_poll_ms && room > 0 && s->cfg->scanner_idle_ms > 0 &&
+            s->inflight == 0 && !s->settle && !s->ahead_pending && scanner_nap(s, stop) == 0)
             continue;
         if (!s->active)
             continue;
