@@ -1,6 +1,6 @@
 /*
- * wake — an idle scanner's nap. With nothing due and nothing in flight, the
- * scanner stops claiming every poll_ms and instead
+ * wake — an idle scanner's nap. With nothing in flight and nothing due
+ * within poll_ms, the scanner stops claiming every poll_ms and instead
  *   1. runs sleep.lua on the shard's node: it renews the lock and, in the
  *      same call, reads the shard's lowest score and leaves it in the mark
  *      NS:s:N;
