@@ -119,7 +119,7 @@ struct lapse_scanner {
     int64_t synced_ms;           /* monotonic: the last nap that read the zset and Redis time */
     long long synced_redis_ms;   /* ... that Redis time */
     int64_t renewed_ms;          /* monotonic: the lock's last renewal by a nap or claim */
-    uint64_t bell_reconnects;    /* of the node, when mark was set: a reconnect forgets it */
+    uint64_t bell_reconnects;    /* the node's reconnects when the bell was opened */
     char standby_holder[96];     /* the holder last logged while standing by; "" when active */
     int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
     uint64_t standby_polls;      /* lock polls since then */

@@ -157,8 +157,11 @@ void scanner_bell_free(lapse_scanner *s)
  * each. 0, or -1 (not connected: counted, logged). */
 static int bell_send(lapse_scanner *s, int max)
 {
-    if (!s->bell && !(s->bell = lapse_redis_new(s->cfg, s->layout.node_of[s->shard])))
-        return -1;
+    if (!s->bell) {
+        if (!(s->bell = lapse_redis_new(s->cfg, s->layout.node_of[s->shard])))
+            return -1;
+        s->bell_reconnects = lapse_redis_reconnects(s->node);
+    }
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%.3f", (double)max * BELL_NAPS / 1000.0);
     const char *argv[3] = {"BLPOP", s->bell_key, timeout};
@@ -184,6 +187,12 @@ static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int6
         int64_t now = lapse_clock_mono_ms();
         if (now >= until)
             return NAP_UNTIL;
+        /* the node came back or moved (a Sentinel failover: the node
+         * confirms its primary at its calls) since the bell was opened: the
+         * bell may block on the old server, where nobody rings it now (its
+         * own connection always owes a reply, so it never asks) */
+        if (s->bell && lapse_redis_reconnects(s->node) != s->bell_reconnects)
+            scanner_bell_free(s);
         if (s->bell_pending && now - s->bell_sent_ms > (int64_t)max * BELL_NAPS + BELL_GRACE_MS) {
             lapse_redis_disconnect(s->bell); /* no answer: the server went away silently */
             s->bell_pending = 0;
@@ -232,13 +241,8 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
     if (rc <= 0)
         return -1;
     for (;;) {
-        if (lapse_redis_reconnects(s->node) != reconnects) {
-            /* the node came back or moved (a Sentinel failover: the node
-             * confirms its primary at the renewals): the bell may still
-             * block on the old server, where nobody rings it now */
-            scanner_bell_free(s);
-            return 0; /* the loop logs it, and claims there once */
-        }
+        if (lapse_redis_reconnects(s->node) != reconnects)
+            return 0; /* the node came back or moved: the loop claims there once */
         scanner_log_moved(s);
         scanner_memory(s); /* (metrics: every 5 s at most) */
         int64_t renew = s->renewed_ms + max;
