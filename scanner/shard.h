@@ -1,15 +1,16 @@
 /*
  * shard — the scanner's internals, shared by its files and no others. Each
  * file calls only those below it in this list (the sink calls back into
- * ack.c: scanner_delivered):
+ * ack.c: scanner_delivered; a nap keeps the loop's metrics retries going:
+ * scanner_metrics_retry):
  *   scanner.c   the handle and the loop (serve): acquire, ack, claim, wait
+ *   wake.c      an idle scanner's nap: renews the lock, waits to be woken
  *   claim.c     claim.lua, the claim sent ahead, a claim's IDs into a batch
  *   ack.c       Kafka's answers, settling them in Redis
  *   twins.c     what an old shard does during a split
  *   dispatch.c  the send path: claim.lua's reply parsed, one ID's event to the sink
- *   lease.c     the shard's node, layout and lock; fenced
+ *   lease.c     the shard's node, layout and lock; fenced; the bell's connection
  *   batch.c     a claim's references and the settle list
- *   wake.c      an idle scanner's nap: renews the lock, waits to be woken
  * Not part of any public API.
  */
 #ifndef LAPSE_SHARD_H
@@ -155,6 +156,7 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop);
 void scanner_reload(lapse_scanner *s);
 int scanner_acquire(lapse_scanner *s);
 void scanner_ahead_drop(lapse_scanner *s);
+void scanner_bell_free(lapse_scanner *s); /* closes the bell's connection (wake.c) */
 
 /* Lost the lock: forgets what is queued for settling and goes back to
  * standby. */
@@ -166,7 +168,6 @@ void scanner_metrics_retry(lapse_scanner *s);
 
 /* wake.c: an idle scanner's nap (see there). */
 int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop);
-void scanner_bell_free(lapse_scanner *s);
 
 /* claim.c: claims due IDs and sends them (see there). */
 int scanner_claim(lapse_scanner *s, int want);

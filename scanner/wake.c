@@ -145,13 +145,6 @@ static int nap_renew(lapse_scanner *s, int full)
     return 1;
 }
 
-void scanner_bell_free(lapse_scanner *s)
-{
-    lapse_redis_free(s->bell); /* (a BLPOP still out ends with its connection) */
-    s->bell = NULL;
-    s->bell_pending = 0;
-}
-
 /* Sends BLPOP bell, timeout BELL_NAPS renewals: the renewals keep their
  * own time, and a BLPOP sent again at each would be one more command
  * each. 0, or -1 (not connected: counted, logged). */
