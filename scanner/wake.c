@@ -233,6 +233,7 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
     int rc = nap_renew(s, 1); /* claims moved scores: read the zset */
     if (rc <= 0)
         return -1;
+    INC(naps);
     for (;;) {
         if (lapse_redis_reconnects(s->node) != reconnects)
             return 0; /* the node came back or moved: the loop claims there once */
@@ -247,6 +248,8 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
             return 0;
         if (end == NAP_TICK)
             continue; /* the BLPOP timed out: send the next */
+        if (end == NAP_RUNG)
+            INC(woken);
         int full = end == NAP_RUNG || !s->mark[0] || now - s->synced_ms >= RESYNC_MS ||
                    s->mark_due_ms - now <= 2 * (int64_t)max;
         if ((rc = nap_renew(s, full)) <= 0)

@@ -12,6 +12,8 @@
 #     failover to a replica that lacks it would) an ID written 50 ms ahead
 #     rings nothing, and still fires within idle_ms (+ slack), once.
 #  4. SIGTERM ends a napping scanner promptly and cleanly (exit 0).
+# lapse_scanner_naps_total and woken_total count the naps and the writes
+# that ended them.
 #
 # Catches: a scanner that polls while idle (1), a producer write that does
 # not wake it (2), a nap that trusts its mark without checking it (3).
@@ -19,7 +21,7 @@
 
 redis_start main
 kafka_start
-SCANNER_CFG="lease_ms = 10000; idle_ms = 3000;" write_config
+metrics_config "lease_ms = 10000; idle_ms = 3000;"
 scale init 1 >/dev/null
 events_follow events.json
 scanner_start 0
@@ -51,6 +53,9 @@ for i in 1 2 3; do
     # napping again before the next one
     wait_until 3000 '[[ $(rcli GET "$NS:s:0") == inf ]]' || fail "no mark after wake-$i"
 done
+
+assert_ge "$(metric "$mp" woken_total)" 3 "woken_total after three writes that woke it"
+assert_ge "$(metric "$mp" naps_total)" 4 "naps_total"
 
 # ---- 3. a lost wake-up costs at most the nap
 rcli DEL "$NS:s:0" >/dev/null
