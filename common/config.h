@@ -108,6 +108,7 @@ struct lapse_config {
     int scanner_batch;               /* scanner.batch: max IDs per claim */
     int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */
     int scanner_lease_ms;            /* scanner.lease_ms: in-flight lease */
+    int scanner_idle_ms;             /* scanner.idle_ms: longest nap when idle; 0 = poll */
     int scanner_max_inflight;        /* scanner.max_inflight: claim stops here */
     int scanner_catchup_rate;        /* scanner.catchup_rate: overdue IDs/s, 0 = no limit */
     int scanner_fresh_ms;            /* scanner.fresh_ms: due this recently = fresh */

@@ -83,6 +83,9 @@ const struct key config_keys[] = {
      "longest idle wait before looking for due IDs again"},
     {"scanner.lease_ms", K_INT, 0, 5000, NULL, 500, 600000, CFG(scanner_lease_ms),
      "an unacknowledged claimed ID falls due again after this"},
+    {"scanner.idle_ms", K_INT, 0, 2500, NULL, 0, 300000, CFG(scanner_idle_ms),
+     "longest an idle scanner sleeps, waiting to be woken, before it renews its lock; "
+     "at most lease_ms / 2 is used; 0 = poll every poll_ms"},
     {"scanner.max_inflight", K_INT, 0, 20000, NULL, 1, 10000000,
      CFG(scanner_max_inflight), "claimed but unacknowledged IDs; claiming pauses here"},
     {"scanner.catchup_rate", K_INT, 0, 0, NULL, 0, 100000000, CFG(scanner_catchup_rate),

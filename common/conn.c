@@ -165,3 +165,8 @@ const char *lapse_conn_errstr(const lapse_conn *k)
 {
     return k->errstr[0] ? k->errstr : "connection lost";
 }
+
+int lapse_conn_fd(const lapse_conn *k)
+{
+    return k && k->c && !k->c->err ? (int)k->c->fd : -1;
+}

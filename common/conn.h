@@ -51,6 +51,10 @@ redisReply *lapse_conn_vcommand(lapse_conn *k, const char *fmt, va_list ap);
 redisReply *lapse_conn_command_argv(lapse_conn *k, int argc, const char **argv,
                                     const size_t *argvlen);
 
+/* The socket, for a caller that waits for a reply with poll(2) before
+ * reading it (a blocking command's); -1 after a failure. */
+int lapse_conn_fd(const lapse_conn *k);
+
 /* 1 when the last failure was a TLS protocol error (lapse_tls_broken):
  * the server refused us, trying again will not help. */
 int lapse_conn_refused(const lapse_conn *k);

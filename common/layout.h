@@ -14,7 +14,9 @@
  * it and their deadlines: common/lua/lib/inflight.lua), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
  * during a split, NS:m:I (IDs written in new shard I); NS:l:I is the lock of
  * its active scanner (token, with a PX lease) and NS:e:I the layout epoch the
- * shard was fenced at: scripts refuse callers with an older layout. Producers and scanners read the record; lapse-scale writes it.
+ * shard was fenced at: scripts refuse callers with an older layout. NS:s:I
+ * and NS:b:I let an idle scanner sleep until it is due or woken (sleep.lua,
+ * lib/wake.lua; scripts name them from NS:z:I, so their letters are fixed). Producers and scanners read the record; lapse-scale writes it.
  */
 #ifndef LAPSE_LAYOUT_H
 #define LAPSE_LAYOUT_H
@@ -44,6 +46,10 @@ enum lapse_key_kind {
     LAPSE_KEY_LEASE = 'c',    /* string: the shard's last claim lease, when its first record runs out (claim.lua only) */
     LAPSE_KEY_WAIT = 'w',     /* counter per node (not shard), INCRed before each
                                  WAIT so that it covers every earlier write (redis.h) */
+    LAPSE_KEY_SLEEP = 's',    /* string: the lowest score the shard's idle scanner saw
+                                 ("inf": none); it sleeps until then at most (sleep.lua) */
+    LAPSE_KEY_BELL = 'b',     /* list: a write below that mark pushes a token here,
+                                 waking the scanner blocked on it (lib/wake.lua) */
 };
 
 /* A key's length at most, with its NUL (lapse_key, lapse_key_layout). */

@@ -444,6 +444,13 @@ int lapse_redis_send(lapse_redis *r)
     return -1;
 }
 
+int lapse_redis_reply_fd(lapse_redis *r)
+{
+    if (r->cl)
+        return redis_cluster_reply_fd(r);
+    return r->c && r->pending > 0 ? lapse_conn_fd(r->c) : -1;
+}
+
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;

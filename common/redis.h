@@ -98,6 +98,11 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen);
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply);
 
+/* The socket the oldest reply owed arrives on (on a cluster node, its
+ * primary's), for a caller that polls it before lapse_redis_get_reply, as
+ * for a blocking command; -1 when no reply is owed or it is not connected. */
+int lapse_redis_reply_fd(lapse_redis *r);
+
 /* Writes the appended calls out now (get_reply would write them first
  * anyway): Redis runs them while the caller does other work and reads the
  * replies later. 0, or -1 on a connection failure (as get_reply). */

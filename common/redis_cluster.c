@@ -334,6 +334,15 @@ int redis_cluster_send(lapse_redis *r)
     return 0;
 }
 
+int redis_cluster_reply_fd(lapse_redis *r)
+{
+    struct redis_cluster *cl = r->cl;
+    if (cl->ndue == 0)
+        return -1;
+    struct route *rt = &cl->routes[cl->due[cl->head]];
+    return rt->c ? lapse_conn_fd(rt->c) : -1;
+}
+
 int redis_cluster_get_reply(lapse_redis *r, redisReply **reply)
 {
     struct redis_cluster *cl = r->cl;

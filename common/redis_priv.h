@@ -142,6 +142,7 @@ int redis_is_primary(lapse_conn *c, char *err, size_t size);
 
 /* redis_cluster.c: the same calls as redis.h's, for a cluster node. */
 int redis_cluster_new(lapse_redis *r);
+int redis_cluster_reply_fd(lapse_redis *r);
 void redis_cluster_free(lapse_redis *r);
 int redis_cluster_ensure(lapse_redis *r);
 int redis_cluster_ready(const lapse_redis *r); /* 1 while the slot map is known */

@@ -15,6 +15,7 @@ enum lapse_script {
     LAPSE_SCRIPT_TAKE,      /* split: reserve old-shard twins (take.lua) */
     LAPSE_SCRIPT_SEED,      /* split: copy twins into the new shard (seed.lua) */
     LAPSE_SCRIPT_DROP,      /* split: remove stale twins (drop.lua) */
+    LAPSE_SCRIPT_SLEEP,     /* idle scanner: renew the lock, mark its nap (sleep.lua) */
     LAPSE_SCRIPT_COUNT
 };
 

@@ -184,11 +184,21 @@ void scanner_ahead_drop(lapse_scanner *s)
     s->ahead_pending = 0;
 }
 
+/* Closes the bell's connection (wake.c), if open: a BLPOP still out ends
+ * with it; the next nap opens it again. */
+void scanner_bell_free(lapse_scanner *s)
+{
+    lapse_redis_free(s->bell);
+    s->bell = NULL;
+    s->bell_pending = 0;
+}
+
 /* Lost the lock: forget what is queued for settling (the new holder
- * redelivers those IDs) and go back to standby. */
+ * redelivers those IDs), close the bell, and go back to standby. */
 void scanner_fenced(lapse_scanner *s)
 {
     scanner_ahead_drop(s);
+    scanner_bell_free(s); /* a BLPOP left out would take a token meant for the new holder */
     log_warn("shard %u: lost the lease (paused or cut off for longer than %d ms); "
              "another scanner serves the shard now; back to standby",
              s->shard, s->cfg->scanner_lease_ms);

@@ -91,7 +91,7 @@ static void scanner_metrics_listen(lapse_scanner *s)
 }
 
 /* Tries the metrics port again when it was taken and the time has come. */
-static void scanner_metrics_retry(lapse_scanner *s)
+void scanner_metrics_retry(lapse_scanner *s)
 {
     if (s->metrics_port && !s->httpd && lapse_clock_mono_ms() >= s->metrics_retry_ms)
         scanner_metrics_listen(s);
@@ -111,6 +111,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     for (int k = 0; k < NKEYS; k++)
         lapse_key(s->keys[k], KEY_MAX, cfg, lapse_shard_keys[k], shard);
     lapse_key(s->lease_key, KEY_MAX, cfg, LAPSE_KEY_LEASE, shard);
+    lapse_key(s->sleep_key, KEY_MAX, cfg, LAPSE_KEY_SLEEP, shard);
+    lapse_key(s->bell_key, KEY_MAX, cfg, LAPSE_KEY_BELL, shard);
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
@@ -162,6 +164,7 @@ void lapse_scanner_free(lapse_scanner *s)
         lapse_redis_free(s->node);
     lapse_redis_free(s->home);
     lapse_redis_free(s->ahead);
+    scanner_bell_free(s);
     lapse_layout_free(&s->layout);
     free(s);
 }
@@ -249,6 +252,14 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             room = (size_t)s->cfg->scanner_batch;
         int wait = scanner_claim(s, (int)room); /* room 0: only renews the lock */
         if (wait < 0)
+            continue;
+        /* Nothing due within poll_ms, nothing in flight: nap until due or
+         * woken (wake.c). A busy shard (the next deadline sooner) waits as
+         * before: a nap would cost it one more call per claim. */
+        if (wait >= s->cfg->scanner_poll_ms && room > 0 && s->cfg->scanner_idle_ms > 0 &&
+            s->inflight == 0 && !s->settle && !s->ahead_pending && scanner_nap(s, stop) == 0)
+            continue;
+        if (!s->active)
             continue;
         if (room == 0 || wait > max_wait)
             wait = max_wait;

@@ -8,7 +8,9 @@
  *   3. claim due IDs (claim.lua), up to scanner.batch and while fewer than
  *      scanner.max_inflight events are unanswered, and send one event each
  *   4. wait for delivery reports until the next deadline, at most
- *      scanner.poll_ms (0 when the claim was full: more are due)
+ *      scanner.poll_ms (0 when the claim was full: more are due); with
+ *      nothing in flight and nothing due within poll_ms, nap instead until
+ *      the next deadline or a write that lands earlier (wake.c)
  *
  * At-least-once: an ID stays in Redis, leased, until its event is
  * acknowledged; if the scanner dies or Kafka gives up, the lease runs out and

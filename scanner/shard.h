@@ -1,13 +1,15 @@
 /*
  * shard — the scanner's internals, shared by its files and no others. Each
  * file calls only those below it in this list (the sink calls back into
- * ack.c: scanner_delivered):
+ * ack.c: scanner_delivered; a nap keeps the loop's metrics retries going:
+ * scanner_metrics_retry):
  *   scanner.c   the handle and the loop (serve): acquire, ack, claim, wait
+ *   wake.c      an idle scanner's nap: renews the lock, waits to be woken
  *   claim.c     claim.lua, the claim sent ahead, a claim's IDs into a batch
  *   ack.c       Kafka's answers, settling them in Redis
  *   twins.c     what an old shard does during a split
  *   dispatch.c  the send path: claim.lua's reply parsed, one ID's event to the sink
- *   lease.c     the shard's node, layout and lock; fenced
+ *   lease.c     the shard's node, layout and lock; fenced; the bell's connection
  *   batch.c     a claim's references and the settle list
  * Not part of any public API.
  */
@@ -105,6 +107,19 @@ struct lapse_scanner {
     int64_t metrics_warned_ms;   /* monotonic time that was logged */
     int64_t memory_at_ms;        /* monotonic: when to read the Redis's memory next */
     struct lapse_log_limit lim_redis, lim_kafka;
+    /* Idle naps (wake.c): the mark in NS:s:N, the bell NS:b:N blocked on
+     * with BLPOP on a connection of its own. */
+    char sleep_key[KEY_MAX];     /* NS:s:N: the mark (sleep.lua) */
+    char bell_key[KEY_MAX];      /* NS:b:N: the bell (lib/wake.lua) */
+    lapse_redis *bell;           /* the connection blocked on the bell; opened on first use */
+    int bell_pending;            /* a BLPOP sent there, its reply not read */
+    int64_t bell_sent_ms;        /* monotonic: when */
+    char mark[32];               /* the mark we set, "" when not known (sleep.lua's ARGV[3]) */
+    int64_t mark_due_ms;         /* monotonic: when its score falls due (INT64_MAX: "inf") */
+    int64_t synced_ms;           /* monotonic: the last nap that read the zset and Redis time */
+    long long synced_redis_ms;   /* ... that Redis time */
+    int64_t renewed_ms;          /* monotonic: the lock's last renewal by a nap or claim */
+    uint64_t bell_reconnects;    /* the node's reconnects when the bell was opened */
     char standby_holder[96];     /* the holder last logged while standing by; "" when active */
     int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
     uint64_t standby_polls;      /* lock polls since then */
@@ -140,10 +155,18 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop);
 void scanner_reload(lapse_scanner *s);
 int scanner_acquire(lapse_scanner *s);
 void scanner_ahead_drop(lapse_scanner *s);
+void scanner_bell_free(lapse_scanner *s); /* closes the bell's connection (wake.c) */
 
 /* Lost the lock: forgets what is queued for settling and goes back to
  * standby. */
 void scanner_fenced(lapse_scanner *s);
+
+/* scanner.c: tries the metrics port again when it was taken and the time
+ * has come (the loop, and a nap, call it often). */
+void scanner_metrics_retry(lapse_scanner *s);
+
+/* wake.c: an idle scanner's nap (see there). */
+int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop);
 
 /* claim.c: claims due IDs and sends them (see there). */
 int scanner_claim(lapse_scanner *s, int want);

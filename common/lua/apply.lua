@@ -46,6 +46,7 @@
 -- Lua's own number formatting keeps only 14 digits.
 -- #include inflight
 -- #include twins
+-- #include wake
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
@@ -320,6 +321,8 @@ for k = 1, n do
 end
 flush_gt()
 flush()
+-- a sleeping scanner is woken when a deadline landed before its next look
+wake_ring(z, p)
 -- with the old shard's keys: also which "M ?" ops settled their ID here
 -- ('1': no twin in the old shard can fire again; send.c's moved-ID cache)
 if KEYS[8] then return { changed, table.concat(settled) } end

@@ -22,6 +22,7 @@
 -- whole claim by its lease's range).
 -- #include chunks
 -- #include inflight
+-- #include wake
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
@@ -68,5 +69,8 @@ for i = 1, n do
     end
 end
 chunks_write('ZADD', z, zargs)
-if #fargs > 0 then inflight_add(f, lease, fargs) end
+if #fargs > 0 then
+    inflight_add(f, lease, fargs)
+    wake_ring(z, p) -- the lease may run out before the scanner's next look
+end
 return out

@@ -18,7 +18,8 @@
 
 redis_start main
 kafka_start
-write_config
+# hand-made writes ring no bell: a short nap sees them soon (scanner/wake.c)
+SCANNER_CFG="idle_ms = 200;" write_config
 scale init 1 >/dev/null
 z=$NS:z:0 f=$NS:f:0
 long=$(printf 'L%.0s' {1..512})

@@ -1,0 +1,37 @@
+-- sleep: an idle scanner's lock renewal, and the mark that lets it sleep
+-- until its shard's next deadline instead of polling (scanner/wake.c).
+--
+-- KEYS: [1] z, [2] the lock, [3] s the mark (lib/wake.lua), [4] e the
+--   shard's layout epoch, [5] c the last claim's lease record (claim.lua)
+-- ARGV[1] token, ARGV[2] the lock's life in ms, ARGV[3] the mark the
+-- scanner knows, or "" to be told the Redis time in any case, ARGV[4] the
+-- scanner's layout epoch
+-- Returns { -1 } when the lock is not ours (fenced); { -2 } when the
+-- layout changed (a split: the scanner claims, and claim.lua tells it
+-- more); { 0 } when the mark is still ARGV[3]; else { now_ms, mark }:
+-- mark the shard's lowest score ("inf" when the shard is empty), or when a
+-- claim record runs out if that is earlier, as it now stands in s.
+--
+-- The mark is set by the call that reads the zset, so a write after this
+-- call is measured against it (lib/wake.lua): none is missed between the
+-- read and the nap. Every call reads the zset, so a write that rang
+-- nothing (the mark lost with a failover, a write by other means than
+-- lapse's scripts) is seen at the next renewal at the latest. While nothing
+-- changes the call writes only the lock's PEXPIRE: an idle shard's one
+-- write per renewal.
+local z, lock, s, e, c = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local cur = redis.call('MGET', lock, s, e, c)
+if cur[1] ~= ARGV[1] then return { -1 } end
+if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
+redis.call('PEXPIRE', lock, ARGV[2])
+local mark = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')[2] or 'inf'
+-- Claims that keep their IDs out of the zset while in flight record when
+-- the earliest of those records runs out as the second number of c
+-- ("<lease ms> <ms>"); its IDs come back only through a claim then, so
+-- that is a time to look too. (A c of one number holds no such time.)
+local out_at = string.match(cur[4] or '', '^%d+ (%d+)$')
+if out_at and (mark == 'inf' or tonumber(out_at) < tonumber(mark)) then mark = out_at end
+if cur[2] ~= mark then redis.call('SET', s, mark) end
+if mark == ARGV[3] then return { 0 } end
+local t = redis.call('TIME')
+return { tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), mark }
