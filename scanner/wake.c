@@ -80,13 +80,13 @@ static int nap_renew(lapse_scanner *s, int full)
     char px[16], epoch[24];
     snprintf(px, sizeof px, "%d", s->cfg->scanner_lease_ms * 9 / 10);
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
-    /* (keys 0, 5, 6 of lapse_shard_keys: z, the lock, the epoch) */
-    const char *argv[9] = {s->keys[0], s->keys[5], s->sleep_key, s->keys[6], s->lease_key,
-                           s->token,   px,         full ? "" : s->mark, epoch};
-    size_t len[9];
-    for (int i = 0; i < 9; i++)
+    /* (keys 0, 5, 6, 2 of lapse_shard_keys: z, the lock, the epoch, f) */
+    const char *argv[10] = {s->keys[0], s->keys[5], s->sleep_key, s->keys[6], s->lease_key,
+                            s->keys[2], s->token,   px,           full ? "" : s->mark, epoch};
+    size_t len[10];
+    for (int i = 0; i < 10; i++)
         len[i] = strlen(argv[i]);
-    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 5, 9, argv, len);
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 6, 10, argv, len);
     SET(redis_up, r != NULL);
     int64_t mono = lapse_clock_mono_ms();
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&

@@ -2,7 +2,8 @@
 -- until its shard's next deadline instead of polling (scanner/wake.c).
 --
 -- KEYS: [1] z, [2] the lock, [3] s the mark (lib/wake.lua), [4] e the
---   shard's layout epoch, [5] c the last claim's lease record (claim.lua)
+--   shard's layout epoch, [5] c the last claim's lease record (claim.lua),
+--   [6] f the claims' records (lib/inflight.lua)
 -- ARGV[1] token, ARGV[2] the lock's life in ms, ARGV[3] the mark the
 -- scanner knows, or "" to be told the Redis time in any case, ARGV[4] the
 -- scanner's layout epoch
@@ -19,7 +20,7 @@
 -- lapse's scripts) is seen at the next renewal at the latest. While nothing
 -- changes the call writes only the lock's PEXPIRE: an idle shard's one
 -- write per renewal.
-local z, lock, s, e, c = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local z, lock, s, e, c, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local cur = redis.call('MGET', lock, s, e, c)
 if cur[1] ~= ARGV[1] then return { -1 } end
 if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
@@ -28,8 +29,11 @@ local mark = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')[2] or 'inf'
 -- Claims that keep their IDs out of the zset while in flight record when
 -- the earliest of those records runs out as the second number of c
 -- ("<lease ms> <ms>"); its IDs come back only through a claim then, so
--- that is a time to look too. (A c of one number holds no such time.)
+-- that is a time to look too. (A c of one number holds no such time.) c
+-- is written by claims only: once the acks deleted every record (f is
+-- gone), its time is stale and no reason to look.
 local out_at = string.match(cur[4] or '', '^%d+ (%d+)$')
+if out_at and redis.call('EXISTS', f) == 0 then out_at = nil end
 if out_at and (mark == 'inf' or tonumber(out_at) < tonumber(mark)) then mark = out_at end
 if cur[2] ~= mark then redis.call('SET', s, mark) end
 if mark == ARGV[3] then return { 0 } end
