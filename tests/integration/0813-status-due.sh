@@ -60,9 +60,9 @@ kafka_ctl "down 1"
 S=0
 (($(want 0 overdue) > 0)) || S=1
 U=$((1 - S))
-scanner_start $S
-oS=$(want $S overdue)
+oS=$(want $S overdue) # (read before the scanner takes them out of the set)
 mS=$(want $S next_1m)
+scanner_start $S
 held() { scale status --due --json >due2.json && [[ $(jq ".shard_info[$S].inflight" due2.json) == "$oS" ]]; }
 wait_until 10000 held || fail "shard $S never showed $oS in flight: $(jq -c ".shard_info[$S]" due2.json)"
 assert_eq "$(rcli ZCOUNT "$NS:z:$S" "($now" "+inf")" "$(rcli ZCARD "$NS:z:$S")" \
