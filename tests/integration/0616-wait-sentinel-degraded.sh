@@ -41,19 +41,7 @@ wait_until 20000 '[[ $(sentinel_primary lapse-a) == $(redis_port b) ]] &&
     redis-cli -p "$(redis_port b)" ROLE | head -n 1 | grep -qx master' ||
     fail "the sentinels did not promote b within 20 s"
 
-# held PORT: "ID SCORE" of every ID the server on PORT holds
-held() {
-    redis-cli -p "$1" EVAL "local out = {}
-        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-            local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-            for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. z[i + 1] end
-        end return out" 0 "$NS"
-}
-held "$(redis_port b)" | cut -d' ' -f1 | sort >on_lost.txt
-held "$(redis_port h)" | cut -d' ' -f1 | sort >on_healthy.txt
-assert_eq "$(cat on_lost.txt on_healthy.txt | sort -u | wc -l)" 20000 "IDs on b and h"
-assert_ge "$(wc -l <on_lost.txt)" 1 "IDs on b"
-assert_ge "$(wc -l <on_healthy.txt)" 1 "IDs on h"
+ids_by_node b h 20000
 
 t0=$(local_ms)
 rc=0
@@ -66,7 +54,7 @@ sed -n 's/^line \([0-9]*\): .*/\1/p' second.log | awk '{ printf "i%05d\n", $1 - 
 assert_eq "$(sed -n 's/^line [0-9]*: //p' second.log | grep -vc 'replicas')" 0 "reports not naming the missing replicas"
 assert_eq "$(comm -23 on_lost.txt failed.txt | wc -l)" 0 "lines on b not reported failed"
 assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on h reported failed"
-assert_eq "$(held "$(redis_port h)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on h without the second write's deadline"
+assert_eq "$(ids_held "$(redis_port h)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on h without the second write's deadline"
 
 # check names b as short of replicas (h has its replica)
 scale check --json >check.json || true
@@ -91,11 +79,8 @@ assert_eq "$gauges" "0 1 " "lapse_scanner_redis_replicas_missing of the four sha
 
 # a producer that keeps running: a write for b fails (once its window closed)
 lost=$(head -n 1 on_lost.txt)
-lostkey=
-for s in 0 1 2 3; do
-    [[ -n $(redis-cli -p "$(redis_port b)" ZSCORE "$NS:z:$s" "$lost") ]] && lostkey=$NS:z:$s
-done
-[[ -n $lostkey ]] || fail "no shard of b holds $lost"
+zset_of b "$lost" 4
+lostkey=$ZSET
 redis_start b2 # b's replica-to-be (started before the stream: it would hold the FIFO open)
 mkfifo s.fifo
 SPAWN_STDIN=$T/s.fifo spawn s "$LAPSE_BIN/lapse-producer" -c "$CONF"

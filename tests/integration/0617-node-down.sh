@@ -24,31 +24,13 @@ seq -f "touch i%05g @$far1" 0 19999 >first.txt
 seq -f "touch i%05g @$far2" 0 19999 >second.txt
 produce <first.txt 2>first.log || fail "writing the IDs while all is up: exit status $?"
 
-# held PORT: "ID SCORE" of every ID the server on PORT holds
-held() {
-    redis-cli -p "$1" EVAL "local out = {}
-        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-            local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-            for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. z[i + 1] end
-        end return out" 0 "$NS"
-}
-held "$(redis_port d)" | cut -d' ' -f1 | sort >on_lost.txt
-held "$(redis_port a)" | cut -d' ' -f1 | sort >on_healthy.txt
-assert_eq "$(cat on_lost.txt on_healthy.txt | sort -u | wc -l)" 20000 "IDs on a and d"
-assert_ge "$(wc -l <on_lost.txt)" 1 "IDs on d"
-assert_ge "$(wc -l <on_healthy.txt)" 1 "IDs on a"
+ids_by_node d a 20000
 lost=$(head -n 1 on_lost.txt)
-lostkey=
-for s in 0 1 2 3; do
-    [[ -n $(redis-cli -p "$(redis_port d)" ZSCORE "$NS:z:$s" "$lost") ]] && lostkey=$NS:z:$s
-done
-[[ -n $lostkey ]] || fail "no shard of d holds $lost"
+zset_of d "$lost" 4
+lostkey=$ZSET
 healthy=$(head -n 1 on_healthy.txt)
-healthykey=
-for s in 0 1 2 3; do
-    [[ -n $(redis-cli -p "$(redis_port a)" ZSCORE "$NS:z:$s" "$healthy") ]] && healthykey=$NS:z:$s
-done
-[[ -n $healthykey ]] || fail "no shard of a holds $healthy"
+zset_of a "$healthy" 4
+healthykey=$ZSET
 redis-cli -p "$(redis_port d)" BGREWRITEAOF >/dev/null # (d's AOF has every ID when it is killed)
 wait_until 10000 "redis-cli -p $(redis_port d) INFO persistence | grep -q '^aof_rewrite_in_progress:0' &&
     redis-cli -p $(redis_port d) INFO persistence | grep -q '^aof_rewrite_scheduled:0'" ||
@@ -67,7 +49,7 @@ sed -n 's/^line \([0-9]*\): .*/\1/p' second.log | awk '{ printf "i%05d\n", $1 - 
 assert_eq "$(sed -n 's/^line [0-9]*: //p' second.log | grep -vc "127.0.0.1:$(redis_port d)")" 0 "reports not naming d"
 assert_eq "$(comm -23 on_lost.txt failed.txt | wc -l)" 0 "lines on d not reported failed"
 assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on a reported failed"
-assert_eq "$(held "$(redis_port a)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on a without the second write's deadline"
+assert_eq "$(ids_held "$(redis_port a)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on a without the second write's deadline"
 
 # a producer that keeps running: a write for d fails, one for a applies
 mkfifo s.fifo
@@ -101,4 +83,4 @@ proc_stop s 1
 assert_eq "$(grep -c "^line $k: " "$T/s.log")" 0 "reports of the stream's write once d was back"
 assert_eq "$(grep -c "^line 2: " "$T/s.log")" 0 "reports of the stream's write for a"
 produce <second.txt 2>third.log || fail "a new producer once d is back: exit status $? ($(head -n 3 third.log))"
-assert_eq "$(held "$(redis_port d)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on d without the second write's deadline"
+assert_eq "$(ids_held "$(redis_port d)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on d without the second write's deadline"

@@ -27,27 +27,12 @@ seq -f "touch i%05g @$far1" 0 19999 >first.txt
 seq -f "touch i%05g @$far2" 0 19999 >second.txt
 produce <first.txt 2>first.log || fail "writing the IDs while all is up: exit status $?"
 
-# held PORT: "ID SCORE" of every ID the server on PORT holds
-held() {
-    redis-cli -p "$1" EVAL "local out = {}
-        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-            local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-            for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. z[i + 1] end
-        end return out" 0 "$NS"
-}
-wait_until 10000 "[[ \$(held $(redis_port b) | wc -l) == \$(held $(redis_port a) | wc -l) ]]" ||
+wait_until 10000 "[[ \$(ids_held $(redis_port b) | wc -l) == \$(ids_held $(redis_port a) | wc -l) ]]" ||
     fail "b does not hold a's IDs 10 s after they were written"
-held "$(redis_port a)" | cut -d' ' -f1 | sort >on_lost.txt
-held "$(redis_port h)" | cut -d' ' -f1 | sort >on_healthy.txt
-assert_eq "$(cat on_lost.txt on_healthy.txt | sort -u | wc -l)" 20000 "IDs on a and h"
-assert_ge "$(wc -l <on_lost.txt)" 1 "IDs on a"
-assert_ge "$(wc -l <on_healthy.txt)" 1 "IDs on h"
+ids_by_node a h 20000
 lost=$(head -n 1 on_lost.txt)
-lostkey=
-for s in 0 1 2 3; do
-    [[ -n $(redis-cli -p "$(redis_port a)" ZSCORE "$NS:z:$s" "$lost") ]] && lostkey=$NS:z:$s
-done
-[[ -n $lostkey ]] || fail "no shard of a holds $lost"
+zset_of a "$lost" 4
+lostkey=$ZSET
 
 redis_kill9 a
 t0=$(local_ms)
@@ -61,7 +46,7 @@ sed -n 's/^line \([0-9]*\): .*/\1/p' second.log | awk '{ printf "i%05d\n", $1 - 
 assert_eq "$(sed -n 's/^line [0-9]*: //p' second.log | grep -vc "127.0.0.1:$(redis_port a)")" 0 "reports not naming a"
 assert_eq "$(comm -23 on_lost.txt failed.txt | wc -l)" 0 "lines on lapse-a not reported failed"
 assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on h reported failed"
-assert_eq "$(held "$(redis_port h)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on h without the second write's deadline"
+assert_eq "$(ids_held "$(redis_port h)" | awk -v t="$far2" '$2 != t' | wc -l)" 0 "IDs on h without the second write's deadline"
 assert_eq "$(sentinel_primary lapse-a)" "$(redis_port a)" "the primary the sentinels name (no failover yet)"
 
 # a producer that keeps running: a write for lapse-a fails

@@ -437,3 +437,34 @@ hash_shard() {
     [[ $h =~ ^[0-9a-f]{16}$ ]] || fail "xxhsum printed '$h'"
     echo $((16#${h:12:4} & ($2 - 1)))
 }
+
+# ids_held PORT: "ID SCORE" of every ID in a shard zset of NS that the
+# server on PORT holds, one a line
+ids_held() {
+    redis-cli -p "$1" EVAL "local out = {}
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+            local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+            for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. z[i + 1] end
+        end return out" 0 "$NS"
+}
+
+# ids_by_node LOST HEALTHY N: the sorted IDs the servers named LOST and
+# HEALTHY hold into on_lost.txt and on_healthy.txt; fails unless they hold
+# N between them and each holds some
+ids_by_node() {
+    ids_held "$(redis_port "$1")" | cut -d' ' -f1 | sort >on_lost.txt
+    ids_held "$(redis_port "$2")" | cut -d' ' -f1 | sort >on_healthy.txt
+    assert_eq "$(cat on_lost.txt on_healthy.txt | sort -u | wc -l)" "$3" "IDs on $1 and $2"
+    assert_ge "$(wc -l <on_lost.txt)" 1 "IDs on $1"
+    assert_ge "$(wc -l <on_healthy.txt)" 1 "IDs on $2"
+}
+
+# zset_of NAME ID SHARDS: sets ZSET to the key of the shard zset (of
+# 0..SHARDS-1) that holds ID on the server named NAME; fails when none does
+zset_of() {
+    local s
+    for ((s = 0; s < $3; s++)); do
+        [[ -n $(redis-cli -p "$(redis_port "$1")" ZSCORE "$NS:z:$s" "$2") ]] && { ZSET=$NS:z:$s; return 0; }
+    done
+    fail "no shard of $1 holds $2"
+}
