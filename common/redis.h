@@ -131,7 +131,8 @@ int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms);
 
 /* After lapse_redis_wait_reply returned -2: 1 if the primary at addr (a
  * cluster's, as lapse_redis_slot_owner names it) was one whose WAIT fell
- * short, 0 if its WAIT saw enough replicas or it had none in that group.
+ * short or is not known, 0 if its WAIT saw enough replicas or it had none
+ * in that group.
  * Any other node has one primary: 1. */
 int lapse_redis_wait_short(const lapse_redis *r, const char *addr);
 

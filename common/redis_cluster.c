@@ -472,7 +472,7 @@ int redis_cluster_wait_short(const lapse_redis *r, const char *addr)
     for (size_t i = 0; addr && i < cl->nroutes; i++)
         if (strcmp(cl->routes[i].addr, addr) == 0)
             return cl->routes[i].wait_short;
-    return 0;
+    return 1; /* (asked after a WAIT fell short: a primary not known is not confirmed) */
 }
 
 const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r)
