@@ -107,11 +107,18 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
  * mark stops where the due IDs begin), IDs back from an expired lease
  * (claim.lua lists them), and everything after this scanner took the shard
  * over or reconnected (the mark is cleared: what happened meanwhile is not
- * known).
+ * known), and every ID while a split runs (a twin moved in from its old
+ * shard keeps the deadline it waited for there).
  */
 static void scanner_seen(lapse_scanner *s, long long now, long long due_left, int full,
                          long long max_deadline)
 {
+    if (s->layout.splitting) {
+        /* twins come in from old shards with the deadlines they waited
+         * for there: no mark while a split runs, each counts in full */
+        s->seen_below = 0;
+        return;
+    }
     if (due_left == 0 && now + 1 > s->seen_below) {
         s->seen_below = now + 1;
         s->seen_at = now;

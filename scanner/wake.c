@@ -63,7 +63,7 @@ static int nap_max(const lapse_scanner *s)
  * scanner_seen): written-past-due IDs woken later count from here. */
 static void nap_seen(lapse_scanner *s, long long now)
 {
-    if (now + 1 > s->seen_below) {
+    if (!s->layout.splitting && now + 1 > s->seen_below) { /* (no mark while splitting) */
         s->seen_below = now + 1;
         s->seen_at = now;
     }
