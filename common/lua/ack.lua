@@ -30,8 +30,9 @@ local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local now -- (read when a repeating ID is re-armed)
 local settled = 0
-local has_r = redis.call('EXISTS', r) == 1
-local has_p = redis.call('EXISTS', p) == 1
+local sh = bk_open(z, p, r)
+local has_r = bk_has(sh, 'r')
+local has_p = bk_has(sh, 'p')
 local gone, done = {}, {} -- payloads that go; records that go
 
 -- Settles ids[j] (with deadlines[j]) of the claim with `lease`.
@@ -40,14 +41,14 @@ local function settle(lease, ids, deadlines)
         settled = settled + #ids
         return
     end
-    local cur = chunks_read('ZMSCORE', z, ids)
+    local cur = bk_read(sh, 'ZMSCORE', 'z', ids)
     for j = 1, #ids do
         local id, c = ids[j], cur[j]
         if not c then -- one-shot, not written since
             gone[#gone + 1] = id
             settled = settled + 1
         elseif c == lease then -- repeating, not touched since: re-arm
-            local rep = has_r and redis.call('HGET', r, id)
+            local rep = has_r and bk_one(sh, 'HGET', 'r', id)
             if rep then
                 local period, fired = string.match(rep, '^(%d+):(%d+)$')
                 period, fired = tonumber(period), tonumber(fired) + 1
@@ -60,10 +61,10 @@ local function settle(lease, ids, deadlines)
                 if next <= now then
                     next = deadline + period * (math.floor((now - deadline) / period) + 1)
                 end
-                redis.call('ZADD', z, string.format('%d', next), id)
-                redis.call('HSET', r, id, string.format('%d:%d', period, fired))
+                bk_write(sh, 'ZADD', 'z', { string.format('%d', next), id })
+                bk_one(sh, 'HSET', 'r', id, string.format('%d:%d', period, fired))
             else -- (no repeat record: not written by lapse) settle it as a one-shot
-                redis.call('ZREM', z, id)
+                bk_one(sh, 'ZREM', 'z', id)
                 gone[#gone + 1] = id
             end
             settled = settled + 1
@@ -118,6 +119,6 @@ while i <= #ARGV do
     end
     i = last + 1
 end
-if has_p then chunks_write('HDEL', p, gone) end
+if has_p then bk_write(sh, 'HDEL', 'p', gone) end
 chunks_write('HDEL', f, done)
 return settled

@@ -23,18 +23,19 @@ local z, p, f, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
 if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', math.floor(tonumber(ARGV[2]) * 0.9)) then
     return { 0, redis.call('GET', lock) or '' }
 end
+local sh = bk_open(z, p, KEYS[4])
 local recovered = 0
 local records = redis.call('HGETALL', f)
 for i = 1, #records, 2 do
     local lease, list = records[i], nil
     if inflight_out(lease) then
-        local back = inflight_back(z, p, f, lease, records[i + 1])
+        local back = inflight_back(sh, f, lease, records[i + 1])
         local zargs = {}
         for j = 1, #back, 2 do
             zargs[#zargs + 1] = back[j + 1]
             zargs[#zargs + 1] = back[j]
         end
-        chunks_write('ZADD', z, zargs)
+        bk_write(sh, 'ZADD', 'z', zargs)
         recovered = recovered + #back / 2
     else
         if string.find(records[i + 1], ' ', 1, true) then -- (a record holds at least one)
@@ -45,10 +46,10 @@ for i = 1, #records, 2 do
         local lease_n = lease and tonumber(lease)
         for j = 1, #list, 2 do
             local id = list[j]
-            local cur = redis.call('ZSCORE', z, id)
+            local cur = bk_one(sh, 'ZSCORE', 'z', id)
             if cur and (cur == lease or tonumber(cur) == lease_n
                         or (not lease and string.find(cur, '.', 1, true))) then
-                redis.call('ZADD', z, list[j + 1], id)
+                bk_write(sh, 'ZADD', 'z', { list[j + 1], id })
                 recovered = recovered + 1
             end
         end

@@ -44,17 +44,19 @@
 -- from then on its twin in the old shard is stale and is never fired (see
 -- common/split.c). Scores are passed to Redis as exact decimal strings:
 -- Lua's own number formatting keeps only 14 digits.
+-- #include bucket
 -- #include inflight
 -- #include twins
 -- #include wake
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
+local sh = bk_open(z, p, r)
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local changed = 0
-local has_r = redis.call('EXISTS', r) == 1
+local has_r = bk_has(sh, 'r')
 local has_f = redis.call('EXISTS', f) == 1
 
 -- Extends as ZADD GT of args[from..to] ("deadline", ID pairs); returns how
@@ -71,11 +73,11 @@ local has_f = redis.call('EXISTS', f) == 1
 -- takes lease moving IDs in their old shard only, where no extend lands:
 -- every writer routes those to the new shard, or is refused as STALE.)
 local function extend_gt(args, from, to)
-    local ch = redis.call('ZADD', z, 'GT', 'CH', unpack(args, from, to))
+    local ch = bk_write(sh, 'ZADD', 'z', args, from, to, 'GT', 'CH')
     if ch == (to - from + 1) / 2 or not has_f then return ch end
     local ids = {}
     for k = from + 1, to, 2 do ids[#ids + 1] = args[k] end
-    local cur, best, raised = redis.call('ZMSCORE', z, unpack(ids)), {}, {}
+    local cur, best, raised = bk_read(sh, 'ZMSCORE', 'z', ids), {}, {}
     for k = 1, #ids do
         local id, c = ids[k], cur[k]
         if c and string.find(c, '.', 1, true) then -- in flight: left by ZADD GT
@@ -94,7 +96,7 @@ local function extend_gt(args, from, to)
         zargs[#zargs + 1] = at
         zargs[#zargs + 1] = id
     end
-    if #zargs > 0 then redis.call('ZADD', z, unpack(zargs)) end
+    bk_write(sh, 'ZADD', 'z', zargs)
     return ch
 end
 
@@ -157,12 +159,13 @@ end
 local settled = {}
 if KEYS[8] then
     local zi, pi, fi, ri = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+    local old = bk_open(zi, pi, ri)
     local q, twin, tpl = {}, {}, {}
     for k = 1, n do
         if MV[k] == '?' and not twin[ID[k]] then q[#q + 1] = ID[k]; twin[ID[k]] = 'a' end
     end
     if #q > 0 then
-        local si = redis.call('ZMSCORE', zi, unpack(q))
+        local si = bk_read(old, 'ZMSCORE', 'z', q)
         local mv, ms = {}, {}
         for x = 1, #q do
             local id, s = q[x], si[x]
@@ -171,20 +174,20 @@ if KEYS[8] then
                 twin[id] = 'm'
             elseif s then
                 twin[id] = inflight_dispatched(fi, s, id)
-                tpl[id] = redis.call('HGET', pi, id)
+                tpl[id] = bk_one(old, 'HGET', 'p', id)
             else -- a claim took it out of the zset: its payload, if any, is kept (take.lua)
-                local pl = redis.call('HGET', pi, id)
+                local pl = bk_one(old, 'HGET', 'p', id)
                 if pl then twin[id], tpl[id] = 0, pl end
             end
         end
         if #mv > 0 then
-            local pl = redis.call('EXISTS', pi) == 1 and chunks_read('HMGET', pi, mv) or {}
-            local rp = redis.call('EXISTS', ri) == 1 and chunks_read('HMGET', ri, mv) or {}
-            local _, rep = twins_copy(z, p, r, m, mv, ms, pl, rp)
+            local pl = bk_has(old, 'p') and bk_read(old, 'HMGET', 'p', mv) or {}
+            local rp = bk_has(old, 'r') and bk_read(old, 'HMGET', 'r', mv) or {}
+            local _, rep = twins_copy(sh, m, mv, ms, pl, rp)
             if rep then has_r = true end
-            redis.call('ZREM', zi, unpack(mv))
-            redis.call('HDEL', pi, unpack(mv))
-            redis.call('HDEL', ri, unpack(mv))
+            bk_write(old, 'ZREM', 'z', mv)
+            bk_write(old, 'HDEL', 'p', mv)
+            bk_write(old, 'HDEL', 'r', mv)
         end
         for k = 1, n do
             if MV[k] == '?' then
@@ -225,9 +228,9 @@ end
 local zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
 local function flush()
     if #zargs == 0 then return end -- nothing staged (the others follow zargs)
-    redis.call('ZADD', z, unpack(zargs))
-    if #pargs > 0 then redis.call('HSET', p, unpack(pargs)) end
-    if #rdel > 0 then redis.call('HDEL', r, unpack(rdel)) end
+    bk_write(sh, 'ZADD', 'z', zargs)
+    bk_write(sh, 'HSET', 'p', pargs)
+    bk_write(sh, 'HDEL', 'r', rdel)
     if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
     zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
 end
@@ -239,7 +242,7 @@ for k = 1, n do
     if OP[k] == 'e' and (has_r or PL[k] or MV[k]) then ids[#ids + 1] = ID[k] end
 end
 if #ids > 0 then
-    local scores = redis.call('ZMSCORE', z, unpack(ids))
+    local scores = bk_read(sh, 'ZMSCORE', 'z', ids)
     for k = 1, #ids do pre[ids[k]] = scores[k] end
 end
 
@@ -249,7 +252,7 @@ local function pending(id)
     local cur = staged[id]
     if cur then return cur end
     cur = pre[id]
-    if cur == nil then cur = redis.call('ZSCORE', z, id) end
+    if cur == nil then cur = bk_one(sh, 'ZSCORE', 'z', id) end
     if not cur then return nil end
     local d = tonumber(cur)
     if d % 1 ~= 0 then d = inflight_dispatched(f, cur, id) end
@@ -294,24 +297,24 @@ for k = 1, n do
         flush()
         pre[id] = nil
         if op == 'c' then
-            redis.call('ZREM', z, id)
-            redis.call('HDEL', p, id)
-            redis.call('HDEL', r, id)
+            bk_one(sh, 'ZREM', 'z', id)
+            bk_one(sh, 'HDEL', 'p', id)
+            bk_one(sh, 'HDEL', 'r', id)
         else
             local at = AT[k] or tonumber(ATS[k])
             if op == 'e' then set = extends(id, at, moving) end
             if set then
-                redis.call('ZADD', z, ATS[k], id)
+                bk_write(sh, 'ZADD', 'z', { ATS[k], id })
                 if PL[k] then
-                    redis.call('HSET', p, id, PL[k])
+                    bk_one(sh, 'HSET', 'p', id, PL[k])
                 elseif INH[k] then
-                    redis.call('HSETNX', p, id, INH[k])
+                    bk_one(sh, 'HSETNX', 'p', id, INH[k])
                 end
                 if op == 'r' then
-                    redis.call('HSET', r, id, PER[k] .. ':0')
+                    bk_one(sh, 'HSET', 'r', id, PER[k] .. ':0')
                     has_r = true
-                else
-                    redis.call('HDEL', r, id) -- touch/extend: one-shot again
+                elseif has_r then
+                    bk_one(sh, 'HDEL', 'r', id) -- touch/extend: one-shot again
                 end
             end
         end
@@ -322,7 +325,7 @@ end
 flush_gt()
 flush()
 -- a sleeping scanner is woken when a deadline landed before its next look
-wake_ring(z, p)
+wake_ring(sh)
 -- with the old shard's keys: also which "M ?" ops settled their ID here
 -- ('1': no twin in the old shard can fire again; send.c's moved-ID cache)
 if KEYS[8] then return { changed, table.concat(settled) } end

@@ -48,6 +48,7 @@
 -- #include chunks
 -- #include inflight
 local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
+local sh = bk_open(z, p, r)
 if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[6]) < epoch then return { -2, epoch } end
@@ -92,7 +93,7 @@ if batch > 0 and (next_out and next_out <= now or not next_out and redis.call('E
         local at = string.find(l, '.', 1, true) and tonumber(l) -- (else not a lease: acquire.lua's)
         if at and at <= now then
             if inflight_out(l) then
-                inflight_expire(z, p, f, l, redis.call('HGET', f, l))
+                inflight_expire(sh, f, l, redis.call('HGET', f, l))
             else
                 expired[#expired + 1] = l
             end
@@ -114,40 +115,84 @@ end
 -- ZRANGEBYSCORE WITHSCORES pairs { id, deadline, ... }.
 local DENSE = 32
 local groups, ngrouped, due = {}, 0, {}
-if batch > 0 then
-    if old_max >= batch then -- no cap on the backlog: oldest first
-        local room = batch
-        while room > 0 do
-            local first = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
-            if #first == 0 then break end
-            local s = first[2]
-            local c = string.find(s, '.', 1, true) and 0 or redis.call('ZCOUNT', z, s, s)
-            if c < DENSE then
-                due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'WITHSCORES', 'LIMIT', 0, room)
-                redis.call('ZREMRANGEBYRANK', z, 0, #due / 2 - 1)
-                break
-            end
-            local k = math.min(c, room) -- (s is the lowest score: ranks 0..c-1)
-            groups[#groups + 1] = s
-            groups[#groups + 1] = redis.call('ZRANGEBYSCORE', z, s, s, 'LIMIT', 0, k)
-            redis.call('ZREMRANGEBYRANK', z, 0, k - 1)
-            room, ngrouped = room - k, ngrouped + k
+-- One key's due IDs (z: the shard's one key, or a bucket), up to room of
+-- them, oldest first: appended to groups and due. Returns how many.
+local function take_all(zk, room)
+    local took = 0
+    while room > 0 do
+        local first = redis.call('ZRANGEBYSCORE', zk, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+        if #first == 0 then break end
+        local s = first[2]
+        local c = string.find(s, '.', 1, true) and 0 or redis.call('ZCOUNT', zk, s, s)
+        if c < DENSE then
+            local part = redis.call('ZRANGEBYSCORE', zk, '-inf', now, 'WITHSCORES', 'LIMIT', 0, room)
+            redis.call('ZREMRANGEBYRANK', zk, 0, #part / 2 - 1)
+            for i = 1, #part do due[#due + 1] = part[i] end
+            return took + #part / 2
         end
+        local k = math.min(c, room) -- (s is the lowest score: ranks 0..c-1)
+        groups[#groups + 1] = s
+        groups[#groups + 1] = redis.call('ZRANGEBYSCORE', zk, s, s, 'LIMIT', 0, k)
+        redis.call('ZREMRANGEBYRANK', zk, 0, k - 1)
+        room, ngrouped, took = room - k, ngrouped + k, took + k
+    end
+    return took
+end
+
+-- The same with a cap on the backlog: the fresh ones (due within the last
+-- fresh ms) first, up to room, then older ones up to old_room. Returns
+-- how many of each.
+local function take_fresh(zk, room, old_room)
+    local edge = now - fresh
+    local part = redis.call('ZRANGEBYSCORE', zk, '(' .. edge, now, 'WITHSCORES', 'LIMIT', 0, room)
+    local k = #part / 2
+    if k == room then -- (not all of them: the first k after the older ones)
+        local at = redis.call('ZCOUNT', zk, '-inf', edge)
+        redis.call('ZREMRANGEBYRANK', zk, at, at + k - 1)
+    elseif k > 0 then
+        redis.call('ZREMRANGEBYSCORE', zk, '(' .. edge, now)
+    end
+    for i = 1, #part do due[#due + 1] = part[i] end
+    old_room = math.min(room - k, old_room)
+    local o = 0
+    if old_room > 0 then
+        local old = redis.call('ZRANGEBYSCORE', zk, '-inf', edge, 'WITHSCORES', 'LIMIT', 0, old_room)
+        if #old > 0 then redis.call('ZREMRANGEBYRANK', zk, 0, #old / 2 - 1) end
+        for i = 1, #old do due[#due + 1] = old[i] end
+        o = #old / 2
+    end
+    return k, o
+end
+
+-- One key: its due IDs. Buckets: the due buckets by the index, lowest
+-- entry first, until the batch is full; each bucket visited gets its
+-- entry put right (bk_settle), and its IDs' bucket is noted (sh.at) so
+-- that nothing below hashes them again.
+local function take(zk, room, old_room)
+    local g0, d0 = #groups, #due
+    local took, old
+    if old_max >= batch then
+        took, old = take_all(zk, room), 0
     else
-        local edge = now - fresh
-        due = redis.call('ZRANGEBYSCORE', z, '(' .. edge, now, 'WITHSCORES', 'LIMIT', 0, batch)
-        local k = #due / 2
-        if k == batch then -- (not all of them: the first k after the older ones)
-            local at = redis.call('ZCOUNT', z, '-inf', edge)
-            redis.call('ZREMRANGEBYRANK', z, at, at + k - 1)
-        elseif k > 0 then
-            redis.call('ZREMRANGEBYSCORE', z, '(' .. edge, now)
-        end
-        local room = math.min(batch - k, old_max)
-        if room > 0 then
-            local old = redis.call('ZRANGEBYSCORE', z, '-inf', edge, 'WITHSCORES', 'LIMIT', 0, room)
-            if #old > 0 then redis.call('ZREMRANGEBYRANK', z, 0, #old / 2 - 1) end
-            for i = 1, #old do due[#due + 1] = old[i] end
+        took, old = take_fresh(zk, room, old_room)
+    end
+    return took, old, g0, d0
+end
+if batch > 0 then
+    if sh.one then
+        take(z, batch, old_max)
+    else
+        local room, old_room = batch, old_max
+        for _, j in ipairs(redis.call('ZRANGEBYSCORE', sh.x, '-inf', now, 'LIMIT', 0, batch)) do
+            local took, old, g0, d0 = take(z .. ':' .. j, room, old_room)
+            j = tonumber(j)
+            for g = g0 + 2, #groups, 2 do
+                for _, id in ipairs(groups[g]) do sh.at[id] = j end
+            end
+            for i = d0 + 1, #due, 2 do sh.at[due[i]] = j end
+            bk_settle(sh, j)
+            room, old_room = room - took, old_room - old
+            if room <= 0 then break end
         end
     end
 end
@@ -188,7 +233,7 @@ if leased then
             if not inflight_out(score) then expired[#expired + 1] = score end
             score = string.format('%d', deadline)
             if deadline > now then
-                redis.call('ZADD', z, score, id)
+                bk_write(sh, 'ZADD', 'z', { score, id })
                 again = true
             end
         end
@@ -204,7 +249,7 @@ end
 
 if n > 0 then
     -- payloads and repeat records: read only when the hash exists at all
-    local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
+    local has_p, has_r = bk_has(sh, 'p'), bk_has(sh, 'r')
     if has_p or has_r then -- the IDs in the reply's order
         ids = {}
         for g = 2, #groups, 2 do
@@ -212,8 +257,8 @@ if n > 0 then
         end
         for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
     end
-    local payloads = has_p and chunks_read('HMGET', p, ids, 1, n) or {}
-    local repeats = has_r and chunks_read('HMGET', r, ids, 1, n) or {}
+    local payloads = has_p and bk_read(sh, 'HMGET', 'p', ids, 1, n) or {}
+    local repeats = has_r and bk_read(sh, 'HMGET', 'r', ids, 1, n) or {}
     local pl -- the one-shot IDs' payloads, kept in the record
     if has_p or has_r then
         local extras, zargs = out[5], {}
@@ -234,7 +279,7 @@ if n > 0 then
                 end
             end
         end
-        chunks_write('ZADD', z, zargs)
+        bk_write(sh, 'ZADD', 'z', zargs)
     end
     redis.call('HSET', f, lease, pl and packed .. cmsgpack.pack(pl) or packed)
     if not next_out then next_out = lease_at end
@@ -245,11 +290,11 @@ if n > 0 or next_out ~= read_next_out then -- (a lease no record holds need not 
 end
 out[6] = packed
 out[7] = returned
-inflight_forget(z, f, expired)
+inflight_forget(sh, f, expired)
 
-local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-if first[2] then
-    out[3] = math.floor(tonumber(first[2]))
-    if out[3] <= now then out[4] = redis.call('ZCOUNT', z, '-inf', now) end
+local first = bk_min(sh)
+if first then
+    out[3] = math.floor(tonumber(first))
+    if out[3] <= now then out[4] = bk_due_count(sh, now) end
 end
 return out

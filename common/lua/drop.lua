@@ -13,6 +13,7 @@
 -- #include chunks
 -- #include inflight
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local sh = bk_open(z, p, r)
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
 -- an ID given twice is removed once. The records (f) of the leases whose
 -- last holder it removed go too.
@@ -21,7 +22,7 @@ for i = 1, #ARGV, 2000 do
     local last = math.min(i + 1999, #ARGV)
     local want = {}
     for k = i, last, 2 do want[#want + 1] = ARGV[k] end
-    local cur = redis.call('ZMSCORE', z, unpack(want))
+    local cur = bk_read(sh, 'ZMSCORE', 'z', want)
     for j = 1, #want do
         local id, l = want[j], ARGV[i + 2 * j - 1]
         if not seen[id] and (cur[j] and tonumber(cur[j]) == tonumber(l)
@@ -60,7 +61,7 @@ for l, set in pairs(out) do
         redis.call('HSET', f, l, inflight_encode_out(keep, kept))
     end
     for id in pairs(set) do
-        if not found[id] and redis.call('ZSCORE', z, id) == false then
+        if not found[id] and bk_one(sh, 'ZSCORE', 'z', id) == false then
             -- (neither in the zset nor in the record any more)
             for k = #ids, 1, -1 do
                 if ids[k] == id then table.remove(ids, k); n = n - 1; break end
@@ -68,8 +69,8 @@ for l, set in pairs(out) do
         end
     end
 end
-chunks_write('ZREM', z, ids)
-chunks_write('HDEL', p, ids)
-chunks_write('HDEL', r, ids)
-inflight_forget(z, f, leases)
+bk_write(sh, 'ZREM', 'z', ids)
+bk_write(sh, 'HDEL', 'p', ids)
+bk_write(sh, 'HDEL', 'r', ids)
+inflight_forget(sh, f, leases)
 return n

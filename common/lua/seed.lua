@@ -12,6 +12,7 @@
 -- #include twins
 -- #include wake
 local z, p, r, m, e = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[7]
+local sh = bk_open(z, p, r)
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 -- An ID given twice is seeded once, as by two calls.
@@ -22,6 +23,6 @@ for i = 2, #ARGV, 5 do
     payloads[j] = ARGV[i + 2] == '1' and ARGV[i + 3]
     repeats[j] = ARGV[i + 4] ~= '' and ARGV[i + 4]
 end
-local seeded = twins_copy(z, p, r, m, ids, deadlines, payloads, repeats)
-wake_ring(z, p) -- a sleeping scanner is woken when a twin lands before its next look
+local seeded = twins_copy(sh, m, ids, deadlines, payloads, repeats)
+wake_ring(sh) -- a sleeping scanner is woken when a twin lands before its next look
 return seeded

@@ -20,12 +20,14 @@
 -- lapse's scripts) is seen at the next renewal at the latest. While nothing
 -- changes the call writes only the lock's PEXPIRE: an idle shard's one
 -- write per renewal.
+-- #include bucket
 local z, lock, s, e, c, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local cur = redis.call('MGET', lock, s, e, c)
 if cur[1] ~= ARGV[1] then return { -1 } end
 if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
 redis.call('PEXPIRE', lock, ARGV[2])
-local mark = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')[2] or 'inf'
+-- (s tells bk_open where the kind letter is; this script needs no p or r)
+local mark = bk_min(bk_open(z, s, s)) or 'inf'
 -- Claims that keep their IDs out of the zset while in flight record when
 -- the earliest of those records runs out as the second number of c
 -- ("<lease ms> <ms>"); its IDs come back only through a claim then, so

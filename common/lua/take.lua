@@ -24,6 +24,7 @@
 -- #include inflight
 -- #include wake
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
+local sh = bk_open(z, p, r)
 local epoch = tonumber(redis.call('GET', e) or 0)
 if tonumber(ARGV[1]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 local t = redis.call('TIME')
@@ -36,10 +37,10 @@ if n == 0 then return out end
 -- write the taken twins with one variadic ZADD and their record: the first
 -- write of a moving ID is the expensive one of a split, and this keeps its
 -- cost near a claim's.
-local scores = chunks_read('ZMSCORE', z, ARGV, 3)
-local has_p, has_r = redis.call('EXISTS', p) == 1, redis.call('EXISTS', r) == 1
-local payloads = has_p and chunks_read('HMGET', p, ARGV, 3) or {}
-local repeats = has_r and chunks_read('HMGET', r, ARGV, 3) or {}
+local scores = bk_read(sh, 'ZMSCORE', 'z', ARGV, 3)
+local has_p, has_r = bk_has(sh, 'p'), bk_has(sh, 'r')
+local payloads = has_p and bk_read(sh, 'HMGET', 'p', ARGV, 3) or {}
+local repeats = has_r and bk_read(sh, 'HMGET', 'r', ARGV, 3) or {}
 local zargs, fargs, taken = {}, {}, {}
 for i = 1, n do
     local id, cur = ARGV[i + 2], scores[i]
@@ -68,9 +69,9 @@ for i = 1, n do
         out[o + 3] = payloads[i] or false; out[o + 4] = repeats[i] or false
     end
 end
-chunks_write('ZADD', z, zargs)
+bk_write(sh, 'ZADD', 'z', zargs)
 if #fargs > 0 then
     inflight_add(f, lease, fargs)
-    wake_ring(z, p) -- the lease may run out before the scanner's next look
+    wake_ring(sh) -- the lease may run out before the scanner's next look
 end
 return out

@@ -30,6 +30,7 @@
 -- holds a space (never written by lapse), a space and then cmsgpack of
 -- { id, deadline, ... }.
 -- #include chunks
+-- #include bucket
 
 -- Whether lease l is a claim's whose IDs left the zset (".25").
 local function inflight_out(l)
@@ -92,18 +93,18 @@ end
 -- Restores the stored payload of an absent one from the record unless one
 -- is stored (a newer one wins), and deletes the record. Returns
 -- { id, deadline, ... } of those.
-local function inflight_back(z, p, f, l, rec)
+local function inflight_back(sh, f, l, rec)
     local list, pl = inflight_pairs(rec, l)
     local ids = {}
     for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
-    local cur = chunks_read('ZMSCORE', z, ids)
+    local cur = bk_read(sh, 'ZMSCORE', 'z', ids)
     local back = {}
     for j = 1, #ids do
         local c = cur[j]
         if not c or c == l then
             back[#back + 1] = ids[j]
             back[#back + 1] = list[2 * j]
-            if not c and pl and pl[ids[j]] then redis.call('HSETNX', p, ids[j], pl[ids[j]]) end
+            if not c and pl and pl[ids[j]] then bk_one(sh, 'HSETNX', 'p', ids[j], pl[ids[j]]) end
         end
     end
     redis.call('HDEL', f, l)
@@ -118,8 +119,8 @@ end
 -- so know they came back (the deadline from the record, the place in
 -- `returned`); a producer sees them in flight (apply.lua) until then.
 -- Returns how many came back.
-local function inflight_expire(z, p, f, l, rec)
-    local back = inflight_back(z, p, f, l, rec)
+local function inflight_expire(sh, f, l, rec)
+    local back = inflight_back(sh, f, l, rec)
     if #back == 0 then return 0 end
     local l5 = string.sub(l, 1, -4) .. '.5'
     local zargs = {}
@@ -127,7 +128,7 @@ local function inflight_expire(z, p, f, l, rec)
         zargs[#zargs + 1] = l5
         zargs[#zargs + 1] = back[i]
     end
-    chunks_write('ZADD', z, zargs)
+    bk_write(sh, 'ZADD', 'z', zargs)
     redis.call('HSET', f, l5, inflight_encode(back))
     return #back / 2
 end
@@ -189,15 +190,32 @@ local function inflight_dispatched(f, lease, id)
     return inflight_deadline(f, lease, id) or math.floor(tonumber(lease))
 end
 
+-- Whether an ID of the shard still holds lease l as its score: one
+-- ZCOUNT of the one key; with buckets, the scores of the IDs its record
+-- lists (an ID holds a lease only while its record lists it).
+local function inflight_held(sh, f, l)
+    if sh.one then return redis.call('ZCOUNT', sh.z, l, l) > 0 end
+    local rec = redis.call('HGET', f, l)
+    if not rec then return false end
+    local list = inflight_pairs(rec, l)
+    local ids = {}
+    for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
+    local cur = bk_read(sh, 'ZMSCORE', 'z', ids)
+    for i = 1, #ids do
+        if cur[i] and tonumber(cur[i]) == tonumber(l) then return true end
+    end
+    return false
+end
+
 -- Deletes the records of those leases (a lease may be listed more than
--- once) that no ID of zset z holds any more.
-local function inflight_forget(z, f, leases)
+-- once) that no ID of the shard holds any more.
+local function inflight_forget(sh, f, leases)
     local gone, seen = {}, {}
     for i = 1, #leases do
         local l = leases[i]
         if not seen[l] then
             seen[l] = true
-            if redis.call('ZCOUNT', z, l, l) == 0 then gone[#gone + 1] = l end
+            if not inflight_held(sh, f, l) then gone[#gone + 1] = l end
         end
     end
     chunks_write('HDEL', f, gone)

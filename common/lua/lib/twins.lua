@@ -5,14 +5,15 @@
 -- pending, not in m): otherwise what is there already accounts for it. A
 -- copied ID joins m, which makes the old twin stale for good.
 -- #include chunks
+-- #include bucket
 
--- Copies into the new shard whose keys are z, p, r, m the twins ids[j],
+-- Copies into the new shard sh (lib/bucket.lua; m its split markers) the twins ids[j],
 -- with deadlines[j] (strings), payloads[j] and repeats[j] (false or nil:
 -- none); an ID given twice is copied once, with the first one's data.
 -- Returns how many were copied, and whether one brought a repeat record.
-local function twins_copy(z, p, r, m, ids, deadlines, payloads, repeats)
+local function twins_copy(sh, m, ids, deadlines, payloads, repeats)
     if #ids == 0 then return 0, false end
-    local here, moved = chunks_read('ZMSCORE', z, ids), chunks_read('SMISMEMBER', m, ids)
+    local here, moved = bk_read(sh, 'ZMSCORE', 'z', ids), chunks_read('SMISMEMBER', m, ids)
     local zargs, pargs, rargs, margs, seen = {}, {}, {}, {}, {}
     for j = 1, #ids do
         local id = ids[j]
@@ -24,9 +25,9 @@ local function twins_copy(z, p, r, m, ids, deadlines, payloads, repeats)
             margs[#margs + 1] = id
         end
     end
-    chunks_write('ZADD', z, zargs)
-    chunks_write('HSET', p, pargs)
-    chunks_write('HSET', r, rargs)
+    bk_write(sh, 'ZADD', 'z', zargs)
+    bk_write(sh, 'HSET', 'p', pargs)
+    bk_write(sh, 'HSET', 'r', rargs)
     chunks_write('SADD', m, margs)
     return #margs, #rargs > 0
 end

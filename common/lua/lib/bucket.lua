@@ -1,0 +1,290 @@
+-- bucket: where an ID's score, payload and repeat record live inside its
+-- shard (layout.h; docs/design.md, "Small keys").
+--
+-- A shard comes in one of two forms. "One key": the zset z, the hashes p
+-- and r (lapse before 2026-11-27, kept as it is). "Buckets": 2^b + s small
+-- zsets z:J, with their payloads and repeat records beside them in p:J and
+-- r:J, where every key stays small enough for Redis's compact listpack
+-- encoding; the index x (J -> a lower bound of bucket J's lowest score)
+-- says which buckets can hold due IDs; the state k ("b s" and flag letters:
+-- "p" some bucket may hold payloads, "r" repeat records) says which form
+-- and where an ID lives. Its bucket follows linear hashing on h, the
+-- ID's bucket hash (bk_hash; lapse_bucket_hash in common/hash.c): J = h mod
+-- 2^b, or h mod 2^(b+1) when that is below s (bucket J was split already).
+-- grow.lua splits bucket s, one at a time, as the shard fills; the hash is
+-- independent of the shard hash, so a shard split moves no more than it
+-- did. Every key is named after z, p or r ("z:J" appends ":J"; x and k swap
+-- the kind letter), so on a Cluster it keeps the shard's hash tag.
+--
+-- The index is a lower bound, never more: every write of a score into a
+-- bucket lowers its entry to that score if it was higher (ZADD LT, one call
+-- per script); a removal or a later score leaves it low, and a claim that
+-- finds a bucket's entry due puts it right (bk_settle). So a due ID is
+-- always behind a due entry, and an entry costs at most one look too many.
+--
+-- The scripts call bk_read and bk_write where a one-key shard took one
+-- variadic command: the same commands, sent to each bucket's key with the
+-- IDs that live there (one call per bucket touched).
+-- #include chunks
+
+local BK_PRIME = 4294967291 -- the largest prime below 2^32
+
+-- The ID's bucket hash: a polynomial of its bytes modulo a prime (exact in
+-- Lua's doubles: h * 257 + 255 < 2^41). common/hash.c has the same.
+local function bk_hash(id)
+    local h = 0
+    for k = 1, #id do h = (h * 257 + string.byte(id, k)) % BK_PRIME end
+    return h
+end
+
+-- The shard of keys z, p, r: its form, read from k.
+local function bk_open(z, p, r)
+    local i = 1
+    while string.byte(z, i) == string.byte(p, i) do i = i + 1 end
+    local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
+    local sh = { z = z, p = p, r = r, head = head, tail = tail, at = {},
+                 x = head .. 'x' .. tail, k = head .. 'k' .. tail }
+    local st = redis.call('GET', sh.k)
+    if not st then
+        sh.one = true
+        return sh
+    end
+    local b, s, fl = string.match(st, '^(%d+) (%d+) ?(%a*)$')
+    sh.b, sh.s, sh.flags = tonumber(b), tonumber(s), fl or ''
+    sh.n = 2 ^ sh.b
+    return sh
+end
+
+-- The shard's other keys by kind letter ('s', 'b', ...: layout.h).
+local function bk_key(sh, letter)
+    return sh.head .. letter .. sh.tail
+end
+
+-- The bucket of id (h: its hash when the caller has it).
+local function bk_at(sh, id, h)
+    local j = sh.at[id]
+    if j then return j end
+    h = h or bk_hash(id)
+    j = h % sh.n
+    if j < sh.s then j = h % (2 * sh.n) end
+    sh.at[id] = j
+    return j
+end
+
+-- Whether the shard may hold anything of kind ('p' payloads, 'r' repeat
+-- records): the hash exists (one key), the flag is set (buckets).
+local function bk_has(sh, kind)
+    if sh.one then return redis.call('EXISTS', sh[kind]) == 1 end
+    return string.find(sh.flags, kind, 1, true) ~= nil
+end
+
+-- Sets kind's flag before its first write (buckets).
+local function bk_flag(sh, kind)
+    if sh.one or string.find(sh.flags, kind, 1, true) then return end
+    sh.flags = sh.flags .. kind
+    redis.call('SET', sh.k, string.format('%d %d %s', sh.b, sh.s, sh.flags))
+end
+
+local BK_STRIDE = { ZADD = 2, HSET = 2 }
+
+-- cmd on key with opts (up to two words) and list[from..to], in chunks;
+-- the sum of the integer replies.
+local function bk_call(cmd, key, o1, o2, list, from, to)
+    local sum, step = 0, 1000
+    for k = from, to, step do
+        local last = math.min(k + step - 1, to)
+        local n
+        if o2 then n = redis.call(cmd, key, o1, o2, unpack(list, k, last))
+        elseif o1 then n = redis.call(cmd, key, o1, unpack(list, k, last))
+        else n = redis.call(cmd, key, unpack(list, k, last)) end
+        if type(n) == 'number' then sum = sum + n end
+    end
+    return sum
+end
+
+-- list[from..to] by bucket: { [J] = the items }, the Js in first-seen
+-- order, and (with places) { [J] = each item's place in list }.
+local function bk_group(sh, list, from, to, stride, places)
+    local g, order, pos = {}, {}, places and {} or nil
+    for i = from, to, stride do
+        local id = list[i] -- (HSET pairs: the ID first)
+        local j = bk_at(sh, id)
+        local t = g[j]
+        if not t then
+            t = {}
+            g[j] = t
+            order[#order + 1] = j
+            if pos then pos[j] = {} end
+        end
+        for q = 0, stride - 1 do t[#t + 1] = list[i + q] end
+        if pos then pos[j][#pos[j] + 1] = i - from + 1 end
+    end
+    return g, order, pos
+end
+
+-- A read per ID (ZMSCORE, HMGET, SMISMEMBER) of kind's key(s): the
+-- replies in list's order (false for none), as chunks_read.
+local function bk_read(sh, cmd, kind, list, from, to)
+    from, to = from or 1, to or #list
+    if sh.one then return chunks_read(cmd, sh[kind], list, from, to) end
+    local g, order, pos = bk_group(sh, list, from, to, 1, true)
+    local got = {}
+    for _, j in ipairs(order) do
+        local part = chunks_read(cmd, sh[kind] .. ':' .. j, g[j])
+        local ps = pos[j]
+        for q = 1, #ps do got[ps[q]] = part[q] end
+    end
+    return got
+end
+
+-- A write (ZADD score/ID pairs, HSET ID/value pairs, HDEL, ZREM) of
+-- list[from..to] with up to two option words (ZADD's "GT", "CH", "NX"):
+-- the sum of the replies. A ZADD lowers the index entry of each bucket it
+-- writes to its lowest score written (ZADD LT: the index stays a lower
+-- bound whatever ZADD's options left unwritten).
+local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
+    from, to = from or 1, to or #list
+    if to < from then return 0 end
+    if sh.one then return bk_call(cmd, sh[kind], o1, o2, list, from, to) end
+    if cmd == 'HSET' and kind ~= 'z' then bk_flag(sh, kind) end
+    local stride = BK_STRIDE[cmd] or 1
+    local sum, xargs = 0, {}
+    if stride == 2 and cmd == 'ZADD' then -- (score, ID): group by the ID
+        local g, order = {}, {}
+        for i = from, to, 2 do
+            local j = bk_at(sh, list[i + 1])
+            local t = g[j]
+            if not t then t = {}; g[j] = t; order[#order + 1] = j end
+            t[#t + 1] = list[i]
+            t[#t + 1] = list[i + 1]
+        end
+        for _, j in ipairs(order) do
+            local t = g[j]
+            sum = sum + bk_call(cmd, sh.z .. ':' .. j, o1, o2, t, 1, #t)
+            local low, lows = tonumber(t[1]), t[1]
+            for q = 3, #t, 2 do
+                local v = tonumber(t[q])
+                if v < low then low, lows = v, t[q] end
+            end
+            xargs[#xargs + 1] = lows
+            xargs[#xargs + 1] = j
+        end
+        bk_call('ZADD', sh.x, 'LT', nil, xargs, 1, #xargs)
+        return sum
+    end
+    local g, order = bk_group(sh, list, from, to, stride)
+    for _, j in ipairs(order) do
+        local t = g[j]
+        sum = sum + bk_call(cmd, sh[kind] .. ':' .. j, o1, o2, t, 1, #t)
+    end
+    return sum
+end
+
+-- One ID's command (ZSCORE, HGET, HSETNX, ...): args after the key.
+local function bk_one(sh, cmd, kind, id, ...)
+    if sh.one then return redis.call(cmd, sh[kind], id, ...) end
+    if (cmd == 'HSETNX' or cmd == 'HSET') and kind ~= 'z' then bk_flag(sh, kind) end
+    local j = bk_at(sh, id)
+    if cmd == 'ZADD' then
+        error('bk_one: ZADD goes through bk_write')
+    end
+    return redis.call(cmd, sh[kind] .. ':' .. j, id, ...)
+end
+
+-- The shard's lowest score (a lower bound of it with buckets), or nil.
+local function bk_min(sh)
+    return redis.call('ZRANGE', sh.one and sh.z or sh.x, 0, 0, 'WITHSCORES')[2]
+end
+
+-- Buckets: puts bucket j's index entry right after a claim took from it.
+local function bk_settle(sh, j)
+    local first = redis.call('ZRANGE', sh.z .. ':' .. j, 0, 0, 'WITHSCORES')[2]
+    if first then
+        redis.call('ZADD', sh.x, first, j)
+    else
+        redis.call('ZREM', sh.x, j)
+    end
+end
+
+-- How many IDs are due at now: exact with one key; with buckets, the due
+-- IDs of the first 64 due buckets and one for each due bucket after them
+-- (a bucket's entry is due: it holds at least one due ID once settled).
+local function bk_due_count(sh, now)
+    if sh.one then return redis.call('ZCOUNT', sh.z, '-inf', now) end
+    local js = redis.call('ZRANGEBYSCORE', sh.x, '-inf', now, 'LIMIT', 0, 64)
+    local n = 0
+    for _, j in ipairs(js) do n = n + redis.call('ZCOUNT', sh.z .. ':' .. j, '-inf', now) end
+    if #js == 64 then n = n + redis.call('ZCOUNT', sh.x, '-inf', now) - 64 end
+    return n
+end
+
+-- Buckets: whether the shard has outgrown them. The buckets not split at
+-- this level (s .. 2^b - 1) each hold 1/2^b of the IDs: when up to four of
+-- them hold more than BK_LOAD on average, bucket s is split (bk_grow).
+-- BK_LOAD keeps buckets at 32..64 IDs, a Poisson tail well below Redis's
+-- listpack limit (zset-max-listpack-entries, 128 by default).
+local BK_LOAD = 64
+local function bk_full(sh)
+    if sh.one then return false end
+    local c, k = 0, 0
+    for j = sh.s, math.min(sh.s + 3, sh.n - 1) do
+        c, k = c + redis.call('ZCARD', sh.z .. ':' .. j), k + 1
+    end
+    return c > BK_LOAD * k
+end
+
+-- Moves the entries of hash key src whose ID lives in bucket dst now (of
+-- n2 at the next level) to hash key to.
+local function bk_split_hash(src, to, dst, n2)
+    local all = redis.call('HGETALL', src)
+    local keep, move = {}, {}
+    for i = 1, #all, 2 do
+        local t = bk_hash(all[i]) % n2 == dst and move or keep
+        t[#t + 1] = all[i]
+        t[#t + 1] = all[i + 1]
+    end
+    if #move == 0 then return end
+    redis.call('DEL', src) -- rewritten whole: a smaller hash is compact again
+    bk_call('HSET', src, nil, nil, keep, 1, #keep)
+    bk_call('HSET', to, nil, nil, move, 1, #move)
+end
+
+-- Buckets: splits up to max buckets while the shard is full (linear
+-- hashing: bucket s into s and s + 2^b by the hash's bit b, then s + 1;
+-- after the last, b + 1 and s = 0). Each split moves one small bucket's
+-- IDs, their payloads and repeat records (including those of IDs in
+-- flight, which are out of the zset), rewrites the bucket (compact
+-- again), and sets both index entries. Returns how many it split.
+local function bk_grow(sh, max)
+    local done = 0
+    while done < max and bk_full(sh) do
+        local n, src = sh.n, sh.s
+        local dst, n2 = src + n, 2 * n
+        local zs, zd = sh.z .. ':' .. src, sh.z .. ':' .. dst
+        local all = redis.call('ZRANGE', zs, 0, -1, 'WITHSCORES')
+        local keep, move = {}, {}
+        for i = 1, #all, 2 do
+            local t = bk_hash(all[i]) % n2 == dst and move or keep
+            t[#t + 1] = all[i + 1]
+            t[#t + 1] = all[i]
+        end
+        if #move > 0 then
+            redis.call('DEL', zs)
+            bk_call('ZADD', zs, nil, nil, keep, 1, #keep)
+            bk_call('ZADD', zd, nil, nil, move, 1, #move)
+        end
+        for _, kind in ipairs({ 'p', 'r' }) do
+            if bk_has(sh, kind) then
+                bk_split_hash(sh[kind] .. ':' .. src, sh[kind] .. ':' .. dst, dst, n2)
+            end
+        end
+        bk_settle(sh, src)
+        bk_settle(sh, dst)
+        sh.s = src + 1
+        if sh.s == n then sh.b, sh.s, sh.n = sh.b + 1, 0, n2 end
+        sh.at = {}
+        redis.call('SET', sh.k, string.format('%d %d %s', sh.b, sh.s, sh.flags))
+        done = done + 1
+    end
+    return done
+end
