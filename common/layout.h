@@ -50,6 +50,10 @@ enum lapse_key_kind {
                                  ("inf": none); it sleeps until then at most (sleep.lua) */
     LAPSE_KEY_BELL = 'b',     /* list: a write below that mark pushes a token here,
                                  waking the scanner blocked on it (lib/wake.lua) */
+    LAPSE_KEY_INDEX = 'x',    /* zset bucket -> a lower bound of its lowest score,
+                                 of a shard in small keys (bucket.h) */
+    LAPSE_KEY_BUCKETS = 'k',  /* string "b s" [flags]: the shard is in small keys
+                                 (bucket.h); absent: it is one zset */
 };
 
 /* A key's length at most, with its NUL (lapse_key, lapse_key_layout). */
