@@ -12,8 +12,9 @@ uint32_t lapse_bucket_hash(const void *id, size_t len)
     const unsigned char *p = id;
     uint64_t h = 0;
     for (size_t i = 0; i < len; i++)
-        h = (h * 257 + p[i]) % BUCKET_PRIME;
-    return (uint32_t)h;
+        h = (h * 1000003 + p[i]) % BUCKET_PRIME;
+    uint32_t x = (uint32_t)(h * 2654435761u); /* mod 2^32 */
+    return x >> 16 | x << 16;
 }
 
 int lapse_buckets_parse(const char *state, struct lapse_buckets *out)

@@ -16,8 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* An ID's bucket hash: the polynomial of its bytes with base 257 modulo
- * 4294967291, independent of the shard hash (hash.h). */
+/* An ID's bucket hash, independent of the shard hash (hash.h): the
+ * polynomial of its bytes with base 1000003 modulo 4294967291, times
+ * 2654435761 modulo 2^32, rotated by 16 bits (lib/bucket.lua says why). */
 uint32_t lapse_bucket_hash(const void *id, size_t len);
 
 struct lapse_buckets {

@@ -106,13 +106,14 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     memset(out, 0, sizeof *out);
     char key[LAPSE_NS_MAX * 2 + 32];
     lapse_key_layout(key, sizeof key, cfg, which);
-    redisReply *r = lapse_redis_command(home, "HMGET %s shards prev_shards epoch state nodes", key);
+    redisReply *r =
+        lapse_redis_command(home, "HMGET %s shards prev_shards epoch state nodes keys", key);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
         return -2;
     }
     int rc = -1;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
         snprintf(errstr, size, "redis %s: HMGET %s: %s", lapse_redis_name(home), key,
                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
         goto out;
@@ -136,6 +137,8 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     out->prev_shards = (uint32_t)prev;
     out->epoch = strtoll(r->element[2]->str, NULL, 10);
     out->splitting = strcmp(r->element[3]->str, "splitting") == 0;
+    out->small_keys = r->element[5]->type == REDIS_REPLY_STRING &&
+                      strcmp(r->element[5]->str, "small") == 0;
     if (layout_parse_nodes(cfg, r->element[4]->str, out, errstr, size) < 0) {
         lapse_layout_free(out);
         goto out;
@@ -167,10 +170,11 @@ static const char layout_init_lua[] =
     "if cur then return tonumber(cur) end\n"
     "redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'prev_shards', ARGV[1],\n"
     "           'epoch', 1, 'state', 'stable', 'nodes', ARGV[2])\n"
+    "if ARGV[3] == 'small' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
     "return 0\n";
 
 int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
-                      char *errstr, size_t size)
+                      int small_keys, char *errstr, size_t size)
 {
     struct lapse_layout l = {.shards = shards};
     l.node_of = calloc(shards, sizeof *l.node_of);
@@ -187,8 +191,8 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     }
     char key[LAPSE_NS_MAX * 2 + 32];
     lapse_key_layout(key, sizeof key, cfg, "layout");
-    redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s", layout_init_lua, key, shards,
-                                        nodes);
+    redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s %s", layout_init_lua, key,
+                                        shards, nodes, small_keys ? "small" : "one");
     free(nodes);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
@@ -210,4 +214,40 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
                  cfg->ns, r->integer);
     freeReplyObject(r);
     return rc;
+}
+
+/* A shard whose keys do not exist yet gets its state key (bucket.h). */
+static const char small_keys_lua[] =
+    "if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 then\n"
+    "    redis.call('SET', KEYS[4], '0 0', 'NX')\n"
+    "end\n"
+    "return 1\n";
+
+int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
+                            const struct lapse_layout *l, uint32_t from, char *errstr,
+                            size_t size)
+{
+    for (uint32_t s = from; s < l->shards; s++) {
+        lapse_redis *r = nodes[l->node_of[s]];
+        char z[LAPSE_KEY_MAX], p[LAPSE_KEY_MAX], rk[LAPSE_KEY_MAX], k[LAPSE_KEY_MAX];
+        lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, s);
+        lapse_key(p, sizeof p, cfg, LAPSE_KEY_PAYLOAD, s);
+        lapse_key(rk, sizeof rk, cfg, LAPSE_KEY_REPEAT, s);
+        lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, s);
+        redisReply *rep =
+            lapse_redis_command(r, "EVAL %s 4 %s %s %s %s", small_keys_lua, z, p, rk, k);
+        int ok = rep && rep->type == REDIS_REPLY_INTEGER;
+        if (!ok)
+            snprintf(errstr, size, "%s: shard %u in small keys: %s", lapse_redis_name(r), s,
+                     rep ? rep->str : lapse_redis_errstr(r));
+        if (rep)
+            freeReplyObject(rep);
+        if (!ok)
+            return -1;
+        if (lapse_redis_wait(r, cfg->redis_wait_replicas, cfg->redis_wait_timeout_ms) < 0) {
+            snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -33,6 +33,8 @@ struct lapse_layout {
     int64_t epoch;        /* layout version */
     int splitting;        /* state == "splitting" */
     uint16_t *node_of;    /* shards entries: index into cfg->nodes */
+    int small_keys;       /* field keys = "small": new shards start in small keys
+                             (bucket.h; init --small-keys) */
 };
 
 enum lapse_key_kind {
@@ -114,7 +116,17 @@ char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layo
  * errstr otherwise (already initialised with another count, Redis error).
  */
 int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
-                      char *errstr, size_t size);
+                      int small_keys, char *errstr, size_t size);
+
+/*
+ * Starts shards from..l->shards-1 of `l` in small keys (bucket.h): writes
+ * each one's state key "0 0" on its node, unless the shard holds data in
+ * one zset already (that one stays as it is) or has a state key. Idempotent;
+ * waits for wait_replicas. Returns 0, or -1 with errstr.
+ */
+int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
+                            const struct lapse_layout *l, uint32_t from, char *errstr,
+                            size_t size);
 
 void lapse_layout_free(struct lapse_layout *l); /* accepts an all-zero layout */
 

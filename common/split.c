@@ -189,6 +189,10 @@ int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const
         snprintf(errstr, size, "an interrupted finish is pending: run finish again");
         goto fail_next;
     }
+    /* the new shards of a namespace in small keys start so, before any
+     * program learns of them */
+    if (cur.small_keys && lapse_layout_small_keys(nodes, cfg, &next, cur.shards, errstr, size) < 0)
+        goto fail_next;
     if (split_commit(nodes, cfg, &next, errstr, size) < 0)
         goto fail_next;
     lapse_layout_free(&cur);

@@ -51,7 +51,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: lapse-scale -c FILE COMMAND\n"
-            "  init N                         create the layout with N shards (a power of two)\n"
+            "  init N [--small-keys]          create the layout with N shards (a power of two);\n"
+            "                                 --small-keys: each shard many small keys (README)\n"
             "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
             "  status --watch [--interval S] [--count N]\n"
             "                                 the same, refreshed every S seconds (default 2): on a\n"
@@ -83,7 +84,8 @@ static void usage(FILE *out)
             "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
-static int cmd_init(const struct lapse_config *cfg, lapse_redis *home, const char *arg)
+static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg,
+                    int small_keys)
 {
     char *end;
     long n = strtol(arg, &end, 10);
@@ -93,7 +95,18 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis *home, const cha
         return 2;
     }
     char err[512];
-    int rc = lapse_layout_init(home, cfg, (uint32_t)n, err, sizeof err);
+    int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n, small_keys, err, sizeof err);
+    struct lapse_layout l = {0};
+    if (rc >= 0 && small_keys && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
+        if (!l.small_keys) {
+            snprintf(err, sizeof err, "namespace \"%s\" was initialised in one zset per shard",
+                     cfg->ns);
+            rc = -1;
+        } else if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
+            rc = -1;
+        }
+    }
+    lapse_layout_free(&l);
     if (rc < 0) {
         fprintf(stderr, "lapse-scale: init: %s\n", err);
         return 1;
@@ -270,7 +283,7 @@ struct scale_cmd {
     const char *opts;
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, ""},      {"status", 0, "jwinu"}, {"get", 1, "j"},
+    {"init", 1, "k"},      {"status", 0, "jwinu"}, {"get", 1, "j"},
     {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
 };
 
@@ -285,7 +298,7 @@ static const struct scale_cmd *scale_cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
+    int as_json = 0, small_keys = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
     int64_t max_overdue_ms = 60000;
     int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
     static const struct option opts[] = {
@@ -298,6 +311,7 @@ int main(int argc, char **argv)
         {"watch", no_argument, NULL, 'w'},
         {"interval", required_argument, NULL, 'i'},
         {"count", required_argument, NULL, 'n'},
+        {"small-keys", no_argument, NULL, 'k'},
         {"due", no_argument, NULL, 'u'},
         {"max-overdue", required_argument, NULL, 'm'},
         {"max-memory", required_argument, NULL, 'M'},
@@ -327,6 +341,7 @@ int main(int argc, char **argv)
             break;
         case 'w': watch = 1; break;
         case 'u': due = 1; break;
+        case 'k': small_keys = 1; break;
         case 'M': {
             char *end;
             long pct = strtol(optarg, &end, 10);
@@ -448,7 +463,7 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "status") == 0 && watch)
         rc = lapse_scale_watch(&cfg, nodes, interval_ms, count);
     else if (strcmp(cmd, "init") == 0)
-        rc = cmd_init(&cfg, nodes[0], argv[optind + 1]);
+        rc = cmd_init(&cfg, nodes, argv[optind + 1], small_keys);
     else if (strcmp(cmd, "status") == 0)
         rc = lapse_scale_status(&cfg, nodes, as_json, due);
     else if (strcmp(cmd, "split") == 0)

@@ -292,6 +292,9 @@ out[6] = packed
 out[7] = returned
 inflight_forget(sh, f, expired)
 
+-- A shard in small keys grows by a few bucket splits a claim while it is
+-- full (lib/bucket.lua): each moves one small bucket, so a claim stays short.
+if batch > 0 then bk_grow(sh, 16) end
 local first = bk_min(sh)
 if first then
     out[3] = math.floor(tonumber(first))

@@ -26,8 +26,12 @@ local cur = redis.call('MGET', lock, s, e, c)
 if cur[1] ~= ARGV[1] then return { -1 } end
 if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
 redis.call('PEXPIRE', lock, ARGV[2])
--- (s tells bk_open where the kind letter is; this script needs no p or r)
-local mark = bk_min(bk_open(z, s, s)) or 'inf'
+local sh = bk_open(z, s) -- (p and r named from z: a split bucket moves them)
+-- A shard in small keys that has outgrown its buckets splits some here
+-- (lib/bucket.lua), and while more are to split the scanner does not nap:
+-- the claims that follow go on (claim.lua). Only a filling shard writes.
+local growing = bk_grow(sh, 16) > 0 and bk_full(sh)
+local mark = bk_min(sh) or 'inf'
 -- Claims that keep their IDs out of the zset while in flight record when
 -- the earliest of those records runs out as the second number of c
 -- ("<lease ms> <ms>"); its IDs come back only through a claim then, so
@@ -37,7 +41,8 @@ local mark = bk_min(bk_open(z, s, s)) or 'inf'
 local out_at = string.match(cur[4] or '', '^%d+ (%d+)$')
 if out_at and redis.call('EXISTS', f) == 0 then out_at = nil end
 if out_at and (mark == 'inf' or tonumber(out_at) < tonumber(mark)) then mark = out_at end
+if growing then mark = '0' end
 if cur[2] ~= mark then redis.call('SET', s, mark) end
-if mark == ARGV[3] then return { 0 } end
+if mark == ARGV[3] and not growing then return { 0 } end
 local t = redis.call('TIME')
 return { tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), mark }

@@ -29,19 +29,27 @@
 
 local BK_PRIME = 4294967291 -- the largest prime below 2^32
 
--- The ID's bucket hash: a polynomial of its bytes modulo a prime (exact in
--- Lua's doubles: h * 257 + 255 < 2^41). common/hash.c has the same.
+-- The ID's bucket hash: a polynomial of its bytes with base 1000003
+-- modulo a prime, then multiplied by 2654435761 modulo 2^32 (Knuth's
+-- multiplicative hash) and rotated by 16 bits, so that its low bits, which
+-- pick the bucket, are the product's well-mixed high bits. Exact in Lua's
+-- doubles (every product stays below 2^53); common/bucket.c has the same.
 local function bk_hash(id)
     local h = 0
-    for k = 1, #id do h = (h * 257 + string.byte(id, k)) % BK_PRIME end
-    return h
+    for k = 1, #id do h = (h * 1000003 + string.byte(id, k)) % BK_PRIME end
+    local hi, lo = math.floor(h / 65536), h % 65536
+    local x = (lo * 2654435761 + (hi * 2654435761 % 65536) * 65536) % 4294967296
+    return math.floor(x / 65536) + (x % 65536) * 65536
 end
 
--- The shard of keys z, p, r: its form, read from k.
+-- The shard of keys z, p, r: its form, read from k. (A script that has
+-- only z and another key of the shard passes that one as p and no r: p
+-- and r are then named from z.)
 local function bk_open(z, p, r)
     local i = 1
     while string.byte(z, i) == string.byte(p, i) do i = i + 1 end
     local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
+    if not r then p, r = head .. 'p' .. tail, head .. 'r' .. tail end
     local sh = { z = z, p = p, r = r, head = head, tail = tail, at = {},
                  x = head .. 'x' .. tail, k = head .. 'k' .. tail }
     local st = redis.call('GET', sh.k)
