@@ -36,8 +36,18 @@ note "t0 $t0: $(cut -f2 expect.tsv | sort | uniq -c | tr -s ' \n' ' ')"
 tA=$(local_ms)
 sp_producer A
 sp_feed A pre.txt
-rcli ZRANGE "$NS:z:0" 0 -1 >z0.txt
-rcli ZRANGE "$NS:z:1" 0 -1 >z1.txt
+# (the members of shard S's zset, or of all its buckets in small keys)
+members() {
+    rcli EVAL "local r = {}
+        for _, pat in ipairs({ ARGV[1], ARGV[1] .. ':*' }) do
+            for _, k in ipairs(redis.call('KEYS', pat)) do
+                for _, m in ipairs(redis.call('ZRANGE', k, 0, -1)) do r[#r + 1] = m end
+            end
+        end
+        return r" 0 "$NS:z:$1"
+}
+members 0 >z0.txt
+members 1 >z1.txt
 stale0=$(rcli INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//p')
 epoch0=$(sp_status .epoch)
 

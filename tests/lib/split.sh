@@ -63,7 +63,7 @@ sp_where() {
         sp_cli "$p" EVAL "local r = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
                 local s = redis.call('ZSCORE', k, ARGV[2])
-                if s then r[#r + 1] = string.match(k, ':(%d+)}?$') .. ' ' .. s end
+                if s then r[#r + 1] = (string.match(k, ':z:(%d+)') or string.match(k, ':(%d+)}')) .. ' ' .. s end
             end
             return r" 0 "$NS" "$1"
     done | sed '/^$/d' # (a node without it answers an empty line)
@@ -79,7 +79,7 @@ sp_where_all() {
     for p in $(_sp_ports); do
         sp_cli "$p" EVAL "local r = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-                local sh = string.match(k, ':(%d+)}?$')
+                local sh = (string.match(k, ':z:(%d+)') or string.match(k, ':(%d+)}'))
                 local pk = string.gsub(k, ':z:', ':p:', 1)
                 for i = 3, #ARGV do
                     local s = redis.call('ZSCORE', k, ARGV[i])
@@ -107,6 +107,7 @@ sp_status() { # JQ_FILTER: applied to `lapse-scale status --json`
 # old and new shard are then on different servers and producers move twins
 # with take, seed and drop; on one node apply.lua moves them itself
 # (producer/send.c). A test can run both ways (e.g. 0551 runs 0550).
+# SP_INIT_ARGS go to init (0501: --small-keys).
 sp_start() {
     redis_start main
     kafka_start --brokers 1
@@ -114,12 +115,12 @@ sp_start() {
         redis_start two
         SP_PORTS=("$(redis_port main)")
         sp_write_config
-        scale init 2 >/dev/null
+        scale init 2 ${SP_INIT_ARGS:-} >/dev/null
         SP_PORTS+=("$(redis_port two)")
         sp_write_config
     else
         write_config
-        scale init 2 >/dev/null
+        scale init 2 ${SP_INIT_ARGS:-} >/dev/null
     fi
     scanner_start 0
     scanner_start 1
