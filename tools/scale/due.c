@@ -1,20 +1,11 @@
 /*
  * due — see due.h.
  *
- * How the counts stay right: a bucket is ZCOUNT over its score range minus
- * the IDs in flight whose score falls in that range. A claim takes one-shot
- * IDs out of the sorted set into a record (common/lua/claim.lua): they are
- * counted from the record, in their own column, and are in no range. A
- * repeating ID in flight, and an ID under an older kind of lease ("<ms>.5",
- * "<ms>.75" for a producer's take during a split), stays in the set with a
- * lease for its score, which is not its deadline, so it comes out of the
- * range its lease lands in. Which IDs are in flight is decided by one
- * function of the script, due_inflight.
- *
- * The script (common/lua/due.lua) only reads: it may run against a busy
- * primary at any time without changing what the scanners see. A shard in
- * small keys is read in calls of DUE_CHUNK buckets each, so that Redis is
- * never held long however big the shard.
+ * The script (common/lua/due.lua, which says how the counts stay right)
+ * only reads: it may run against a busy primary at any time without
+ * changing what the scanners see. A shard in small keys is read in calls
+ * of DUE_CHUNK buckets each, so that Redis is never held long however big
+ * the shard.
  */
 #include "due.h"
 
