@@ -3,7 +3,8 @@
  * it holds, how many are due, how many are in flight, how late the oldest
  * undelivered deadline is, and whether a scanner holds its lock.
  *
- * Read in one read-only Lua call per shard, so "now" is the shard's own
+ * Read in one read-only Lua call per shard (common/lua/health.lua; a shard
+ * in small keys bucket by bucket, bucket.h), so "now" is the shard's own
  * Redis clock and every count agrees with the others; nothing is written.
  * Used by lapse-scale status, status --watch and check.
  */

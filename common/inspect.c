@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bucket.h"
 #include "hash.h"
 
 #define KEY_MAX LAPSE_KEY_MAX
@@ -153,51 +154,85 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
                       int want_moved, struct lapse_inspect_place *p, char *errstr, size_t size)
 {
     char z[KEY_MAX], pk[KEY_MAX], rk[KEY_MAX], lk[KEY_MAX], mk[KEY_MAX], fk[KEY_MAX];
-    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, p->shard);
-    lapse_key(pk, sizeof pk, cfg, LAPSE_KEY_PAYLOAD, p->shard);
-    lapse_key(rk, sizeof rk, cfg, LAPSE_KEY_REPEAT, p->shard);
+    char kk[KEY_MAX], state[64] = "";
     lapse_key(lk, sizeof lk, cfg, LAPSE_KEY_LOCK, p->shard);
     lapse_key(mk, sizeof mk, cfg, LAPSE_KEY_MOVED, p->shard);
     lapse_key(fk, sizeof fk, cfg, LAPSE_KEY_INFLIGHT, p->shard);
+    lapse_key(kk, sizeof kk, cfg, LAPSE_KEY_BUCKETS, p->shard);
     p->deadline_ms = p->lease_ms = p->dispatching_ms = p->period_ms = -1;
     if (lapse_redis_ensure(r) < 0)
         return reply_fail(r, NULL, NULL, errstr, size);
 
     /* every argument a C string but the ID, which is `len` bytes */
-    const char *argv[7][3] = {
+    const char *argv[8][3] = {
         {"CLIENT", "NO-TOUCH", "ON"}, {"TIME"}, {"ZSCORE", z, id}, {"HGET", pk, id},
-        {"HGET", rk, id},             {"GET", lk}, {"SISMEMBER", mk, id},
+        {"HGET", rk, id}, {"GET", lk}, {"GET", kk}, {"SISMEMBER", mk, id},
     };
-    static const int argc[7] = {3, 1, 3, 3, 3, 2, 3};
-    int n = want_moved ? 7 : 6;
+    static const int argc[8] = {3, 1, 3, 3, 3, 2, 2, 3};
+    static const char *what[] = {"CLIENT NO-TOUCH", "TIME", "ZSCORE", "HGET payload",
+                                 "HGET repeat", "GET lock", "GET buckets", "SISMEMBER moved"};
+    int n = want_moved ? 8 : 7;
     /* (on a cluster the keyless two go to the shard's primary too: TIME is
      * its clock, NO-TOUCH its connection) */
     uint16_t slot = lapse_shard_slot(cfg->ns, p->shard);
-    for (int i = 0; i < n; i++) {
-        size_t lens[3];
-        for (int j = 0; j < argc[i]; j++)
-            lens[j] = argv[i][j] == id ? len : strlen(argv[i][j]);
-        if (lapse_redis_append_slot(r, slot, argc[i], argv[i], lens) < 0)
-            return reply_fail(r, NULL, NULL, errstr, size);
-    }
-    redisReply *rep[7] = {0};
+    redisReply *rep[8] = {0};
     int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (lapse_redis_get_reply(r, &rep[i]) < 0) {
-            rc = reply_fail(r, NULL, NULL, errstr, size);
-            break;
+    /* The ID's keys follow the shard's state (bucket.h): read first, then
+     * again with the ID's reads, which are taken as they are once the
+     * state did not change between (a bucket split moves IDs). */
+    for (int tries = 0;; tries++) {
+        if (tries == 0) {
+            redisReply *st = lapse_redis_command(r, "GET %s", kk);
+            if (!st || (st->type != REDIS_REPLY_STRING && st->type != REDIS_REPLY_NIL))
+                return reply_fail(r, st, "GET buckets", errstr, size);
+            snprintf(state, sizeof state, "%s", st->type == REDIS_REPLY_STRING ? st->str : "");
+            freeReplyObject(st);
         }
-    }
-    static const char *what[] = {"CLIENT NO-TOUCH", "TIME", "ZSCORE", "HGET payload",
-                                 "HGET repeat", "GET lock", "SISMEMBER moved"};
-    /* (reply 0 may be an error: servers before 7.2 do not know NO-TOUCH) */
-    for (int i = 1; rc == 0 && i < n; i++) {
-        int t = rep[i]->type;
-        int ok = i == 1   ? t == REDIS_REPLY_ARRAY && rep[i]->elements == 2
-                 : i == 6 ? t == REDIS_REPLY_INTEGER
-                          : t == REDIS_REPLY_STRING || t == REDIS_REPLY_NIL;
-        if (!ok) {
-            rc = reply_fail(r, rep[i], what[i], errstr, size);
+        struct lapse_buckets bk;
+        if (lapse_buckets_parse(state[0] ? state : NULL, &bk) < 0) {
+            snprintf(errstr, size, "%s: %s: not a shard state (\"b s\" [flags]): %s",
+                     lapse_redis_name(r), kk, state);
+            return -1;
+        }
+        uint32_t j = lapse_bucket_of(&bk, lapse_bucket_hash(id, len));
+        char key[KEY_MAX];
+        lapse_key(key, sizeof key, cfg, LAPSE_KEY_DUE, p->shard);
+        lapse_bucket_key(z, sizeof z, &bk, key, j);
+        lapse_key(key, sizeof key, cfg, LAPSE_KEY_PAYLOAD, p->shard);
+        lapse_bucket_key(pk, sizeof pk, &bk, key, j);
+        lapse_key(key, sizeof key, cfg, LAPSE_KEY_REPEAT, p->shard);
+        lapse_bucket_key(rk, sizeof rk, &bk, key, j);
+        for (int i = 0; i < n; i++) {
+            size_t lens[3];
+            for (int a = 0; a < argc[i]; a++)
+                lens[a] = argv[i][a] == id ? len : strlen(argv[i][a]);
+            if (lapse_redis_append_slot(r, slot, argc[i], argv[i], lens) < 0)
+                return reply_fail(r, NULL, NULL, errstr, size);
+        }
+        for (int i = 0; i < n; i++) {
+            if (lapse_redis_get_reply(r, &rep[i]) < 0) {
+                rc = reply_fail(r, NULL, NULL, errstr, size);
+                break;
+            }
+        }
+        /* (reply 0 may be an error: servers before 7.2 do not know NO-TOUCH) */
+        for (int i = 1; rc == 0 && i < n; i++) {
+            int t = rep[i]->type;
+            int ok = i == 1   ? t == REDIS_REPLY_ARRAY && rep[i]->elements == 2
+                     : i == 7 ? t == REDIS_REPLY_INTEGER
+                              : t == REDIS_REPLY_STRING || t == REDIS_REPLY_NIL;
+            if (!ok) {
+                rc = reply_fail(r, rep[i], what[i], errstr, size);
+                rep[i] = NULL;
+            }
+        }
+        const char *now = rc == 0 && rep[6]->type == REDIS_REPLY_STRING ? rep[6]->str : "";
+        if (rc < 0 || strcmp(now, state) == 0 || tries == 3)
+            break;
+        snprintf(state, sizeof state, "%s", now); /* moved meanwhile: once more */
+        for (int i = 0; i < n; i++) {
+            if (rep[i])
+                freeReplyObject(rep[i]);
             rep[i] = NULL;
         }
     }
@@ -236,7 +271,7 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
         }
         if (rep[5]->type == REDIS_REPLY_STRING)
             snprintf(p->holder, sizeof p->holder, "%s", rep[5]->str);
-        p->moved = want_moved && rep[6]->integer == 1;
+        p->moved = want_moved && rep[7]->integer == 1;
     }
     for (int i = 0; i < n; i++)
         if (rep[i])

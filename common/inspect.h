@@ -10,7 +10,9 @@
  * and the reads go on): an operator's look must not keep keys warm or run
  * a script that writes. The reads of one shard are one round trip, not one
  * transaction: a scanner may move the ID between two of them, which the
- * result shows as it was read.
+ * result shows as it was read. In a shard in small keys (bucket.h) they
+ * go to the ID's bucket, named by the shard's state key read before them
+ * (and with them: a bucket split between the two reads them again).
  */
 #ifndef LAPSE_INSPECT_H
 #define LAPSE_INSPECT_H

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bucket.h"
 #include "clock.h"
 #include "hash.h"
 
@@ -205,22 +206,16 @@ fail:
     return -1;
 }
 
-/*
- * Walks old shard `shard` (ZSCAN) and calls fn for each moving ID, with its
- * score. fn returns 0 to go on, -1 to stop with an error.
- */
-static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
-                      const struct lapse_layout *l, uint32_t shard,
+/* ZSCANs zset `key` on r, calling fn for each moving ID (split_walk). */
+static int split_scan(lapse_redis *r, const char *key, const struct lapse_layout *l,
                       int (*fn)(void *ctx, const char *id, size_t len, double score), void *ctx,
                       char *errstr, size_t size)
 {
-    lapse_redis *r = nodes[l->node_of[shard]];
-    char z[KEY_MAX], cursor[32] = "0";
-    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
+    char cursor[32] = "0";
     do {
-        redisReply *rep = lapse_redis_command(r, "ZSCAN %s %s COUNT %d", z, cursor, SCAN_COUNT);
+        redisReply *rep = lapse_redis_command(r, "ZSCAN %s %s COUNT %d", key, cursor, SCAN_COUNT);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-            snprintf(errstr, size, "%s: ZSCAN %s: %s", lapse_redis_name(r), z,
+            snprintf(errstr, size, "%s: ZSCAN %s: %s", lapse_redis_name(r), key,
                      rep && rep->type == REDIS_REPLY_ERROR ? rep->str : lapse_redis_errstr(r));
             if (rep)
                 freeReplyObject(rep);
@@ -240,6 +235,68 @@ static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
         }
         freeReplyObject(rep);
     } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+/* The form of shard `shard` on r (bucket.h): its state key read. 0, or -1
+ * with errstr. */
+static int split_buckets(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                         struct lapse_buckets *bk, char *errstr, size_t size)
+{
+    char k[KEY_MAX];
+    lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, shard);
+    redisReply *rep = lapse_redis_command(r, "GET %s", k);
+    int ok = rep && (rep->type == REDIS_REPLY_NIL ||
+                     (rep->type == REDIS_REPLY_STRING &&
+                      lapse_buckets_parse(rep->str, bk) == 0));
+    if (ok && rep->type == REDIS_REPLY_NIL)
+        lapse_buckets_parse(NULL, bk);
+    if (!ok)
+        snprintf(errstr, size, "%s: GET %s: %s", lapse_redis_name(r), k,
+                 !rep                             ? lapse_redis_errstr(r)
+                 : rep->type == REDIS_REPLY_ERROR ? rep->str
+                                                  : "not a shard state (\"b s\" [flags])");
+    if (rep)
+        freeReplyObject(rep);
+    return ok ? 0 : -1;
+}
+
+/*
+ * Walks old shard `shard` (ZSCAN) and calls fn for each moving ID, with its
+ * score. fn returns 0 to go on, -1 to stop with an error.
+ *
+ * A shard in small keys (bucket.h) is walked bucket by bucket. A bucket
+ * split while the walk runs moves IDs from bucket s to s + 2^b, which is
+ * past every bucket the walk knew of: the state is read again after the
+ * last one, and the buckets added since walked too, until none was. So no
+ * ID is missed; one moved from a bucket walked already can come twice (a
+ * count a little high; a move of an ID moved already does nothing).
+ */
+static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
+                      const struct lapse_layout *l, uint32_t shard,
+                      int (*fn)(void *ctx, const char *id, size_t len, double score), void *ctx,
+                      char *errstr, size_t size)
+{
+    lapse_redis *r = nodes[l->node_of[shard]];
+    char z[KEY_MAX], key[KEY_MAX + 16];
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
+    struct lapse_buckets bk;
+    if (split_buckets(r, cfg, shard, &bk, errstr, size) < 0)
+        return -1;
+    if (!bk.small)
+        return split_scan(r, z, l, fn, ctx, errstr, size);
+    uint64_t from = 0, to = lapse_buckets_count(&bk);
+    while (from < to) {
+        for (uint64_t j = from; j < to; j++) {
+            lapse_bucket_key(key, sizeof key, &bk, z, (uint32_t)j);
+            if (split_scan(r, key, l, fn, ctx, errstr, size) < 0)
+                return -1;
+        }
+        if (split_buckets(r, cfg, shard, &bk, errstr, size) < 0)
+            return -1;
+        from = to;
+        to = lapse_buckets_count(&bk); /* (1 if the state key went: nothing more) */
+    }
     return 0;
 }
 

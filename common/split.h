@@ -43,7 +43,8 @@ struct lapse_split_left {
     int64_t last_due_ms;  /* the latest deadline among them, -1 if none */
 };
 
-/* Counts old shard `shard`'s moving IDs (a full ZSCAN, hashing each ID). */
+/* Counts old shard `shard`'s moving IDs (a full ZSCAN, hashing each ID; of
+ * every bucket of a shard in small keys, bucket.h). */
 int lapse_split_left(lapse_redis **nodes, const struct lapse_config *cfg,
                      const struct lapse_layout *l, uint32_t shard, struct lapse_split_left *out,
                      char *errstr, size_t size);

@@ -1,18 +1,11 @@
 /*
  * due — see due.h.
  *
- * How the counts stay right: a bucket is ZCOUNT over its score range minus
- * the IDs in flight whose score falls in that range. A claim takes one-shot
- * IDs out of the sorted set into a record (common/lua/claim.lua): they are
- * counted from the record, in their own column, and are in no range. A
- * repeating ID in flight, and an ID under an older kind of lease ("<ms>.5",
- * "<ms>.75" for a producer's take during a split), stays in the set with a
- * lease for its score, which is not its deadline, so it comes out of the
- * range its lease lands in. Which IDs are in flight is decided by one
- * function of the script, due_inflight.
- *
- * The script only reads (TIME, HKEYS, HGET, ZMSCORE, ZCOUNT): it may run against a busy
- * primary at any time without changing what the scanners see.
+ * The script (common/lua/due.lua, which says how the counts stay right)
+ * only reads: it may run against a busy primary at any time without
+ * changing what the scanners see. A shard in small keys is read in calls
+ * of DUE_CHUNK buckets each, so that Redis is never held long however big
+ * the shard.
  */
 #include "due.h"
 
@@ -37,80 +30,102 @@ static const char *const due_header[LAPSE_SCALE_DUE_BUCKETS] = {
     "overdue", "1 min", "10 min", "1 h", "1 day", "later",
 };
 
-/*
- * KEYS[1] the shard's zset, KEYS[2] its in-flight records (NS:f:I);
- * ARGV the buckets' upper edges as ms from now. Returns { now, inflight,
- * bucket1, ..., bucketN } (N = #ARGV + 1).
- *
- * due_inflight: how many IDs are in flight, and how many of those hold a
- * place in zset z, per bucket (by their score), as lapse-scale status
- * counts them (common/health.c): the IDs of a claim's record (lease
- * "<ms>.25", common/lua/lib/inflight.lua) not written since — out of the
- * set, or a repeating one still on the lease (that one is in the set, in
- * its lease's bucket) — and the IDs holding an older kind of lease (".5",
- * ".75", one ZCOUNT per lease) that has a record. A field that is not a
- * lease is skipped.
- */
-static const char due_lua[] =
-    "local function due_inflight(z, f, edges)\n"
-    "    local total, held = 0, {}\n"
-    "    for b = 1, #edges + 1 do held[b] = 0 end\n"
-    "    for _, l in ipairs(redis.call('HKEYS', f)) do\n"
-    "        local s = string.find(l, '.', 1, true) and tonumber(l)\n"
-    "        local b = 1\n"
-    "        while s and b <= #edges and s > edges[b] do b = b + 1 end\n"
-    "        if s and string.sub(l, -3) == '.25' then\n"
-    "            local groups, flat = cmsgpack.unpack(redis.call('HGET', f, l))\n"
-    "            local ids = {}\n"
-    "            for g = 1, #groups, 2 do\n"
-    "                for _, id in ipairs(groups[g + 1]) do ids[#ids + 1] = id end\n"
-    "            end\n"
-    "            for i = 1, #flat, 2 do ids[#ids + 1] = flat[i] end\n"
-    "            for k = 1, #ids, 1000 do\n"
-    "                local cur = redis.call('ZMSCORE', z, unpack(ids, k, math.min(k + 999, #ids)))\n"
-    "                for j = 1, #cur do\n"
-    "                    if not cur[j] then total = total + 1\n"
-    "                    elseif cur[j] == l then total, held[b] = total + 1, held[b] + 1 end\n"
-    "                end\n"
-    "            end\n"
-    "        elseif s then\n"
-    "            local n = redis.call('ZCOUNT', z, l, l)\n"
-    "            total, held[b] = total + n, held[b] + n\n"
-    "        end\n"
-    "    end\n"
-    "    return total, held\n"
-    "end\n"
-    "local z, f = KEYS[1], KEYS[2]\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local edges = {}\n"
-    "for i = 1, #ARGV do edges[i] = now + tonumber(ARGV[i]) end\n"
-    "local inflight, held = due_inflight(z, f, edges)\n"
-    "local out, lo = { now, inflight }, '-inf'\n"
-    "for b = 1, #edges + 1 do\n"
-    "    local hi = edges[b] and string.format('%d', edges[b]) or '+inf'\n"
-    "    out[#out + 1] = redis.call('ZCOUNT', z, lo, hi) - held[b]\n"
-    "    lo = '(' .. hi\n"
-    "end\n"
-    "return out\n";
+/* common/lua/due.lua (embedded by scripts/embed-lua, with lib/bucket.lua
+ * pasted in): KEYS z, f; ARGV the first bucket, how many, now ("" the
+ * first time), the ranges' upper edges as ms from now. */
+extern const char lapse_lua_due[];
 
-/* Fills d from a reply of due_lua; 0, or -1 with d->error. */
-static int due_decode(const redisReply *rep, struct lapse_scale_due *d)
+/* Buckets of a shard in small keys counted per call: 6 ZCOUNTs each, a
+ * millisecond or so of Redis's time per call at most. */
+#define DUE_CHUNK "256"
+
+/* A bucket split between two calls of one shard moves IDs from a bucket
+ * counted to one not (or back): the shard is read again from bucket 0, up
+ * to this many times, then taken as read (a histogram of a moving shard). */
+#define DUE_RESTARTS 3
+
+/* Appends one call of due_lua for shard `shard` from bucket `from`, at
+ * `now` ("" for the first call). 0, or -1 (not connected). */
+static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                      long long from, const char *now, char edges[][24])
 {
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 + LAPSE_SCALE_DUE_BUCKETS;
+    char z[LAPSE_KEY_MAX], f[LAPSE_KEY_MAX], start[24];
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
+    lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
+    snprintf(start, sizeof start, "%lld", from);
+    const char *argv[8 + LAPSE_SCALE_DUE_BUCKETS - 1] = {"EVAL", lapse_lua_due, "2", z, f,
+                                                         start, DUE_CHUNK, now};
+    size_t lens[8 + LAPSE_SCALE_DUE_BUCKETS - 1];
+    int argc = 8;
+    for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
+        argv[argc++] = edges[b];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, shard), argc, argv, lens);
+}
+
+/* Adds a reply of due_lua to d (the first call of a shard: sets now and
+ * in flight); *next, *buckets from the reply. 0, or -1 with d->error. */
+static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long long *next,
+                      long long *buckets)
+{
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 4 + LAPSE_SCALE_DUE_BUCKETS;
     for (size_t i = 0; ok && i < rep->elements; i++)
         ok = rep->element[i]->type == REDIS_REPLY_INTEGER;
     if (!ok) {
         snprintf(d->error, sizeof d->error, "unexpected reply to the due-times script%s%.200s",
                  rep->type == REDIS_REPLY_ERROR ? ": " : "",
                  rep->type == REDIS_REPLY_ERROR ? rep->str : "");
+        d->read = 0;
         return -1;
     }
-    d->now_ms = rep->element[0]->integer;
-    d->inflight = rep->element[1]->integer;
+    if (!d->read)
+        d->now_ms = rep->element[0]->integer;
+    d->inflight += rep->element[1]->integer;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
-        d->bucket[b] = rep->element[2 + b]->integer;
+        d->bucket[b] += rep->element[2 + b]->integer;
+    *next = rep->element[2 + LAPSE_SCALE_DUE_BUCKETS]->integer;
+    *buckets = rep->element[3 + LAPSE_SCALE_DUE_BUCKETS]->integer;
     d->read = 1;
+    return 0;
+}
+
+/* The rest of a shard in small keys whose first call said next, buckets:
+ * one call at a time, at the first call's clock (every call's ranges are
+ * the same). 0, or -2 with errstr (no reply). */
+static int due_rest(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                    char edges[][24], struct lapse_scale_due *d, long long next,
+                    long long buckets, char *errstr, size_t size)
+{
+    int restarts = 0;
+    while (next >= 0) {
+        char now[24];
+        snprintf(now, sizeof now, "%lld", (long long)d->now_ms);
+        redisReply *rep;
+        if (due_append(r, cfg, shard, next, now, edges) < 0 ||
+            lapse_redis_get_reply(r, &rep) < 0) {
+            snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+            return -2;
+        }
+        long long was = buckets;
+        int rc = due_decode(rep, d, &next, &buckets);
+        freeReplyObject(rep);
+        if (rc < 0)
+            return 0;
+        if (buckets != was && restarts++ < DUE_RESTARTS) {
+            /* a split moved IDs under the read: from bucket 0 again */
+            memset(d, 0, sizeof *d);
+            if (due_append(r, cfg, shard, 0, "", edges) < 0 ||
+                lapse_redis_get_reply(r, &rep) < 0) {
+                snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+                return -2;
+            }
+            rc = due_decode(rep, d, &next, &buckets);
+            freeReplyObject(rep);
+            if (rc < 0)
+                return 0;
+        }
+    }
     return 0;
 }
 
@@ -124,33 +139,37 @@ int lapse_scale_due_read(lapse_redis *r, const struct lapse_config *cfg, const u
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;
     }
-    for (size_t k = 0; k < nshards; k++) {
-        char z[LAPSE_KEY_MAX], f[LAPSE_KEY_MAX];
-        lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard[k]);
-        lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard[k]);
-        const char *argv[5 + LAPSE_SCALE_DUE_BUCKETS - 1] = {"EVAL", due_lua, "2", z, f};
-        size_t lens[5 + LAPSE_SCALE_DUE_BUCKETS - 1];
-        int argc = 5;
-        for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
-            argv[argc++] = edges[b];
-        for (int i = 0; i < argc; i++)
-            lens[i] = strlen(argv[i]);
-        if (lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, shard[k]), argc, argv, lens) < 0) {
+    /* every shard's first call in one pipeline: a one-key shard is whole
+     * in it, a shard in small keys has its first DUE_CHUNK buckets there */
+    for (size_t k = 0; k < nshards; k++)
+        if (due_append(r, cfg, shard[k], 0, "", edges) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
             return -2;
         }
+    long long *next = malloc((nshards ? nshards : 1) * 2 * sizeof *next);
+    if (!next) {
+        snprintf(errstr, size, "out of memory");
+        return -2;
     }
+    long long *buckets = next + nshards;
     for (size_t k = 0; k < nshards; k++) {
         redisReply *rep;
         memset(&out[k], 0, sizeof out[k]);
+        next[k] = -1;
         if (lapse_redis_get_reply(r, &rep) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+            free(next);
             return -2;
         }
-        due_decode(rep, &out[k]);
+        due_decode(rep, &out[k], &next[k], &buckets[k]);
         freeReplyObject(rep);
     }
-    return 0;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < nshards; k++)
+        if (out[k].read && next[k] >= 0)
+            rc = due_rest(r, cfg, shard[k], edges, &out[k], next[k], buckets[k], errstr, size);
+    free(next);
+    return rc;
 }
 
 /* Every node's shards, each node's read in one pipeline; a node that gives
