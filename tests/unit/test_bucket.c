@@ -18,10 +18,10 @@ static const struct {
     uint32_t hash;
 } vectors[] = {
     {"", 0, 0u},
-    {"a", 1, 97u},
-    {"dev-42", 6, 4191975848u},
-    {"order:1234567", 13, 372328776u},
-    {"x\377y", 3, 7991536u}, /* a byte above 127: unsigned, as string.byte */
+    {"a", 1, 470938373u},
+    {"dev-42", 6, 2770676572u},
+    {"order:1234567", 13, 3105038160u},
+    {"x\377y", 3, 1410198711u}, /* a byte above 127: unsigned, as string.byte */
 };
 
 TEST(bucket_hash_vectors)
@@ -40,7 +40,7 @@ TEST(bucket_hash_max_id)
 {
     char id[512];
     memset(id, 'z', sizeof id);
-    CHECK(lapse_bucket_hash(id, sizeof id) == 16086126u);
+    CHECK(lapse_bucket_hash(id, sizeof id) == 1190629869u);
 }
 
 TEST(bucket_parse)
