@@ -167,7 +167,10 @@ char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layo
 /* Creates the record only if absent; returns the shard count it holds. */
 static const char layout_init_lua[] =
     "local cur = redis.call('HGET', KEYS[1], 'shards')\n"
-    "if cur then return tonumber(cur) end\n"
+    "if cur then\n"
+    "    if ARGV[3] == 'small' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
+    "    return tonumber(cur)\n"
+    "end\n"
     "redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'prev_shards', ARGV[1],\n"
     "           'epoch', 1, 'state', 'stable', 'nodes', ARGV[2])\n"
     "if ARGV[3] == 'small' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
@@ -216,11 +219,18 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     return rc;
 }
 
-/* A shard whose keys do not exist yet gets its state key (bucket.h). */
+/* A shard without a state key gets one (bucket.h): 2^b buckets for the
+ * IDs its one zset holds, 48 a bucket (a fresh shard: 1), with the flags of
+ * the hashes it holds; the programs then move its old keys into buckets
+ * (lib/bucket.lua, bk_promote). */
 static const char small_keys_lua[] =
-    "if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 then\n"
-    "    redis.call('SET', KEYS[4], '0 0', 'NX')\n"
-    "end\n"
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
+    "local n, b = redis.call('ZCARD', KEYS[1]), 0\n"
+    "while 2 ^ b * 48 < n and b < 24 do b = b + 1 end\n"
+    "local fl = ''\n"
+    "if redis.call('EXISTS', KEYS[2]) == 1 then fl = fl .. 'p' end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then fl = fl .. 'r' end\n"
+    "redis.call('SET', KEYS[4], b .. ' 0' .. (fl ~= '' and ' ' .. fl or ''))\n"
     "return 1\n";
 
 int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,

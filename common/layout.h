@@ -120,9 +120,10 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
 
 /*
  * Starts shards from..l->shards-1 of `l` in small keys (bucket.h): writes
- * each one's state key "0 0" on its node, unless the shard holds data in
- * one zset already (that one stays as it is) or has a state key. Idempotent;
- * waits for wait_replicas. Returns 0, or -1 with errstr.
+ * each one's state key on its node unless it has one: "0 0" for a fresh
+ * shard; for one holding IDs in one zset, as many buckets as fit them, and
+ * the programs then move the IDs into buckets as they run (online, nothing
+ * stops). Idempotent; waits for wait_replicas. Returns 0, or -1 with errstr.
  */
 int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
                             const struct lapse_layout *l, uint32_t from, char *errstr,

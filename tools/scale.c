@@ -106,11 +106,7 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
     int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n, small_keys, err, sizeof err);
     struct lapse_layout l = {0};
     if (rc >= 0 && small_keys && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
-        if (!l.small_keys) {
-            snprintf(err, sizeof err, "namespace \"%s\" was initialised in one zset per shard",
-                     cfg->ns);
-            rc = -1;
-        } else if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
+        if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
             rc = -1;
         }
     }

@@ -182,8 +182,12 @@ if batch > 0 then
     if sh.one then
         take(z, batch, old_max)
     else
+        if sh.old then -- a converting shard: its old zset's due IDs into their buckets first
+            local due_old = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'LIMIT', 0, batch)
+            bk_promote(sh, due_old, 1, #due_old, 1, 0)
+        end
         local room, old_room = batch, old_max
-        for _, j in ipairs(redis.call('ZRANGEBYSCORE', sh.x, '-inf', now, 'LIMIT', 0, batch)) do
+        for _, j in ipairs(bk_due(sh, now, batch)) do
             local took, old, g0, d0 = take(z .. ':' .. j, room, old_room)
             j = tonumber(j)
             for g = g0 + 2, #groups, 2 do
@@ -294,7 +298,11 @@ inflight_forget(sh, f, expired)
 
 -- A shard in small keys grows by a few bucket splits a claim while it is
 -- full (lib/bucket.lua): each moves one small bucket, so a claim stays short.
-if batch > 0 then bk_grow(sh, 16) end
+-- A converting shard moves a chunk of its old keys into buckets.
+if batch > 0 then
+    bk_grow(sh, 16)
+    bk_drain(sh, 256)
+end
 local first = bk_min(sh)
 if first then
     out[3] = math.floor(tonumber(first))

@@ -27,8 +27,10 @@
 -- function, due_inflight.
 -- #include bucket
 local z, f = KEYS[1], KEYS[2]
--- (f tells bk_open where the kind letter is; this script needs no p or r)
-local sh = bk_open(z, f, f)
+local sh = bk_open(z, f)
+-- (a converting shard's old zset is read as one more bucket, after the
+-- others, and nothing is moved)
+sh.readonly = true
 local from, count = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 if not now then
@@ -43,9 +45,10 @@ for i = 4, #ARGV do edges[#edges + 1] = now + tonumber(ARGV[i]) end
 local function held_at(s)
     if sh.one then return redis.call('ZCOUNT', sh.z, s, s) end
     local n = 0
-    for _, j in ipairs(redis.call('ZRANGEBYSCORE', sh.x, '-inf', s)) do
+    for _, j in ipairs(bk_due(sh, s, math.huge)) do
         n = n + redis.call('ZCOUNT', sh.z .. ':' .. j, s, s)
     end
+    if sh.old then n = n + redis.call('ZCOUNT', sh.z, s, s) end
     return n
 end
 
@@ -88,10 +91,11 @@ for b = 1, #edges + 1 do held[b] = 0 end
 if from == 0 then inflight, held = due_inflight() end
 local out = { now, inflight }
 for b = 1, #edges + 1 do out[#out + 1] = -held[b] end
-local buckets = sh.one and 1 or sh.n + sh.s
+local nb = sh.one and 1 or sh.n + sh.s
+local buckets = nb + (sh.old and 1 or 0)
 local last = math.min(from + count, buckets) - 1
 for j = from, last do
-    local key = sh.one and sh.z or sh.z .. ':' .. j
+    local key = (sh.one or j == nb) and sh.z or sh.z .. ':' .. j
     local lo = '-inf'
     for b = 1, #edges + 1 do
         local hi = edges[b] and string.format('%d', edges[b]) or '+inf'

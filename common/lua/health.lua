@@ -24,7 +24,8 @@
 -- #include bucket
 local z, f = KEYS[1], KEYS[2]
 -- (f tells bk_open where the kind letter is; this script needs no p or r)
-local sh = bk_open(z, f, f)
+local sh = bk_open(z, f)
+sh.readonly = true -- (a converting shard's old keys are read, not moved)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -32,8 +33,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- buckets whose index entry is at most max.
 local function zsets(max)
     if sh.one then return { sh.z } end
-    local keys = {}
-    for _, j in ipairs(redis.call('ZRANGEBYSCORE', sh.x, '-inf', max)) do
+    local keys = sh.old and { sh.z } or {}
+    for _, j in ipairs(bk_due(sh, max, math.huge)) do
         keys[#keys + 1] = sh.z .. ':' .. j
     end
     return keys
@@ -44,6 +45,7 @@ if sh.one then
     pending = redis.call('ZCARD', z)
 else
     for j = 0, sh.n + sh.s - 1 do pending = pending + redis.call('ZCARD', z .. ':' .. j) end
+    if sh.old then pending = pending + redis.call('ZCARD', z) end
 end
 for _, key in ipairs(zsets(now)) do
     due = due + redis.call('ZCOUNT', key, '-inf', now)

@@ -28,9 +28,10 @@ if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
 redis.call('PEXPIRE', lock, ARGV[2])
 local sh = bk_open(z, s) -- (p and r named from z: a split bucket moves them)
 -- A shard in small keys that has outgrown its buckets splits some here
--- (lib/bucket.lua), and while more are to split the scanner does not nap:
--- the claims that follow go on (claim.lua). Only a filling shard writes.
-local growing = bk_grow(sh, 16) > 0 and bk_full(sh)
+-- (lib/bucket.lua), a converting one moves a chunk of its old keys into
+-- buckets, and while more is to do the scanner does not nap: the claims
+-- that follow go on (claim.lua). Only a filling or converting shard writes.
+local growing = bk_drain(sh, 256) > 0 or (bk_grow(sh, 16) > 0 and bk_full(sh))
 local mark = bk_min(sh) or 'inf'
 -- Claims that keep their IDs out of the zset while in flight record when
 -- the earliest of those records runs out as the second number of c

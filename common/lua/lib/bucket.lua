@@ -5,8 +5,8 @@
 -- and r (lapse before 2026-11-27, kept as it is). "Buckets": 2^b + s small
 -- zsets z:J, with their payloads and repeat records beside them in p:J and
 -- r:J, where every key stays small enough for Redis's compact listpack
--- encoding; the index x (J -> a lower bound of bucket J's lowest score)
--- says which buckets can hold due IDs; the state k ("b s" and flag letters:
+-- encoding; the index x (two levels, bk_lower: J -> a lower bound of
+-- bucket J's lowest score) says which buckets can hold due IDs; the state k ("b s" and flag letters:
 -- "p" some bucket may hold payloads, "r" repeat records) says which form
 -- and where an ID lives. Its bucket follows linear hashing on h, the
 -- ID's bucket hash (bk_hash; lapse_bucket_hash in common/hash.c): J = h mod
@@ -60,6 +60,10 @@ local function bk_open(z, p, r)
     local b, s, fl = string.match(st, '^(%d+) (%d+) ?(%a*)$')
     sh.b, sh.s, sh.flags = tonumber(b), tonumber(s), fl or ''
     sh.n = 2 ^ sh.b
+    -- a shard converted from one zset (init --small-keys on a namespace
+    -- that had data) while its old keys still hold some: bk_promote
+    sh.old = redis.call('EXISTS', z, sh.p, sh.r) > 0
+    sh.moved = {}
     return sh
 end
 
@@ -130,17 +134,150 @@ local function bk_group(sh, list, from, to, stride, places)
     return g, order, pos
 end
 
+-- The index has two levels, so that no key of it grows past ~200 KB (a
+-- bucket's entry is ~90 B): group g's index x:g holds buckets g*BK_GROUP ..
+-- (g+1)*BK_GROUP-1 (bucket J -> a lower bound of its lowest score), and
+-- the top index x holds each group's lowest entry (g -> a lower bound).
+local BK_GROUP = 2048
+
+local function bk_group_of(j)
+    return math.floor(j / BK_GROUP)
+end
+
+-- Lowers the index entries of buckets { [J] = score string } to those
+-- scores where they are higher (ZADD LT), each group's and the top's: one
+-- call per group touched and one for the top.
+local function bk_lower(sh, low)
+    local gx, gmin = {}, {}
+    for j, sc in pairs(low) do
+        local g = bk_group_of(j)
+        local t = gx[g]
+        if not t then t = {}; gx[g] = t end
+        t[#t + 1] = sc
+        t[#t + 1] = j
+        if not gmin[g] or tonumber(sc) < tonumber(gmin[g]) then gmin[g] = sc end
+    end
+    local top = {}
+    for g, t in pairs(gx) do
+        bk_call('ZADD', sh.x .. ':' .. g, 'LT', nil, t, 1, #t)
+        top[#top + 1] = gmin[g]
+        top[#top + 1] = g
+    end
+    bk_call('ZADD', sh.x, 'LT', nil, top, 1, #top)
+end
+
+-- Puts group g's top entry right: its index's lowest entry, or none.
+local function bk_settle_group(sh, g)
+    local first = redis.call('ZRANGE', sh.x .. ':' .. g, 0, 0, 'WITHSCORES')[2]
+    if first then
+        redis.call('ZADD', sh.x, first, g)
+    else
+        redis.call('ZREM', sh.x, g)
+    end
+end
+
+-- The buckets whose index entry is at most max, lowest top entry first,
+-- up to limit of them. A group whose top entry is due but none of its
+-- buckets' is gets its top entry put right (unless sh.readonly).
+local function bk_due(sh, max, limit)
+    local out = {}
+    for _, g in ipairs(redis.call('ZRANGEBYSCORE', sh.x, '-inf', max)) do
+        local js = limit == math.huge and redis.call('ZRANGEBYSCORE', sh.x .. ':' .. g, '-inf', max)
+            or redis.call('ZRANGEBYSCORE', sh.x .. ':' .. g, '-inf', max, 'LIMIT', 0, limit - #out)
+        if #js == 0 and not sh.readonly then bk_settle_group(sh, g) end
+        for _, j in ipairs(js) do out[#out + 1] = tonumber(j) end
+        if #out >= limit then break end
+    end
+    return out
+end
+
+-- A shard being converted (sh.old: its one zset, payload or repeat hash
+-- still exists): before anything reads or writes an ID, the ID's score,
+-- payload and repeat record move from the old keys into its bucket (list
+-- [from..to], the IDs every stride-th from off). Programs of this version
+-- write buckets only, so what a bucket holds already is newer and stays
+-- (NX). Each ID moves once a call (sh.moved). Claims also move the old
+-- zset's due IDs first, and claims and naps the rest a chunk at a time
+-- (bk_drain); once the old keys are gone the shard is buckets only.
+local function bk_promote(sh, list, from, to, stride, off)
+    if not sh.old or sh.readonly then return end
+    local ids = {}
+    for i = from + off, to, stride do
+        local id = list[i]
+        if not sh.moved[id] then
+            sh.moved[id] = true
+            ids[#ids + 1] = id
+        end
+    end
+    if #ids == 0 then return end
+    local sc = chunks_read('ZMSCORE', sh.z, ids)
+    local pl = redis.call('EXISTS', sh.p) == 1 and chunks_read('HMGET', sh.p, ids) or {}
+    local rp = redis.call('EXISTS', sh.r) == 1 and chunks_read('HMGET', sh.r, ids) or {}
+    local gone, zg, xl = {}, {}, {}
+    for k = 1, #ids do
+        local id = ids[k]
+        if sc[k] or pl[k] or rp[k] then
+            gone[#gone + 1] = id
+            local j = bk_at(sh, id)
+            if sc[k] then
+                local t = zg[j]
+                if not t then t = {}; zg[j] = t end
+                t[#t + 1] = sc[k]
+                t[#t + 1] = id
+                if not xl[j] or tonumber(sc[k]) < tonumber(xl[j]) then xl[j] = sc[k] end
+            end
+            if pl[k] then
+                bk_flag(sh, 'p')
+                redis.call('HSETNX', sh.p .. ':' .. j, id, pl[k])
+            end
+            if rp[k] then
+                bk_flag(sh, 'r')
+                redis.call('HSETNX', sh.r .. ':' .. j, id, rp[k])
+            end
+        end
+    end
+    if #gone == 0 then return end
+    for j, t in pairs(zg) do bk_call('ZADD', sh.z .. ':' .. j, 'NX', nil, t, 1, #t) end
+    bk_lower(sh, xl)
+    chunks_write('ZREM', sh.z, gone)
+    chunks_write('HDEL', sh.p, gone)
+    chunks_write('HDEL', sh.r, gone)
+    sh.old = redis.call('EXISTS', sh.z, sh.p, sh.r) > 0
+end
+
+-- A converting shard: moves up to max IDs of its old keys into buckets,
+-- the earliest deadlines first, then payloads and repeat records left of
+-- IDs in flight. Returns how many it looked at (0: nothing left).
+local function bk_drain(sh, max)
+    if sh.one or not sh.old then return 0 end
+    local ids = redis.call('ZRANGE', sh.z, 0, max - 1)
+    for _, key in ipairs({ sh.p, sh.r }) do
+        if #ids == 0 and redis.call('EXISTS', key) == 1 then
+            ids = redis.call('HRANDFIELD', key, max)
+        end
+    end
+    bk_promote(sh, ids, 1, #ids, 1, 0)
+    return #ids
+end
+
 -- A read per ID (ZMSCORE, HMGET, SMISMEMBER) of kind's key(s): the
 -- replies in list's order (false for none), as chunks_read.
 local function bk_read(sh, cmd, kind, list, from, to)
     from, to = from or 1, to or #list
     if sh.one then return chunks_read(cmd, sh[kind], list, from, to) end
+    bk_promote(sh, list, from, to, 1, 0)
     local g, order, pos = bk_group(sh, list, from, to, 1, true)
     local got = {}
     for _, j in ipairs(order) do
         local part = chunks_read(cmd, sh[kind] .. ':' .. j, g[j])
         local ps = pos[j]
         for q = 1, #ps do got[ps[q]] = part[q] end
+    end
+    if sh.old and sh.readonly then -- (a reader that must not move them: the old keys too)
+        local old = chunks_read(cmd, sh[kind], list, from, to)
+        for q = 1, to - from + 1 do
+            if not got[q] or got[q] == 0 then got[q] = old[q] end
+        end
     end
     return got
 end
@@ -156,7 +293,8 @@ local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
     if sh.one then return bk_call(cmd, sh[kind], o1, o2, list, from, to) end
     if cmd == 'HSET' and kind ~= 'z' then bk_flag(sh, kind) end
     local stride = BK_STRIDE[cmd] or 1
-    local sum, xargs = 0, {}
+    bk_promote(sh, list, from, to, stride, cmd == 'ZADD' and 1 or 0)
+    local sum = 0
     if stride == 2 and cmd == 'ZADD' then -- (score, ID): group by the ID
         local g, order = {}, {}
         for i = from, to, 2 do
@@ -166,18 +304,17 @@ local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
             t[#t + 1] = list[i]
             t[#t + 1] = list[i + 1]
         end
+        local low = {}
         for _, j in ipairs(order) do
             local t = g[j]
             sum = sum + bk_call(cmd, sh.z .. ':' .. j, o1, o2, t, 1, #t)
-            local low, lows = tonumber(t[1]), t[1]
+            local lows = t[1]
             for q = 3, #t, 2 do
-                local v = tonumber(t[q])
-                if v < low then low, lows = v, t[q] end
+                if tonumber(t[q]) < tonumber(lows) then lows = t[q] end
             end
-            xargs[#xargs + 1] = lows
-            xargs[#xargs + 1] = j
+            low[j] = lows
         end
-        bk_call('ZADD', sh.x, 'LT', nil, xargs, 1, #xargs)
+        bk_lower(sh, low)
         return sum
     end
     local g, order = bk_group(sh, list, from, to, stride)
@@ -192,6 +329,7 @@ end
 local function bk_one(sh, cmd, kind, id, ...)
     if sh.one then return redis.call(cmd, sh[kind], id, ...) end
     if (cmd == 'HSETNX' or cmd == 'HSET') and kind ~= 'z' then bk_flag(sh, kind) end
+    bk_promote(sh, { id }, 1, 1, 1, 0)
     local j = bk_at(sh, id)
     if cmd == 'ZADD' then
         error('bk_one: ZADD goes through bk_write')
@@ -201,28 +339,35 @@ end
 
 -- The shard's lowest score (a lower bound of it with buckets), or nil.
 local function bk_min(sh)
-    return redis.call('ZRANGE', sh.one and sh.z or sh.x, 0, 0, 'WITHSCORES')[2]
+    local m = redis.call('ZRANGE', sh.one and sh.z or sh.x, 0, 0, 'WITHSCORES')[2]
+    if sh.old then -- (a converting shard: its old zset too)
+        local o = redis.call('ZRANGE', sh.z, 0, 0, 'WITHSCORES')[2]
+        if o and (not m or tonumber(o) < tonumber(m)) then m = o end
+    end
+    return m
 end
 
 -- Buckets: puts bucket j's index entry right after a claim took from it.
 local function bk_settle(sh, j)
     local first = redis.call('ZRANGE', sh.z .. ':' .. j, 0, 0, 'WITHSCORES')[2]
+    local xg = sh.x .. ':' .. bk_group_of(j)
     if first then
-        redis.call('ZADD', sh.x, first, j)
+        redis.call('ZADD', xg, first, j)
     else
-        redis.call('ZREM', sh.x, j)
+        redis.call('ZREM', xg, j)
     end
+    bk_settle_group(sh, bk_group_of(j))
 end
 
--- How many IDs are due at now: exact with one key; with buckets, the due
--- IDs of the first 64 due buckets and one for each due bucket after them
--- (a bucket's entry is due: it holds at least one due ID once settled).
+-- How many IDs are due at now: exact with one key; with buckets, those of
+-- the first 64 due buckets (a lower bound when more are due: the scanner
+-- only needs to know that some are).
 local function bk_due_count(sh, now)
     if sh.one then return redis.call('ZCOUNT', sh.z, '-inf', now) end
-    local js = redis.call('ZRANGEBYSCORE', sh.x, '-inf', now, 'LIMIT', 0, 64)
+    local js = bk_due(sh, now, 64)
     local n = 0
     for _, j in ipairs(js) do n = n + redis.call('ZCOUNT', sh.z .. ':' .. j, '-inf', now) end
-    if #js == 64 then n = n + redis.call('ZCOUNT', sh.x, '-inf', now) - 64 end
+    if sh.old then n = n + redis.call('ZCOUNT', sh.z, '-inf', now) end
     return n
 end
 
