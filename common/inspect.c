@@ -176,7 +176,7 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
      * its clock, NO-TOUCH its connection) */
     uint16_t slot = lapse_shard_slot(cfg->ns, p->shard);
     redisReply *rep[8] = {0};
-    int rc = 0;
+    int rc = 0, old = 0; /* old: reading a converting shard's one-zset keys */
     /* The ID's keys follow the shard's state (bucket.h): read first, then
      * again with the ID's reads, which are taken as they are once the
      * state did not change between (a bucket split moves IDs). */
@@ -194,6 +194,8 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
                      lapse_redis_name(r), kk, state);
             return -1;
         }
+        if (old)
+            bk.small = 0;
         uint32_t j = lapse_bucket_of(&bk, lapse_bucket_hash(id, len));
         char key[KEY_MAX];
         lapse_key(key, sizeof key, cfg, LAPSE_KEY_DUE, p->shard);
@@ -227,6 +229,19 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
             }
         }
         const char *now = rc == 0 && rep[6]->type == REDIS_REPLY_STRING ? rep[6]->str : "";
+        /* nothing in its bucket: a shard converted from one zset may still
+         * hold the ID in its old keys (bucket.h) */
+        int none = rc == 0 && rep[2]->type == REDIS_REPLY_NIL &&
+                   rep[3]->type == REDIS_REPLY_NIL && rep[4]->type == REDIS_REPLY_NIL;
+        if (none && bk.small && !old) {
+            old = 1;
+            for (int i = 0; i < n; i++) {
+                if (rep[i])
+                    freeReplyObject(rep[i]);
+                rep[i] = NULL;
+            }
+            continue;
+        }
         if (rc < 0 || strcmp(now, state) == 0 || tries == 3)
             break;
         snprintf(state, sizeof state, "%s", now); /* moved meanwhile: once more */

@@ -297,7 +297,9 @@ static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
         from = to;
         to = lapse_buckets_count(&bk); /* (1 if the state key went: nothing more) */
     }
-    return 0;
+    /* a shard converted from one zset may still hold IDs in it (bucket.h);
+     * (a missing key scans as empty) */
+    return split_scan(r, z, l, fn, ctx, errstr, size);
 }
 
 static int count_one(void *ctx, const char *id, size_t len, double score)

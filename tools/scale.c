@@ -115,7 +115,12 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
         fprintf(stderr, "lapse-scale: init: %s\n", err);
         return 1;
     }
-    printf("namespace %s: %s with %ld shards\n", cfg->ns, rc == 0 ? "initialised" : "already initialised", n);
+    printf("namespace %s: %s with %ld shards%s\n", cfg->ns,
+           rc == 0 ? "initialised" : "already initialised", n,
+           small_keys ? rc == 0 ? " in small keys"
+                                : "; its shards are in small keys now (IDs held in one zset move "
+                                  "into buckets while the programs run)"
+                      : "");
     return 0;
 }
 
