@@ -94,14 +94,6 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
                 LAPSE_MAX_SHARDS);
         return 2;
     }
-    if (small_keys && cfg->cluster) {
-        /* a reshard moves a bucket at a time, and a script that reaches a
-         * bucket already moved stops half-way: not until scripts name
-         * every bucket they touch */
-        fprintf(stderr, "lapse-scale: init: --small-keys is not supported on a Redis Cluster "
-                        "yet (2026-11-26)\n");
-        return 2;
-    }
     char err[512];
     int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n, small_keys, err, sizeof err);
     struct lapse_layout l = {0};

@@ -20,10 +20,10 @@
 -- wrote it before records, an entry per ID.)
 -- #include inflight
 local z, p, f, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
+local sh = bk_open(z, p, KEYS[4]) -- (before the first write: lib/bucket.lua)
 if not redis.call('SET', lock, ARGV[1], 'NX', 'PX', math.floor(tonumber(ARGV[2]) * 0.9)) then
     return { 0, redis.call('GET', lock) or '' }
 end
-local sh = bk_open(z, p, KEYS[4])
 local recovered = 0
 local records = redis.call('HGETALL', f)
 for i = 1, #records, 2 do

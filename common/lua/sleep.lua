@@ -25,8 +25,10 @@ local z, lock, s, e, c, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local cur = redis.call('MGET', lock, s, e, c)
 if cur[1] ~= ARGV[1] then return { -1 } end
 if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
+-- (p and r named from z: a split bucket moves them; opened before the
+-- first write: lib/bucket.lua)
+local sh = bk_open(z, s)
 redis.call('PEXPIRE', lock, ARGV[2])
-local sh = bk_open(z, s) -- (p and r named from z: a split bucket moves them)
 -- A shard in small keys that has outgrown its buckets splits some here
 -- (lib/bucket.lua), a converting one moves a chunk of its old keys into
 -- buckets, and while more is to do the scanner does not nap: the claims

@@ -52,4 +52,5 @@ done
 sp_wait_delivered events.json expect.tsv
 sp_end_repeats
 sp_stop_producers A
+cluster_bulk_end # (0941)
 sp_final_check 8 8

@@ -159,7 +159,7 @@ cluster_serve() {
     local s
     kafka_start --brokers 1
     cluster_config
-    scale init "$1" >/dev/null || fail "init: exit status $?"
+    scale init "$1" ${SP_INIT_ARGS:-} >/dev/null || fail "init: exit status $?"
     for ((s = 0; s < $1; s++)); do scanner_start "$s"; done
     events_follow events.json
 }
@@ -193,6 +193,36 @@ cluster_workload() {
     done
     sp_producer A
     sp_feed A pre.txt
+    # with CLUSTER_BULK=N also N IDs an hour away (bulk-0 ..), so that
+    # shards hold many keys while slots move
+    if [[ -n ${CLUSTER_BULK:-} ]]; then
+        awk -v n="$CLUSTER_BULK" 'BEGIN { for (i = 0; i < n; i++) printf "touch bulk-%d +3600000\n", i }' |
+            produce || fail "the bulk IDs: lapse-producer exited with $?"
+    fi
+}
+
+# cluster_bulk_end: with CLUSTER_BULK=N, checks that every one of the N
+# bulk IDs is still pending (in any shard's zset or buckets, on any
+# primary), then cancels them, so that the namespace can empty
+cluster_bulk_end() {
+    [[ -n ${CLUSTER_BULK:-} ]] || return 0
+    local p c n=0
+    for p in $(cluster_primaries); do
+        c=$(redis-cli -p "$p" EVAL "local n = 0
+            for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
+                for _, id in ipairs(redis.call('ZRANGE', k, 0, -1)) do
+                    if string.sub(id, 1, 5) == 'bulk-' then n = n + 1 end
+                end
+            end
+            return n" 0 "$NS")
+        n=$((n + c))
+    done
+    assert_eq "$n" "$CLUSTER_BULK" "bulk IDs pending after the slots moved"
+    note "scripts ended whole as TRYAGAIN while slots moved: $(for p in $(cluster_primaries); do
+        redis-cli -p "$p" INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_TRYAGAIN:count=//p'
+    done | awk "{ n += \$1 } END { print n + 0 }")"
+    awk -v n="$CLUSTER_BULK" 'BEGIN { for (i = 0; i < n; i++) printf "cancel bulk-%d\n", i }' |
+        produce || fail "cancelling the bulk IDs: lapse-producer exited with $?"
 }
 
 # cluster_replay_while PROC: feeds producer A the workload's later writes

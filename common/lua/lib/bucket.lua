@@ -52,10 +52,25 @@ local function bk_open(z, p, r)
     if not r then p, r = head .. 'p' .. tail, head .. 'r' .. tail end
     local sh = { z = z, p = p, r = r, head = head, tail = tail, at = {},
                  x = head .. 'x' .. tail, k = head .. 'k' .. tail }
-    local st = redis.call('GET', sh.k)
+    -- On a Redis Cluster whose slot for this shard is migrating, a key the
+    -- script did not declare that is not (or no longer) here is refused,
+    -- and a script refused half-way would leave half its writes. So every
+    -- script opens the shard before its first write, and here a refusal
+    -- ends it whole, as TRYAGAIN (which the programs retry: the slot moves
+    -- in milliseconds a key). k is not declared; a shard in buckets has k,
+    -- so it also asks for a key that never exists (q), which only a
+    -- migrating slot refuses. A slot stable now stays so for the script.
+    local st = redis.pcall('GET', sh.k)
+    if type(st) == 'table' and st.err then
+        error({ err = 'TRYAGAIN shard keys moving (' .. st.err .. ')' })
+    end
     if not st then
         sh.one = true
         return sh
+    end
+    local q = redis.pcall('EXISTS', head .. 'q' .. tail)
+    if type(q) == 'table' and q.err then
+        error({ err = 'TRYAGAIN shard keys moving (' .. q.err .. ')' })
     end
     local b, s, fl = string.match(st, '^(%d+) (%d+) ?(%a*)$')
     sh.b, sh.s, sh.flags = tonumber(b), tonumber(s), fl or ''
