@@ -2,8 +2,9 @@
 # same run on the same machine (see tests/bench/run), then the scanner and
 # split figures (make bench-scanner, tests/bench/scanner.mk), then the
 # high-availability ones (make bench-ha: wait_replicas, TLS, failover time),
-# the cluster ones (make bench-cluster) and lapse-scale status --due against
-# millions of pending IDs (make bench-due).
+# the cluster ones (make bench-cluster), lapse-scale status --due against
+# millions of pending IDs (make bench-due) and small keys against one sorted
+# set per shard (make bench-keys).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -14,12 +15,13 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha bench-cluster bench-due
+.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-due
+	@$(MAKE) --no-print-directory bench-keys
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -36,6 +38,13 @@ bench-cluster: all
 #   make bench-due DUE_N=10000000        the documented figure
 bench-due: all
 	@LAPSE_BIN=$(BIN) tests/bench/due-run
+
+# A shard as one sorted set against small keys: bytes per ID, the largest
+# key, resets against raw pipelined ZADD (tests/bench/keys-run):
+#   make bench-keys                      N = 1,000,000, 11- and 16-byte IDs
+#   make bench-keys BENCH_KEYS_BIG=1     10,000,000 too (minutes)
+bench-keys: all
+	@LAPSE_BIN=$(BIN) tests/bench/keys-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
