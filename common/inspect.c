@@ -156,7 +156,6 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
     char z[KEY_MAX], pk[KEY_MAX], rk[KEY_MAX], lk[KEY_MAX], mk[KEY_MAX], fk[KEY_MAX];
     char kk[KEY_MAX], state[64] = "";
     lapse_key(lk, sizeof lk, cfg, LAPSE_KEY_LOCK, p->shard);
-    lapse_key(mk, sizeof mk, cfg, LAPSE_KEY_MOVED, p->shard);
     lapse_key(fk, sizeof fk, cfg, LAPSE_KEY_INFLIGHT, p->shard);
     lapse_key(kk, sizeof kk, cfg, LAPSE_KEY_BUCKETS, p->shard);
     p->deadline_ms = p->lease_ms = p->dispatching_ms = p->period_ms = -1;
@@ -204,6 +203,8 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
         lapse_bucket_key(pk, sizeof pk, &bk, key, j);
         lapse_key(key, sizeof key, cfg, LAPSE_KEY_REPEAT, p->shard);
         lapse_bucket_key(rk, sizeof rk, &bk, key, j);
+        lapse_key(key, sizeof key, cfg, LAPSE_KEY_MOVED, p->shard);
+        lapse_bucket_key(mk, sizeof mk, &bk, key, j);
         for (int i = 0; i < n; i++) {
             size_t lens[3];
             for (int a = 0; a < argc[i]; a++)

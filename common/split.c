@@ -389,6 +389,43 @@ static redisReply *split_eval(lapse_redis *r, enum lapse_script s, const struct 
     return rep;
 }
 
+/* Deletes new shard j's split markers: its one set, and those of its
+ * buckets in small keys (bucket.h), a batch of keys a call. Best effort: a
+ * marker left over is never read again (the next split's markers are
+ * written anew only after its first write). */
+static void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_t j)
+{
+    enum { BATCH = 256 };
+    char m[KEY_MAX];
+    lapse_key(m, sizeof m, cfg, LAPSE_KEY_MOVED, j);
+    redisReply *rep = lapse_redis_command(r, "DEL %s", m);
+    if (rep)
+        freeReplyObject(rep);
+    struct lapse_buckets bk;
+    char err[256];
+    if (split_buckets(r, cfg, j, &bk, err, sizeof err) < 0 || !bk.small)
+        return;
+    char(*keys)[KEY_MAX + 16] = malloc(BATCH * sizeof *keys);
+    if (!keys)
+        return;
+    const char *argv[BATCH + 1];
+    size_t lens[BATCH + 1];
+    uint64_t count = lapse_buckets_count(&bk);
+    for (uint64_t from = 0; from < count; from += BATCH) {
+        int argc = 1;
+        argv[0] = "UNLINK", lens[0] = 6;
+        for (uint64_t b = from; b < count && b < from + BATCH; b++) {
+            lens[argc] = (size_t)lapse_bucket_key(keys[argc - 1], sizeof keys[0], &bk, m, (uint32_t)b);
+            argv[argc] = keys[argc - 1];
+            argc++;
+        }
+        rep = lapse_redis_command_argv(r, argc, argv, lens);
+        if (rep)
+            freeReplyObject(rep);
+    }
+    free(keys);
+}
+
 /*
  * Moves up to MOVE_CHUNK IDs of old shard i into new shard j: take them,
  * seed the taken ones into j, drop them from i. Returns how many moved, or
@@ -559,14 +596,9 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
         lapse_layout_free(&cur);
         return -1;
     }
-    /* The moved sets served the split only. */
-    for (uint32_t j = cur.prev_shards; j < cur.shards; j++) {
-        char m[KEY_MAX];
-        lapse_key(m, sizeof m, cfg, LAPSE_KEY_MOVED, j);
-        redisReply *r = lapse_redis_command(nodes[cur.node_of[j]], "DEL %s", m);
-        if (r)
-            freeReplyObject(r);
-    }
+    /* The split markers served the split only. */
+    for (uint32_t j = cur.prev_shards; j < cur.shards; j++)
+        split_unmark(nodes[cur.node_of[j]], cfg, j);
     *out = cur; /* node_of moves over */
     out->prev_shards = next.prev_shards;
     out->epoch = next.epoch;

@@ -6,7 +6,7 @@
  * to new shard j now. If it was written in j since the split began (j's
  * moved set holds it), the copy in i is a stale twin: it is dropped, never
  * fired. Otherwise it fires from i as usual. The check is one pipelined
- * SISMEMBER per node for the whole claimed batch.
+ * call per new shard, a round trip per node, for the whole claimed batch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,58 +26,85 @@ static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
 /*
  * During a split, an old shard's claimed IDs that belong to a new shard are
  * stale if they were written there since the split began (the new shard's
- * moved set holds them, see common/split.c): such a twin is dropped, never
- * fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new shard's node
- * did not answer: leave it leased; it is claimed and checked again later).
+ * split markers hold them, see common/split.c): such a twin is dropped,
+ * never fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new
+ * shard's node did not answer: leave it leased; it is claimed and checked
+ * again later).
+ *
+ * One moved.lua call per new shard, pipelined per node: the script finds
+ * each ID's markers where its shard keeps them (one set, or the ID's bucket
+ * in small keys, lib/bucket.lua).
  */
 void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict)
 {
-    enum { FIRE, STALE, UNKNOWN, ASKED }; /* ASKED: its SISMEMBER is in the pipeline */
+    enum { FIRE, STALE, UNKNOWN };
     memset(verdict, FIRE, n);
-    if (!s->layout.splitting || s->shard >= s->layout.prev_shards)
+    if (!s->layout.splitting || s->shard >= s->layout.prev_shards || n == 0)
         return;
     uint32_t prev = s->layout.prev_shards;
+    uint32_t *to = malloc(n * sizeof *to); /* each ID's new shard, or UINT32_MAX */
+    const char **argv = malloc((n + 2) * sizeof *argv);
+    size_t *lens = malloc((n + 2) * sizeof *lens);
+    size_t *place = malloc(n * sizeof *place);
+    uint32_t *asked = malloc(s->layout.shards * sizeof *asked); /* shards in the pipeline */
+    if (!to || !argv || !lens || !place || !asked) {
+        memset(verdict, UNKNOWN, n); /* checked again when claimed again */
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
+        to[i] = h & prev ? lapse_shard_of(h, s->layout.shards) : UINT32_MAX;
+        if (to[i] != UINT32_MAX)
+            verdict[i] = UNKNOWN; /* until an answer says otherwise */
+    }
     for (uint16_t node = 0; node < s->cfg->nnodes; node++) {
         lapse_redis *peer = NULL;
-        size_t asked = 0;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
-            if (!(h & prev))
-                continue; /* stays in this shard */
-            uint32_t j = lapse_shard_of(h, s->layout.shards);
+        size_t nasked = 0;
+        for (uint32_t j = prev; j < s->layout.shards; j++) {
             if (s->layout.node_of[j] != node)
                 continue;
-            char key[KEY_MAX];
-            size_t key_len = (size_t)lapse_key(key, sizeof key, s->cfg, LAPSE_KEY_MOVED, j);
-            const char *argv[3] = {"SISMEMBER", key, fl[i].id};
-            size_t argvlen[3] = {9, key_len, fl[i].id_len};
-            verdict[i] = UNKNOWN; /* until an answer says otherwise */
+            char z[KEY_MAX], m[KEY_MAX];
+            int argc = 2;
+            lens[0] = (size_t)lapse_key(z, sizeof z, s->cfg, LAPSE_KEY_DUE, j);
+            lens[1] = (size_t)lapse_key(m, sizeof m, s->cfg, LAPSE_KEY_MOVED, j);
+            argv[0] = z, argv[1] = m;
+            for (size_t i = 0; i < n; i++)
+                if (to[i] == j)
+                    argv[argc] = fl[i].id, lens[argc++] = fl[i].id_len;
+            if (argc == 2)
+                continue;
             if (!peer && !(peer = twins_peer(s, node)))
-                continue;
-            /* only what went into the pipeline gets a reply: an append
-             * that fails half-way through must not shift the answers */
-            if (lapse_redis_append_argv(peer, 3, argv, argvlen) == 0)
-                verdict[i] = ASKED, asked++;
+                break;
+            /* only what went into the pipeline gets a reply */
+            if (lapse_redis_append_eval(peer, LAPSE_SCRIPT_MOVED, 2, argc, argv, lens) == 0)
+                asked[nasked++] = j;
         }
-        for (size_t i = 0; i < n && asked > 0; i++) {
-            if (verdict[i] != ASKED)
-                continue;
-            verdict[i] = UNKNOWN;
-            asked--;
+        for (size_t a = 0; a < nasked; a++) {
             redisReply *r;
             if (lapse_redis_get_reply(peer, &r) < 0) {
                 scanner_redis_error(s, "split check", peer, NULL);
-                asked = 0; /* the rest stay unknown */
-                continue;
+                break; /* the rest stay unknown */
             }
-            if (r->type == REDIS_REPLY_INTEGER)
-                verdict[i] = r->integer ? STALE : FIRE;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (to[i] == asked[a])
+                    place[k++] = i;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == k) {
+                for (size_t q = 0; q < k; q++)
+                    if (r->element[q]->type == REDIS_REPLY_INTEGER)
+                        verdict[place[q]] = r->element[q]->integer ? STALE : FIRE;
+            } else {
+                scanner_redis_error(s, "split check", peer, r);
+            }
             freeReplyObject(r);
         }
-        for (size_t i = 0; i < n; i++) /* (after a failed read) */
-            if (verdict[i] == ASKED)
-                verdict[i] = UNKNOWN;
     }
+out:
+    free(to);
+    free(argv);
+    free(lens);
+    free(place);
+    free(asked);
 }
 
 /* Removes stale twins the claim leased (see scanner_twins_check). */

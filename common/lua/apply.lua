@@ -183,7 +183,7 @@ if KEYS[8] then
         if #mv > 0 then
             local pl = bk_has(old, 'p') and bk_read(old, 'HMGET', 'p', mv) or {}
             local rp = bk_has(old, 'r') and bk_read(old, 'HMGET', 'r', mv) or {}
-            local _, rep = twins_copy(sh, m, mv, ms, pl, rp)
+            local _, rep = twins_copy(sh, mv, ms, pl, rp)
             if rep then has_r = true end
             bk_write(old, 'ZREM', 'z', mv)
             bk_write(old, 'HDEL', 'p', mv)
@@ -231,7 +231,7 @@ local function flush()
     bk_write(sh, 'ZADD', 'z', zargs)
     bk_write(sh, 'HSET', 'p', pargs)
     bk_write(sh, 'HDEL', 'r', rdel)
-    if #margs > 0 then redis.call('SADD', m, unpack(margs)) end
+    bk_write(sh, 'SADD', 'm', margs)
     zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
 end
 
@@ -318,7 +318,7 @@ for k = 1, n do
                 end
             end
         end
-        if set and moving then redis.call('SADD', m, id) end
+        if set and moving then bk_one(sh, 'SADD', 'm', id) end
     end
     if set then changed = changed + 1 end
 end

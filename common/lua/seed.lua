@@ -23,6 +23,6 @@ for i = 2, #ARGV, 5 do
     payloads[j] = ARGV[i + 2] == '1' and ARGV[i + 3]
     repeats[j] = ARGV[i + 4] ~= '' and ARGV[i + 4]
 end
-local seeded = twins_copy(sh, m, ids, deadlines, payloads, repeats)
+local seeded = twins_copy(sh, ids, deadlines, payloads, repeats)
 wake_ring(sh) -- a sleeping scanner is woken when a twin lands before its next look
 return seeded

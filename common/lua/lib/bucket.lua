@@ -50,7 +50,7 @@ local function bk_open(z, p, r)
     while string.byte(z, i) == string.byte(p, i) do i = i + 1 end
     local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
     if not r then p, r = head .. 'p' .. tail, head .. 'r' .. tail end
-    local sh = { z = z, p = p, r = r, head = head, tail = tail, at = {},
+    local sh = { z = z, p = p, r = r, m = head .. 'm' .. tail, head = head, tail = tail, at = {},
                  x = head .. 'x' .. tail, k = head .. 'k' .. tail }
     -- On a Redis Cluster whose slot for this shard is migrating, a key the
     -- script did not declare that is not (or no longer) here is refused,
@@ -350,6 +350,21 @@ local function bk_one(sh, cmd, kind, id, ...)
         error('bk_one: ZADD goes through bk_write')
     end
     return redis.call(cmd, sh[kind] .. ':' .. j, id, ...)
+end
+
+-- During a split: which of ids were written in this new shard (its split
+-- markers m, SMISMEMBER; 1 or 0 each), in their buckets, or in the one set
+-- of a shard that was one zset when the split began.
+local function bk_moved(sh, ids)
+    if sh.one then return chunks_read('SMISMEMBER', sh.m, ids) end
+    local got = bk_read(sh, 'SMISMEMBER', 'm', ids)
+    if redis.call('EXISTS', sh.m) == 1 then
+        local old = chunks_read('SMISMEMBER', sh.m, ids)
+        for k = 1, #ids do
+            if old[k] == 1 then got[k] = 1 end
+        end
+    end
+    return got
 end
 
 -- The shard's lowest score (a lower bound of it with buckets), or nil.

@@ -7,13 +7,13 @@
 -- #include chunks
 -- #include bucket
 
--- Copies into the new shard sh (lib/bucket.lua; m its split markers) the twins ids[j],
+-- Copies into the new shard sh (lib/bucket.lua, its split markers too) the twins ids[j],
 -- with deadlines[j] (strings), payloads[j] and repeats[j] (false or nil:
 -- none); an ID given twice is copied once, with the first one's data.
 -- Returns how many were copied, and whether one brought a repeat record.
-local function twins_copy(sh, m, ids, deadlines, payloads, repeats)
+local function twins_copy(sh, ids, deadlines, payloads, repeats)
     if #ids == 0 then return 0, false end
-    local here, moved = bk_read(sh, 'ZMSCORE', 'z', ids), chunks_read('SMISMEMBER', m, ids)
+    local here, moved = bk_read(sh, 'ZMSCORE', 'z', ids), bk_moved(sh, ids)
     local zargs, pargs, rargs, margs, seen = {}, {}, {}, {}, {}
     for j = 1, #ids do
         local id = ids[j]
@@ -28,6 +28,6 @@ local function twins_copy(sh, m, ids, deadlines, payloads, repeats)
     bk_write(sh, 'ZADD', 'z', zargs)
     bk_write(sh, 'HSET', 'p', pargs)
     bk_write(sh, 'HSET', 'r', rargs)
-    chunks_write('SADD', m, margs)
+    bk_write(sh, 'SADD', 'm', margs)
     return #margs, #rargs > 0
 end
