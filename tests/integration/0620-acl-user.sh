@@ -124,7 +124,7 @@ redis_start req
 assert_eq "$(redis-cli -p "$(redis_port req)" CONFIG SET requirepass pw-default-s3cret)" OK "requirepass"
 req="{ host = \"127.0.0.1\"; port = $(redis_port req); password = \"pw-default-s3cret\"; }"
 sed "s|^redis = .*|redis = { nodes = ( $req ); };|" "$CONF" >req.conf
-"$LAPSE_SCRIPTS/lapse-scale" -c req.conf init 1 >/dev/null 2>req.err || fail "init with password alone: exit status $? ($(cat req.err))"
+lapse_scale req.conf init 1 >/dev/null 2>req.err || fail "init with password alone: exit status $? ($(cat req.err))"
 echo "touch req-1 +600000" | "$LAPSE_BIN/lapse-producer" -c req.conf 2>>req.err ||
     fail "producer with password alone: exit status $? ($(cat req.err))"
 assert_match "$(redis-cli -p "$(redis_port req)" --no-auth-warning -a pw-default-s3cret ZSCORE "$NS:z:0" req-1)" '^[0-9]+$' \
