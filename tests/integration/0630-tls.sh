@@ -116,5 +116,6 @@ lapse_scale named.conf init 1 >/dev/null 2>named.err ||
 echo "touch named-1 +600000" | "$LAPSE_BIN/lapse-producer" -c named.conf 2>>named.err ||
     fail "producer with server_name: exit status $? ($(cat named.err))"
 # (the test's own redis-cli skips the name check: --insecure)
-assert_match "$(tcli "${TLS_PORT[named]}" --insecure ZSCORE "$NS:z:0" named-1)" '^[0-9]+$' \
+assert_match "$(tcli "${TLS_PORT[named]}" --insecure EVAL "$_SK_LUA return _sk_get('ZSCORE', KEYS[1], ARGV[1])" \
+    1 "$NS:z:0" named-1)" '^[0-9]+$' \
     "named-1 stored through server_name"
