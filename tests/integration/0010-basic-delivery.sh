@@ -51,8 +51,8 @@ produce <input || fail "lapse-producer exited with $?"
 # Where each ID is before any scanner runs: "id<TAB>shard<TAB>score".
 : >placed.tsv
 for s in 0 1 2 3; do
-    rcli ZRANGE "$NS:z:$s" 0 -1 WITHSCORES | paste - - |
-        while IFS=$'\t' read -r id score; do printf '%s\t%s\t%s\n' "$id" "$s" "$score"; done >>placed.tsv
+    shard_z "$s" |
+        while IFS=' ' read -r id score; do printf '%s\t%s\t%s\n' "$id" "$s" "$score"; done >>placed.tsv
 done
 assert_eq "$(_lines placed.tsv)" 200 "IDs in the shard zsets"
 used=$(cut -f2 placed.tsv | sort -u | wc -l)

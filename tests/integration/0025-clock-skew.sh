@@ -29,10 +29,7 @@ t0=$(now_ms)
 seq 0 49 | awk '{ print "touch rel-" $1 " +" (2500 + $1 * 10) }' |
     "${skew[@]}" FAKETIME=-3s "$LAPSE_BIN/lapse-producer" -c "$CONF" || fail "producer (clock 3 s behind): exit status $?"
 t1=$(now_ms)
-rcli EVAL "local out = {} for s = 0, 1 do
-        local z = redis.call('ZRANGE', ARGV[1] .. ':z:' .. s, 0, -1, 'WITHSCORES')
-        for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. z[i + 1] end
-    end return out" 0 "$NS" >scores.txt
+{ shard_z 0; shard_z 1; } >scores.txt
 assert_eq "$(_lines scores.txt)" 50 "IDs stored"
 bad=$(awk -v t0="$t0" -v t1="$t1" '{ i = substr($1, 5) + 0; want = 2500 + i * 10
         if ($2 < t0 + want || $2 > t1 + want) print $1 " at " $2 " (want " t0 + want ".." t1 + want ")" }' scores.txt)

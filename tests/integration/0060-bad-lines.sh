@@ -94,7 +94,7 @@ for id in "${!good[@]}"; do
     if [[ ${good[$id]} == - ]]; then
         ! id_has_payload "$id" || fail "$id has a payload though none was given"
     elif [[ $id == good-4 ]]; then
-        assert_eq "$(rcli HSTRLEN "$NS:p:$(id_shard good-4)" good-4)" 65536 "length of good-4's 64 KiB payload"
+        assert_eq "$(shard_get HSTRLEN p "$(id_shard good-4)" good-4)" 65536 "length of good-4's 64 KiB payload"
         [[ $(id_payload good-4) == "$p64k" ]] || fail "good-4's payload differs"
     else
         assert_eq "$(id_payload "$id")" "${good[$id]}" "payload of $id"

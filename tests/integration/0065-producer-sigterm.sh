@@ -15,7 +15,7 @@ write_config
 scale init 4 >/dev/null || fail "init: exit status $?"
 
 pending_total() {
-    rcli EVAL "local c = 0 for s = 0, 3 do c = c + redis.call('ZCARD', ARGV[1] .. ':z:' .. s) end return c" 0 "$NS"
+    echo $(($(shard_card 0) + $(shard_card 1) + $(shard_card 2) + $(shard_card 3)))
 }
 
 for sig in TERM INT; do
@@ -38,6 +38,6 @@ for sig in TERM INT; do
     note "SIG$sig: took $took lines, Redis holds $have IDs"
     assert_eq "$have" "$took" "SIG$sig: IDs in Redis vs lines the producer says it took"
     last=$(printf "$sig-%06d" $((took - 1)))
-    assert_match "$(rcli ZSCORE "$NS:z:$(hash_shard "$last" 4)" "$last")" '^[0-9]+$' "SIG$sig: the last line it took ($last) applied"
+    assert_match "$(shard_get ZSCORE z "$(hash_shard "$last" 4)" "$last")" '^[0-9]+$' "SIG$sig: the last line it took ($last) applied"
     ! grep -q '^line ' "$T/p-$sig.log" || fail "SIG$sig: lines reported: $(grep -m3 '^line ' "$T/p-$sig.log")"
 done

@@ -40,7 +40,7 @@ EOF2
 
 # the template itself is valid
 mkcfg good
-"$LAPSE_SCRIPTS/lapse-scale" -c good.conf init 1 >/dev/null || fail "the valid template config was refused"
+lapse_scale good.conf init 1 >/dev/null || fail "the valid template config was refused"
 echo "touch ok +600000" | "$LAPSE_BIN/lapse-producer" -c good.conf || fail "producer refused the valid config"
 
 conns() { rcli INFO stats | tr -d '\r' | sed -n 's/^total_connections_received://p'; }

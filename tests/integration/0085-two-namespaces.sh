@@ -13,7 +13,7 @@ kafka_start --brokers 1
 write_config
 sed "s/^namespace = .*/namespace = \"other\";/" "$CONF" >other.conf
 scale init 2 >/dev/null || fail "init demo: exit status $?"
-"$LAPSE_SCRIPTS/lapse-scale" -c other.conf init 4 >/dev/null || fail "init other: exit status $?"
+lapse_scale other.conf init 4 >/dev/null || fail "init other: exit status $?"
 scanners_start 2
 for s in 0 1 2 3; do spawn "other-$s" "$LAPSE_BIN/lapse-scanner" -c other.conf --shard "$s"; done
 events_follow events.json

@@ -17,7 +17,7 @@ for ns in one some all; do
     case $ns in one) batch=1 ;; some) batch=7 ;; all) batch=100000 ;; esac
     write_config "$ns.conf" "producer = { batch = $batch; };"
     sed -i "s/^namespace = .*/namespace = \"$ns\";/" "$ns.conf"
-    "$LAPSE_SCRIPTS/lapse-scale" -c "$ns.conf" init 4 >/dev/null
+    lapse_scale "$ns.conf" init 4 >/dev/null
     "$LAPSE_BIN/lapse-producer" -c "$ns.conf" <ops.txt || fail "producer for $ns failed"
     ns_records "$ns" >"$ns.dump"
 done

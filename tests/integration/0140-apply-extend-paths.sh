@@ -8,11 +8,14 @@
 # comparing path. Each case is checked against what extend means: the
 # pending deadline moves only later, and for an ID in flight the deadline
 # that counts is the dispatched one, not the lease.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 epoch=$(shard_epoch 0)
 b=$(($(now_ms) + 3600000)) # far ahead: nothing is due
 call() { lapse_lua apply 0 "$epoch" "$@"; } # K [MS ID]... [HEAD ID ...]...: on shard 0

@@ -18,7 +18,7 @@ random_ops 400 4000 >ops.txt
 setup() { # NS BATCH
     write_config "$1.conf" "producer = { batch = $2; };"
     sed -i "s/^namespace = .*/namespace = \"$1\";/" "$1.conf"
-    "$LAPSE_SCRIPTS/lapse-scale" -c "$1.conf" init 4 >/dev/null
+    lapse_scale "$1.conf" init 4 >/dev/null
 }
 
 setup calm 100000

@@ -69,8 +69,8 @@ case_run "touch, then cancel" waits "touch c @$((base + 1)) pc" "touch c2 @$((ba
 case_run "extend, then touch" waits "extend d @$((base + 50))" "touch d2 @$((base + 1))" \
     "touch d @$((base + 5))" "touch d3 @$((base + 1))"
 
-z=$NS:z:0
-assert_eq "$(rcli ZSCORE "$z" a1) $(rcli ZSCORE "$z" a3)" "$((base + 1)) $((base + 3))" "a1, a3"
-assert_eq "$(rcli ZSCORE "$z" b)" $((base + 20)) "b after its extends"
-assert_eq "$(rcli ZSCORE "$z" c)$(rcli HEXISTS "$NS:p:0" c)" 0 "c after its cancel (score, payload)"
-assert_eq "$(rcli ZSCORE "$z" d)" $((base + 5)) "d after the touch"
+zs() { shard_get ZSCORE z 0 "$1"; } # (shard 0's zset or buckets)
+assert_eq "$(zs a1) $(zs a3)" "$((base + 1)) $((base + 3))" "a1, a3"
+assert_eq "$(zs b)" $((base + 20)) "b after its extends"
+assert_eq "$(zs c)$(shard_get HEXISTS p 0 c)" 0 "c after its cancel (score, payload)"
+assert_eq "$(zs d)" $((base + 5)) "d after the touch"

@@ -86,7 +86,7 @@ kafka_all_committed "$IN" g-cmd ||
 
 # a restart of the same group reads only what is new: t-1, deleted behind
 # its back, would come back if the old messages were applied again
-rcli ZREM "$NS:z:$(id_shard t-1)" t-1 >/dev/null
+shard_zrem "$(id_shard t-1)" t-1 >/dev/null
 ingress_start
 ingress_wait_assigned
 printf 'after\t{"op":"touch","id":"after","in_ms":600000}\n' | kafka_put "$IN"

@@ -33,7 +33,7 @@ kafka_ctl "rtt 1 100"
     for ((i = 0; i < 100; i++)); do printf 'touch now-%d +0\n' "$i"; done
     for ((i = 0; i < 200; i++)); do printf 'touch later-%d +%d\n' "$i" $((600 + i * 10)); done
 } | produce
-rcli ZRANGE "$NS:z:0" 0 -1 WITHSCORES | paste - - | grep '^later-' | sort >deadlines.want
+shard_z 0 | tr ' ' '\t' | grep '^later-' | sort >deadlines.want
 assert_eq "$(wc -l <deadlines.want)" 200 "later IDs pending before the restart"
 
 wait_until 5000 '(($(events_unique events.json) > 120 && $(ns_leases) > 0))' ||
@@ -43,7 +43,7 @@ t0=$(local_ms)
 redis_restart main
 note "Redis was away $(($(local_ms) - t0)) ms"
 proc_alive "$SCANNER" || fail "the scanner exited when Redis went away"
-assert_ge "$(rcli ZCARD "$NS:z:0")" 1 "IDs pending after the AOF reload"
+assert_ge "$(shard_card 0)" 1 "IDs pending after the AOF reload"
 kafka_ctl "rtt 1 0"
 
 events_wait_ids events.json 301 10000

@@ -27,7 +27,7 @@ events_follow events.json
 
 now=$(now_ms)
 for ((i = 0; i < 600; i++)); do printf 'touch old-%d @%d\n' "$i" $((now - 5000 - i)); done | produce
-assert_eq "$(rcli ZCOUNT "$NS:z:0" -inf "$now")" 600 "overdue IDs before the scanner starts"
+assert_eq "$(shard_count 0 -inf "$now")" 600 "overdue IDs before the scanner starts"
 # the fresh IDs go through one running producer: a touch costs a line, not
 # the start of a process (which a loaded machine can stretch past the drain)
 sp_producer F

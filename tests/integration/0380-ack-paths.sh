@@ -17,11 +17,14 @@
 #                           last ID.
 # A wrong token changes nothing (fencing); a record that is gone (it came
 # back meanwhile: a new holder, an expired lease) settles nothing.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 z=$NS:z:0 f=$NS:f:0 p=$NS:p:0 r=$NS:r:0
 rcli SET "$NS:l:0" tok >/dev/null
 ack() { lapse_lua ack 0 "$@"; } # TOKEN [LEASE N ID...]...

@@ -14,13 +14,16 @@
 #   batch 4: plain IDs and the empty ID (written by hand);
 #   batch 5: two dense deadlines (40 and 35 IDs, one with a payload), then
 #            sparse ones and an expired lease, in one claim.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 kafka_start
 # hand-made writes ring no bell: a short nap sees them soon (scanner/wake.c)
 SCANNER_CFG="idle_ms = 200;" write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 z=$NS:z:0 f=$NS:f:0
 long=$(printf 'L%.0s' {1..512})
 

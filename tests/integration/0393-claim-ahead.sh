@@ -29,8 +29,8 @@ for mode in ahead paced; do
     wait_until 3000 '[[ -s $T/monitor-'"$mode"'.log ]]' || fail "redis-cli MONITOR did not start"
     events_follow "events-$mode.json"
     scanner_start 0
-    wait_until 15000 '[[ $(rcli ZCARD "$NS:z:0") == 0 ]]' ||
-        fail "$mode: $(rcli ZCARD "$NS:z:0") IDs left after 15 s"
+    wait_until 15000 '[[ $(shard_card 0) == 0 ]]' ||
+        fail "$mode: $(shard_card 0) IDs left after 15 s"
     events_wait_ids "events-$mode.json" 3000 10000
     scanner_stop
     proc_stop "monitor-$mode" 5
@@ -61,7 +61,7 @@ A=$SCANNER
 wait_until 15000 '(($(grep -c "\"stop-" events-stop.json) >= 3000))' || fail "the drain did not start"
 proc_stop "$A" 15
 assert_eq "$PROC_RC" 0 "the scanner's exit status after SIGTERM mid-drain"
-left=$(rcli ZCARD "$NS:z:0")
+left=$(shard_card 0)
 ((left > 0)) || note "the drain ended before the SIGTERM took effect (fast machine)"
 leased=$(ns_leases)
 assert_eq "$leased" 0 "IDs left leased by the stopped scanner (its claim ahead was sent)"
@@ -69,7 +69,7 @@ scanner_start 0
 B=$SCANNER
 wait_until 5000 '[[ -s $T/'"$B"'.log ]] && grep -q ": active" "$T/'"$B"'.log"' || fail "B did not become active"
 assert_file_match "$T/$B.log" ": active \\(token .*\\); 0 in-flight IDs of a previous holder due again" "B's log"
-wait_until 20000 '[[ $(rcli ZCARD "$NS:z:0") == 0 ]]' || fail "$(rcli ZCARD "$NS:z:0") IDs left after 20 s"
+wait_until 20000 '[[ $(shard_card 0) == 0 ]]' || fail "$(shard_card 0) IDs left after 20 s"
 events_wait_ids events-stop.json 20000 15000
 scanner_stop
 events_follow_stop

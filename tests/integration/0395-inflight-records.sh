@@ -23,11 +23,14 @@
 #     marked returned; their payloads restored from the record), a reset
 #     one keeps its reset; at a takeover every record's IDs get their
 #     deadlines back and f is empty.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 epoch=$(shard_epoch 0)
 z=$NS:z:0 f=$NS:f:0
 b=$(($(now_ms) + 3600000)) # far ahead: nothing of section 1 is due
@@ -58,7 +61,7 @@ assert_eq "$(rcli EXISTS "$f")" 0 "f after a takeover"
 
 # 2. claim: records that go and records that stay
 rcli FLUSHALL >/dev/null
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 rcli SET "$NS:l:0" tok >/dev/null
 t=$(now_ms)
 gone1="$((t - 3000)).5" gone2="$((t - 2000)).5" due="$((t - 1000)).5" ahead="$((t + 60000)).5"
@@ -108,7 +111,7 @@ assert_eq "$(scale status --json | jq -r '.shard_info[0].inflight') $(rcli HLEN 
 
 # 3. a claim's record (".25", its IDs out of the zset) that runs out
 rcli FLUSHALL >/dev/null
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 rcli SET "$NS:l:0" tok >/dev/null
 t=$(now_ms)
 rcli ZADD "$z" $((t - 3000)) K1 $((t - 2999)) K2 $((t - 2998)) K3 $((t - 2997)) K4 >/dev/null

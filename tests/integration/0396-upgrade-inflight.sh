@@ -16,13 +16,16 @@
 # (an older record lists IDs that left its lease: only the holders are in
 # flight); U2 keeps its reset; nothing is left in f; R is re-armed on its
 # grid; and a new ID written afterwards fires through the new claim.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 kafka_start --brokers 1
 SCANNER_CFG="poll_ms = 10; lease_ms = 3000;"
 write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 events_follow events.json
 z=$NS:z:0 f=$NS:f:0 p=$NS:p:0 r=$NS:r:0
 epoch=$(shard_epoch 0)

@@ -59,12 +59,12 @@ stale0=$(rcli INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_STALE:count=//
 
 # A (the split layout) writes X, Y and R once: they settle in their new shard
 iold=$(($(h "$iX") % 2)) iRold=$(($(h "$iR") % 2))
-wait_until 5000 'is_lease "$(rcli ZSCORE "$NS:z:$iRold" "$iR")"' || fail "R not claimed within 5 s"
+wait_until 5000 'is_lease "$(shard_get ZSCORE z "$iRold" "$iR")"' || fail "R not claimed within 5 s"
 sp_producer A
 printf 'extend %s @%d\ntouch %s @%d py1\ntouch %s @%d\n' "$iX" $((t0 + 9000)) "$iY" $((t0 + 9000)) \
     "$iR" $((t0 + 9000)) >a1.txt
 sp_feed A a1.txt
-is_lease "$(rcli ZSCORE "$NS:z:$iRold" "$iR")" ||
+is_lease "$(shard_get ZSCORE z "$iRold" "$iR")" ||
     fail "R's fire was acknowledged before A touched R (machine too slow?)"
 # O, with the old layout, writes X: refused by X's old shard, then applied
 # in its new shard after a take (O's own first write of X)
@@ -83,7 +83,7 @@ assert_eq "$(sp_where "$iX")" "$(($(h "$iX") % 4)) $((t0 + 9500))" "X after O's 
 assert_match "$(lapse_lua apply "$iold" "$epoch0" 0 "t@$((t0 + 9600))" "$iX" 2>&1)" "^STALE $epoch" \
     "apply.lua with the old epoch"
 assert_match "$(lapse_lua take "$iold" "$epoch0" 1000 "$iX" 2>&1)" "^STALE $epoch" "take.lua with the old epoch"
-assert_eq "$(rcli ZSCORE "$NS:z:$iold" "$iX")" "" "X in its old shard after the refused writes"
+assert_eq "$(shard_get ZSCORE z "$iold" "$iX")" "" "X in its old shard after the refused writes"
 
 # 40 more resets each, one or two a batch; then the final deadlines
 for ((k = 1; k <= 40; k++)); do

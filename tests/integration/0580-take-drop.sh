@@ -14,11 +14,14 @@
 #         given twice is removed once; one whose score is no longer our
 #         lease (reset meanwhile, or another lease) stays.
 #   Two takes in one millisecond share a lease: one record holds both.
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 write_config
-scale init 1 >/dev/null
+scale_init_one_zset 1 >/dev/null
 epoch=$(shard_epoch 0)
 z=$NS:z:0 p=$NS:p:0 f=$NS:f:0 r=$NS:r:0
 b=$(($(now_ms) + 3600000))

@@ -10,11 +10,14 @@
 # Then "M ?" with the old shard's keys too (old and new shard on one node):
 # apply.lua finds each twin itself, as take, seed and drop would have, and
 # answers which ops settled their ID (producer/send_split.c's moved-ID cache).
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# it tests that form's internals (scores and records it crafts and reads
+# in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
 write_config
-scale init 2 >/dev/null
+scale_init_one_zset 2 >/dev/null
 epoch=$(shard_epoch 1)
 z=$NS:z:1 p=$NS:p:1 f=$NS:f:1 m=$NS:m:1
 b=$(($(now_ms) + 3600000))

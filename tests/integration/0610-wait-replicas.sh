@@ -27,8 +27,9 @@ run() {
 }
 
 held() { # REPLICA: how many w-* IDs it holds
-    redis-cli -p "$(redis_port "$1")" EVAL "return redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])" \
-        2 "$NS:z:0" "$NS:z:1"
+    local p
+    p=$(redis_port "$1")
+    echo $(($(shard_card 0 "$p") + $(shard_card 1 "$p")))
 }
 
 promote() { # PRIMARY REPLICA: kill -9 the primary, let the replica go on, promote it
@@ -41,7 +42,7 @@ redis_start a
 redis_replica_start a b
 run a b 1
 # what it wrote so far is on the primary only: it must not report it applied
-wait_until 10000 '(($(rcli ZCARD "$NS:z:0") > 0))' || fail "the producer wrote nothing within 10 s"
+wait_until 10000 '(($(shard_card 0) > 0))' || fail "the producer wrote nothing within 10 s"
 sleep 1 # (the producer keeps waiting for a replica, however long this takes)
 proc_alive "$PRODUCER" || fail "the producer exited while no replica had its writes"
 kill -CONT "$(proc_pid "${_REDIS_PROC[b]}")"

@@ -20,8 +20,7 @@ sentinel_config "wait_replicas = 1; wait_timeout_ms = 200;"
 scale init 2 >/dev/null || fail "init through Sentinel: exit status $?"
 
 held() { # PORT: how many IDs the server at PORT holds
-    redis-cli -p "$1" EVAL "return redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])" \
-        2 "$NS:z:0" "$NS:z:1"
+    echo $(($(shard_card 0 "$1") + $(shard_card 1 "$1")))
 }
 seq -f 'touch s-%06g +3600000' 1 100000 >part1.txt
 seq -f 'touch s-%06g +3600000' 100001 200000 >part2.txt
@@ -62,7 +61,7 @@ grep -q ' 0 failed' "$T/producer.log" || fail "the producer's counters: $(tail -
 p=$(sentinel_primary lapse-a) # (a loaded machine may see the sentinels fail over once more)
 got=$(held "$p")
 if ((got != 200000)); then # which ones, for the report
-    for s in 0 1; do redis-cli -p "$p" ZRANGE "$NS:z:$s" 0 -1; done | sort >held.txt
+    for s in 0 1; do shard_ids "$s" "$p"; done | sort >held.txt
     { sed 's/^touch \([^ ]*\) .*/\1/' part1.txt part2.txt; } | sort | comm -23 - held.txt >missing.txt
     note "missing: $(wc -l <missing.txt) IDs, from $(head -n 1 missing.txt) to $(tail -n 1 missing.txt)"
 fi

@@ -62,7 +62,7 @@ assert_eq "$(jq -r '(.deadline_ms // .twin.deadline_ms) != null' <<<"$get")" tru
 wait_until 10000 'scale check >check.out 2>&1' || fail "check as the ACL user: $(cat check.out)"
 scale finish --drain >finish.out 2>&1 || fail "finish --drain as the ACL user: exit status $? ($(tail -n 3 finish.out))"
 assert_eq "$(sp_status '[.state, .shards] | @tsv' | tr '\t' ' ')" "stable 4" "state after finish"
-assert_eq "$(rcli EVAL "local c = 0 for s = 0, 3 do c = c + redis.call('ZCARD', ARGV[1] .. ':z:' .. s) end return c" 0 "$NS")" \
+assert_eq "$(($(shard_card 0) + $(shard_card 1) + $(shard_card 2) + $(shard_card 3)))" \
     40 "far IDs pending after the drain"
 others=$(rcli --scan | grep -v "^$NS:" || true)
 [[ -z $others ]] || fail "keys outside the namespace: $(head -3 <<<"$others" | tr '\n' ' ')"
@@ -124,10 +124,11 @@ redis_start req
 assert_eq "$(redis-cli -p "$(redis_port req)" CONFIG SET requirepass pw-default-s3cret)" OK "requirepass"
 req="{ host = \"127.0.0.1\"; port = $(redis_port req); password = \"pw-default-s3cret\"; }"
 sed "s|^redis = .*|redis = { nodes = ( $req ); };|" "$CONF" >req.conf
-"$LAPSE_SCRIPTS/lapse-scale" -c req.conf init 1 >/dev/null 2>req.err || fail "init with password alone: exit status $? ($(cat req.err))"
+lapse_scale req.conf init 1 >/dev/null 2>req.err || fail "init with password alone: exit status $? ($(cat req.err))"
 echo "touch req-1 +600000" | "$LAPSE_BIN/lapse-producer" -c req.conf 2>>req.err ||
     fail "producer with password alone: exit status $? ($(cat req.err))"
-assert_match "$(redis-cli -p "$(redis_port req)" --no-auth-warning -a pw-default-s3cret ZSCORE "$NS:z:0" req-1)" '^[0-9]+$' \
+assert_match "$(redis-cli -p "$(redis_port req)" --no-auth-warning -a pw-default-s3cret \
+    EVAL "$_SK_LUA return _sk_get('ZSCORE', KEYS[1], ARGV[1])" 1 "$NS:z:0" req-1)" '^[0-9]+$' \
     "req-1 stored as the default user"
 expect_refused "wrong password alone" "nodes = ( { host = \"127.0.0.1\"; port = $(redis_port req); password = \"wr0ng\"; } );" \
     "127\\.0\\.0\\.1:$(redis_port req).*(WRONGPASS|invalid)"

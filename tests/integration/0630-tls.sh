@@ -111,10 +111,11 @@ expect_refused "a certificate for another name" \
     "127\\.0\\.0\\.1:${TLS_PORT[named]}.*TLS handshake.*(certificate|hostname|name)" "producer scale"
 sed "s|^redis = .*|redis = { nodes = ( $named_node ); tls = { ca_file = \"$T/ca.crt\"; cert_file = \"$T/client.crt\"; key_file = \"$T/client.key\"; server_name = \"redis.lapse.test\"; }; };|" \
     "$CONF" >named.conf
-"$LAPSE_SCRIPTS/lapse-scale" -c named.conf init 1 >/dev/null 2>named.err ||
+lapse_scale named.conf init 1 >/dev/null 2>named.err ||
     fail "init with server_name = the certificate's name: exit status $? ($(cat named.err))"
 echo "touch named-1 +600000" | "$LAPSE_BIN/lapse-producer" -c named.conf 2>>named.err ||
     fail "producer with server_name: exit status $? ($(cat named.err))"
 # (the test's own redis-cli skips the name check: --insecure)
-assert_match "$(tcli "${TLS_PORT[named]}" --insecure ZSCORE "$NS:z:0" named-1)" '^[0-9]+$' \
+assert_match "$(tcli "${TLS_PORT[named]}" --insecure EVAL "$_SK_LUA return _sk_get('ZSCORE', KEYS[1], ARGV[1])" \
+    1 "$NS:z:0" named-1)" '^[0-9]+$' \
     "named-1 stored through server_name"

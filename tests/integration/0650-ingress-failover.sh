@@ -29,7 +29,7 @@ pa=$(redis_port a)
 for r in b c; do kill -STOP "$(proc_pid "${_REDIS_PROC[$r]}")"; done
 redis-cli -p "$pa" CLIENT KILL TYPE replica >/dev/null
 for ((i = 1; i <= 300; i++)); do printf 's-%d\t{"ts":%d}\n' "$i" $((b + i)); done | kafka_put "$IN"
-a_count() { redis-cli -p "$pa" EVAL "return redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])" 2 "$NS:z:0" "$NS:z:1"; }
+a_count() { echo $(($(shard_card 0 "$pa") + $(shard_card 1 "$pa"))); }
 # (the ingress applies a batch at a time: the first one waits for a replica)
 wait_until 10000 '(($(a_count) > 1))' || fail "the ingress applied none of the signals on a"
 kafka_committed "$IN" g-fo | cut -d' ' -f1,2 >during

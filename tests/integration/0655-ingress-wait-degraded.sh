@@ -54,7 +54,7 @@ ingress_wait_assigned
 committed() { kafka_committed "$IN" g-wd | awk -v p="$1" '$1 == p { print $2 }'; }
 wait_until 20000 '[[ $(committed 0) == 50 && $(committed 1) == 20 ]]' ||
     fail "committed offsets $(committed 0) (partition 0, want 50) and $(committed 1) (partition 1, want 20) after 20 s"
-hh() { redis-cli -p "$(redis_port h)" ZCARD "$NS:z:1"; }
+hh() { shard_card 1 "$(redis_port h)"; }
 # (the 20 after a's are applied too, each time partition 1 is read again;
 # they are not committed; under load the re-read may come a moment after
 # the commits above)
@@ -72,7 +72,7 @@ wait_until 10000 "_primary_streams $(redis_port a) && redis-cli -p $(redis_port 
 wait_until 20000 'kafka_all_committed "$IN" g-wd' ||
     fail "not all committed 20 s after a's replica came back ($(committed 0), $(committed 1))"
 assert_eq "$(hh)" 90 "IDs on h"
-assert_eq "$(redis-cli -p "$(redis_port a)" ZSCORE "$NS:z:0" "$on_a")" $((b + 42 + 600000)) "the deadline of $on_a on a"
+assert_eq "$(shard_get ZSCORE z 0 "$on_a" "$(redis_port a)")" $((b + 42 + 600000)) "the deadline of $on_a on a"
 wait_until 5000 '! metrics_get "$mp" | grep -q "^lapse_ingress_primary_replicas_missing{"' ||
     fail "the metric still names a once it confirms again"
 ingress_stop

@@ -49,7 +49,7 @@ head -n 50 on_h.txt | awk -v b="$b" '{ printf "%s\t{\"ts\":%.0f}\n", $1, b + NR 
 committed() { kafka_committed "$IN" g-nd | awk -v p="$1" '$1 == p { print $2 }'; }
 wait_until 20000 '[[ $(committed 0) == 50 && $(committed 1) == 20 ]]' ||
     fail "committed offsets $(committed 0) (partition 0, want 50) and $(committed 1) (partition 1, want 20) after 20 s"
-hh() { redis-cli -p "$(redis_port h)" ZCARD "$NS:z:1"; }
+hh() { shard_card 1 "$(redis_port h)"; }
 # (the 20 after a's are applied too, each time partition 1 is read again;
 # they are not committed)
 assert_eq "$(hh)" 90 "IDs on h"
@@ -61,5 +61,5 @@ redis_restart a
 wait_until 20000 'kafka_all_committed "$IN" g-nd' ||
     fail "not all committed 20 s after a came back ($(committed 0), $(committed 1))"
 assert_eq "$(hh)" 90 "IDs on h"
-assert_eq "$(redis-cli -p "$(redis_port a)" ZSCORE "$NS:z:0" "$on_a")" $((b + 21 + 600000)) "the deadline of $on_a on a"
+assert_eq "$(shard_get ZSCORE z 0 "$on_a" "$(redis_port a)")" $((b + 21 + 600000)) "the deadline of $on_a on a"
 ingress_stop

@@ -30,7 +30,7 @@ for b in 0 1 2 3 4 5; do
 done | produce 2>/dev/null || fail "producer: exit status $?"
 
 # want SHARD BUCKET: how many of the bucket's IDs shard SHARD holds
-want() { rcli ZRANGE "$NS:z:$1" 0 -1 | grep -c "^$2-" || true; }
+want() { shard_ids "$1" | grep -c "^$2-" || true; }
 
 scale status --due --json >due.json || fail "status --due --json: exit status $?"
 scale status --due >due.txt || fail "status --due: exit status $?"
@@ -65,7 +65,7 @@ mS=$(want $S next_1m)
 scanner_start $S
 held() { scale status --due --json >due2.json && [[ $(jq ".shard_info[$S].inflight" due2.json) == "$oS" ]]; }
 wait_until 10000 held || fail "shard $S never showed $oS in flight: $(jq -c ".shard_info[$S]" due2.json)"
-assert_eq "$(rcli ZCOUNT "$NS:z:$S" "($now" "+inf")" "$(rcli ZCARD "$NS:z:$S")" \
+assert_eq "$(shard_count "$S" "($now" "+inf")" "$(shard_card "$S")" \
     "shard $S's scores all ahead of the writes (the in-flight ones left the set)"
 assert_eq "$(jq -c ".shard_info[$S] | [.overdue, .next_1m, .inflight]" due2.json)" "[0,$mS,$oS]" \
     "shard $S overdue, next_1m (the leases not in it), inflight"
@@ -87,7 +87,7 @@ scanner_stop
 
 # a split: the IDs stay where they are stored, in the old shards, and are
 # counted there; the new shards show none, the total is unchanged
-left=$(($(rcli ZCARD "$NS:z:0") + $(rcli ZCARD "$NS:z:1"))) # (the broker back, the held IDs fired)
+left=$(($(shard_card 0) + $(shard_card 1))) # (the broker back, the held IDs fired)
 scale split >/dev/null || fail "split: exit status $?"
 scale status --due --json >due3.json || fail "status --due --json while splitting: exit status $?"
 scale status --due >due3.txt || fail "status --due while splitting: exit status $?"

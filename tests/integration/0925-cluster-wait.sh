@@ -22,7 +22,7 @@ sed -e 's/^namespace = .*/namespace = "B";/' -e 's/wait_replicas = 1;/wait_repli
 sed -i 's/^namespace = .*/namespace = "A";/' "$CONF"
 grep -q 'wait_replicas = 0;' b.conf || fail "could not write B's config"
 scale init 8 >/dev/null || fail "init A: exit status $?"
-"$LAPSE_SCRIPTS/lapse-scale" -c b.conf init 8 >/dev/null || fail "init B: exit status $?"
+lapse_scale b.conf init 8 >/dev/null || fail "init B: exit status $?"
 
 # count NS: the IDs of namespace NS the primaries hold
 count() {

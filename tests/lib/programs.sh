@@ -108,9 +108,43 @@ produce() { # [ARGS...] < LINES: lapse-producer -c CONF
     "$LAPSE_BIN/lapse-producer" -c "$CONF" "$@"
 }
 
-scale() { # ARGS...: scripts/lapse-scale -c CONF
-    "$LAPSE_SCRIPTS/lapse-scale" -c "$CONF" "$@"
+scale() { # ARGS...: scripts/lapse-scale -c CONF (lapse_scale)
+    lapse_scale "$CONF" "$@"
 }
+
+# lapse_scale CONFIG ARGS...: scripts/lapse-scale -c CONFIG ARGS. With
+# LAPSE_TEST_SMALL_KEYS=1 an `init` gets --small-keys (the whole suite runs
+# in small keys: README "Small keys"), unless CONFIG is a Redis Cluster's
+# (redis.cluster: init refuses --small-keys there for now) or the ARGS
+# say it already. A test of the one-zset internals pins that form with
+# scale_init_one_zset (or LAPSE_TEST_SMALL_KEYS=0 before the call).
+lapse_scale() {
+    local conf=$1 a init=0 small=0
+    shift
+    for a in "$@"; do
+        case $a in
+        init) init=1 ;;
+        --small-keys) small=1 ;;
+        esac
+    done
+    if ((init && !small)) && [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]] && ! conf_is_cluster "$conf"; then
+        set -- "$@" --small-keys
+    fi
+    "$LAPSE_SCRIPTS/lapse-scale" -c "$conf" "$@"
+}
+
+# conf_is_cluster CONFIG: 0 when CONFIG's redis group is a Redis Cluster's
+# (redis.cluster, as cluster_config writes it)
+conf_is_cluster() { grep -Eq '(^|[^a-z_])cluster[[:space:]]*[=:]' "$1"; }
+
+# scale_init_one_zset N [ARGS...]: scale init N in the one-zset form (one
+# sorted set a shard), whatever LAPSE_TEST_SMALL_KEYS says: for the tests
+# of the one-zset internals (lease scores crafted in NS:z:I, ...)
+scale_init_one_zset() { LAPSE_TEST_SMALL_KEYS=0 scale init "$@"; }
+
+# small_keys_on: 0 when the test runs its namespaces in small keys
+# (LAPSE_TEST_SMALL_KEYS=1 and CONF not a Redis Cluster's)
+small_keys_on() { [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]] && ! conf_is_cluster "${1:-$CONF}"; }
 
 # scanner_start SHARD [ARGS...]: a scanner for SHARD in the background; its
 # process name (scanner-SHARD, scanner-SHARD.2, ...) is left in SCANNER.

@@ -198,15 +198,60 @@ now_ms() {
     echo $((t[0] * 1000 + 10#${t[1]} / 1000))
 }
 
-# id_where ID: prints "SHARD SCORE" for the shard zset of namespace NS that
-# holds ID (shards taken from NS:layout), nothing when none does.
+# A shard's z, p or r in either form (README "Small keys"): the one key
+# K (NS:z:I, or NS:z:{NS:I} on a Cluster) and its buckets K:J (a shard in
+# small keys). (Lua, pasted into the helpers' scripts; KEYS: tests only.)
+#   _sk_keys(K): K and every K:J that exists, K first
+#   _sk_get(CMD, K, ID): CMD (ZSCORE, HGET, HEXISTS ...) of ID in K, then in
+#     each K:J: the first answer that is not nil (or 0), and the key
+#   _sk_range(K): ZRANGE WITHSCORES of K and of each K:J, concatenated
+#   _sk_shard(NS, KEY): the shard I of a key NS:X:I, NS:X:I:J,
+#     NS:X:{NS:I} or NS:X:{NS:I}:J (a bucket key ends in :J: the last
+#     number of the name is not the shard); nil for any other key
+_SK_LUA="
+local function _sk_keys(k)
+    local out = { k }
+    local b = redis.call('KEYS', k .. ':*')
+    table.sort(b)
+    for _, x in ipairs(b) do
+        if string.match(string.sub(x, #k + 2), '^%d+$') then out[#out + 1] = x end
+    end
+    return out
+end
+local function _sk_get(cmd, k, id)
+    for _, x in ipairs(_sk_keys(k)) do
+        local v = redis.call(cmd, x, id)
+        if v and v ~= 0 then return v, x end
+    end
+    return nil
+end
+local function _sk_range(k)
+    local out = {}
+    for _, x in ipairs(_sk_keys(k)) do
+        local m = redis.call('ZRANGE', x, 0, -1, 'WITHSCORES')
+        for i = 1, #m do out[#out + 1] = m[i] end
+    end
+    return out
+end
+local function _sk_shard(ns, k)
+    if string.sub(k, 1, #ns + 1) ~= ns .. ':' then return nil end
+    local rest = string.sub(k, #ns + 2)
+    local s = string.match(rest, '^%a+:(%d+)$') or string.match(rest, '^%a+:(%d+):%d+$') or
+        string.match(rest, '^%a+:{.*:(%d+)}$') or string.match(rest, '^%a+:{.*:(%d+)}:%d+$')
+    return s and tonumber(s)
+end
+"
+
+# id_where ID: prints "SHARD SCORE" for the shard zset (or bucket) of
+# namespace NS that holds ID (shards taken from NS:layout), nothing when
+# none does.
 id_where() {
-    rcli EVAL "
+    rcli EVAL "$_SK_LUA
         local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
         local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
         if p > n then n = p end
         for s = 0, n - 1 do
-            local sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[2])
+            local sc = _sk_get('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[2])
             if sc then return s .. ' ' .. sc end
         end
         return ''" 0 "$NS" "$1"
@@ -241,8 +286,9 @@ inflight_of() {
 # The lease under which an ID is in flight in shard z/f: a claim's (".25")
 # whose record lists it and which it did not leave for the zset since (a
 # reset), or the lease it holds as its score (".5", ".75", a repeating ID's
-# ".25"); nil when none. (Lua, pasted into the helpers' scripts.)
-_CLAIM_OF_LUA="
+# ".25"); nil when none; z: the shard's zset NS:z:I, its buckets NS:z:I:J
+# are read too. (Lua, pasted into the helpers' scripts; it holds $_SK_LUA.)
+_CLAIM_OF_LUA="$_SK_LUA
 local function _claim_list(rec) -- a claim's record: { id, deadline, ... }
     local groups, flat = cmsgpack.unpack(rec)
     local list = {}
@@ -253,7 +299,7 @@ local function _claim_list(rec) -- a claim's record: { id, deadline, ... }
     return list
 end
 local function _claim_of(z, f, id)
-    local s = redis.call('ZSCORE', z, id)
+    local s = _sk_get('ZSCORE', z, id)
     if s and string.find(s, '.', 1, true) then return s end
     if s then return nil end
     for _, l in ipairs(redis.call('HKEYS', f)) do
@@ -295,7 +341,7 @@ id_claimed() {
 # leased: a fractional score), one per line
 inflight_ids() {
     rcli EVAL "$_CLAIM_OF_LUA
-        local out, seen, all = {}, {}, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+        local out, seen, all = {}, {}, _sk_range(KEYS[1])
         for i = 1, #all, 2 do
             if string.find(all[i + 1], '.', 1, true) then out[#out + 1] = all[i]; seen[all[i]] = true end
         end
@@ -303,7 +349,7 @@ inflight_ids() {
             if string.sub(l, -3) == '.25' then
                 local list = _claim_list(redis.call('HGET', KEYS[2], l))
                 for i = 1, #list, 2 do
-                    if not seen[list[i]] and not redis.call('ZSCORE', KEYS[1], list[i]) then
+                    if not seen[list[i]] and not _sk_get('ZSCORE', KEYS[1], list[i]) then
                         out[#out + 1] = list[i]; seen[list[i]] = true
                     end
                 end
@@ -315,19 +361,74 @@ inflight_ids() {
 # inflight_set SHARD LEASE ID DEADLINE [ID DEADLINE ...]: leases those IDs
 # (score LEASE) and adds them to LEASE's record in f, in one call, as
 # claim.lua or take.lua would (a record without its IDs is garbage to the
-# next claim)
+# next claim); in a shard in small keys each into its bucket (bk_write)
 inflight_set() {
     local s=$1 lease=$2
     shift 2
-    rcli EVAL "$(lua_source lib/inflight)
-        for i = 2, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i]) end
-        inflight_add(KEYS[2], ARGV[1], { unpack(ARGV, 2) })" 2 "$NS:z:$s" "$NS:f:$s" "$lease" "$@" >/dev/null
+    rcli EVAL "$(lua_source lib/bucket)$(lua_source lib/inflight)
+        local sh, zs = bk_open(KEYS[1], KEYS[3]), {}
+        for i = 2, #ARGV, 2 do zs[#zs + 1] = ARGV[1]; zs[#zs + 1] = ARGV[i] end
+        bk_write(sh, 'ZADD', 'z', zs)
+        inflight_add(KEYS[2], ARGV[1], { unpack(ARGV, 2) })" 3 "$NS:z:$s" "$NS:f:$s" "$NS:p:$s" "$lease" "$@" >/dev/null
 }
 
 id_payload() { # ID: its stored payload (empty when none or not pending)
     local s
     s=$(id_shard "$1")
-    [[ -z $s ]] || rcli HGET "$NS:p:$s" "$1"
+    [[ -z $s ]] || rcli EVAL "$_SK_LUA
+        return _sk_get('HGET', KEYS[1], ARGV[1])" 1 "$NS:p:$s" "$1"
+}
+
+_sk_cli() { # PORT ARGS...: redis-cli against PORT, or rcli (the test's redis) when PORT is empty
+    local p=$1
+    shift
+    if [[ -n $p ]]; then redis-cli -h 127.0.0.1 -p "$p" "$@"; else rcli "$@"; fi
+}
+
+# shard_z SHARD [PORT]: "ID SCORE" of every ID in SHARD's zset or buckets
+# (on the server on PORT; default the test's redis), one a line (unsorted);
+# shard_ids SHARD [PORT]: the IDs alone
+shard_z() {
+    _sk_cli "${2:-}" EVAL "$_SK_LUA
+        local m, out = _sk_range(KEYS[1]), {}
+        for i = 1, #m, 2 do out[#out + 1] = m[i] .. ' ' .. m[i + 1] end
+        return out" 1 "$NS:z:$1"
+}
+shard_ids() { shard_z "$@" | cut -d' ' -f1; }
+
+# shard_card SHARD [PORT]: how many IDs SHARD's zset or buckets hold (on
+# the server on PORT; default the test's redis)
+shard_card() {
+    _sk_cli "${2:-}" EVAL "$_SK_LUA
+        local c = 0
+        for _, k in ipairs(_sk_keys(KEYS[1])) do c = c + redis.call('ZCARD', k) end
+        return c" 1 "$NS:z:$1"
+}
+
+# shard_count SHARD MIN MAX: ZCOUNT over SHARD's zset or buckets
+shard_count() {
+    rcli EVAL "$_SK_LUA
+        local c = 0
+        for _, k in ipairs(_sk_keys(KEYS[1])) do c = c + redis.call('ZCOUNT', k, ARGV[1], ARGV[2]) end
+        return c" 1 "$NS:z:$1" "$2" "$3"
+}
+
+# shard_get CMD KIND SHARD ID [PORT]: CMD (ZSCORE, HGET, HEXISTS, HSTRLEN)
+# of ID in SHARD's key of KIND (z, p, r) or the bucket holding it; nothing
+# (ZSCORE, HGET) or 0 when none holds it
+shard_get() {
+    _sk_cli "${5:-}" EVAL "$_SK_LUA
+        local v = _sk_get(ARGV[1], KEYS[1], ARGV[2])
+        if v == nil and (ARGV[1] == 'HEXISTS' or ARGV[1] == 'HSTRLEN') then return 0 end
+        return v" 1 "$NS:$2:$3" "$1" "$4"
+}
+
+# shard_zrem SHARD ID: ZREM of ID from SHARD's zset or the bucket holding it
+# (its payload and repeat record stay, as a plain ZREM leaves them)
+shard_zrem() {
+    rcli EVAL "$_SK_LUA
+        local v, k = _sk_get('ZSCORE', KEYS[1], ARGV[1])
+        return k and redis.call('ZREM', k, ARGV[1]) or 0" 1 "$NS:z:$1" "$2"
 }
 
 # random_ops IDS COUNT > FILE: COUNT random touch/extend/repeat/cancel lines
@@ -350,14 +451,17 @@ random_ops() {
 }
 
 # ns_records NS: every shard record of namespace NS (zsets, payloads, repeat
-# records), one a line, sorted: two namespaces with equal output hold equal
-# deadlines, payloads and repeats
+# records), one a line ":z:I ID SCORE", sorted: two namespaces with equal
+# output hold equal deadlines, payloads and repeats (a bucket's records
+# under its shard's key: where the buckets split does not count)
 ns_records() {
-    local k
+    local k sk
     for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
+        sk=${k#"$1"}
+        [[ $sk =~ ^(:[zpr]:[0-9]+):[0-9]+$ ]] && sk=${BASH_REMATCH[1]}
         case $k in
-        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|${k#"$1"} |" ;;
-        *) rcli HGETALL "$k" | paste - - | sed "s|^|${k#"$1"} |" ;;
+        *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|$sk |" ;;
+        *) rcli HGETALL "$k" | paste - - | sed "s|^|$sk |" ;;
         esac
     done | sort
 }
@@ -366,7 +470,7 @@ ns_records() {
 # holds it, HAS_PAYLOAD 0/1), one EVAL for all: a snapshot taken fast enough
 # that deadlines do not pass while a loaded machine checks ID after ID
 ids_state() {
-    rcli EVAL "
+    rcli EVAL "$_SK_LUA
         local n = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'shards') or '0')
         local p = tonumber(redis.call('HGET', ARGV[1] .. ':layout', 'prev_shards') or '0')
         if p > n then n = p end
@@ -374,8 +478,8 @@ ids_state() {
         for i = 2, #ARGV do
             local sc, pl = '-', 0
             for s = 0, n - 1 do
-                sc = redis.call('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[i]) or sc
-                pl = math.max(pl, redis.call('HEXISTS', ARGV[1] .. ':p:' .. s, ARGV[i]))
+                sc = _sk_get('ZSCORE', ARGV[1] .. ':z:' .. s, ARGV[i]) or sc
+                pl = math.max(pl, _sk_get('HEXISTS', ARGV[1] .. ':p:' .. s, ARGV[i]) or 0)
             end
             out[#out + 1] = ARGV[i] .. ' ' .. sc .. ' ' .. pl
         end
@@ -460,11 +564,15 @@ ids_by_node() {
 }
 
 # zset_of NAME ID SHARDS: sets ZSET to the key of the shard zset (of
-# 0..SHARDS-1) that holds ID on the server named NAME; fails when none does
+# 0..SHARDS-1), or of the bucket of a shard in small keys, that holds ID on
+# the server named NAME; fails when none does
 zset_of() {
-    local s
+    local s k
     for ((s = 0; s < $3; s++)); do
-        [[ -n $(redis-cli -p "$(redis_port "$1")" ZSCORE "$NS:z:$s" "$2") ]] && { ZSET=$NS:z:$s; return 0; }
+        k=$(redis-cli -p "$(redis_port "$1")" EVAL "$_SK_LUA
+            local v, k = _sk_get('ZSCORE', KEYS[1], ARGV[1])
+            return k or ''" 1 "$NS:z:$s" "$2")
+        [[ -n $k ]] && { ZSET=$k; return 0; }
     done
     fail "no shard of $1 holds $2"
 }
