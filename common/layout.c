@@ -168,16 +168,16 @@ char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layo
 static const char layout_init_lua[] =
     "local cur = redis.call('HGET', KEYS[1], 'shards')\n"
     "if cur then\n"
-    "    if ARGV[3] == 'small' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
+    "    if ARGV[3] == 'convert' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
     "    return tonumber(cur)\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'prev_shards', ARGV[1],\n"
     "           'epoch', 1, 'state', 'stable', 'nodes', ARGV[2])\n"
-    "if ARGV[3] == 'small' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
+    "if ARGV[3] ~= 'one' then redis.call('HSET', KEYS[1], 'keys', 'small') end\n"
     "return 0\n";
 
 int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
-                      int small_keys, char *errstr, size_t size)
+                      enum lapse_init_form form, char *errstr, size_t size)
 {
     struct lapse_layout l = {.shards = shards};
     l.node_of = calloc(shards, sizeof *l.node_of);
@@ -195,7 +195,10 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     char key[LAPSE_NS_MAX * 2 + 32];
     lapse_key_layout(key, sizeof key, cfg, "layout");
     redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s %s", layout_init_lua, key,
-                                        shards, nodes, small_keys ? "small" : "one");
+                                        shards, nodes,
+                                        form == LAPSE_INIT_CONVERT ? "convert"
+                                        : form == LAPSE_INIT_SMALL ? "small"
+                                                                   : "one");
     free(nodes);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));

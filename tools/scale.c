@@ -51,8 +51,11 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: lapse-scale -c FILE COMMAND\n"
-            "  init N [--small-keys]          create the layout with N shards (a power of two);\n"
-            "                                 --small-keys: each shard many small keys (README)\n"
+            "  init N [--small-keys|--one-zset]\n"
+            "                                 create the layout with N shards (a power of two),\n"
+            "                                 each shard many small keys (README); --one-zset: one\n"
+            "                                 sorted set a shard; --small-keys on a namespace in\n"
+            "                                 one zset a shard converts it, online\n"
             "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
             "  status --watch [--interval S] [--count N]\n"
             "                                 the same, refreshed every S seconds (default 2): on a\n"
@@ -84,8 +87,11 @@ static void usage(FILE *out)
             "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
+/* form: 0 (default) a new namespace in small keys, an existing one as it
+ * is; 1 (--small-keys) the same, and an existing one in one zset a shard
+ * converted; -1 (--one-zset) a new namespace in one zset a shard. */
 static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg,
-                    int small_keys)
+                    int form)
 {
     char *end;
     long n = strtol(arg, &end, 10);
@@ -95,9 +101,13 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
         return 2;
     }
     char err[512];
-    int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n, small_keys, err, sizeof err);
+    int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n,
+                               form > 0 ? LAPSE_INIT_CONVERT : form < 0 ? LAPSE_INIT_ONE_ZSET
+                                                                        : LAPSE_INIT_SMALL,
+                               err, sizeof err);
     struct lapse_layout l = {0};
-    if (rc >= 0 && small_keys && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
+    int small = (rc == 0 && form >= 0) || (rc == 1 && form > 0);
+    if (small && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
         if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
             rc = -1;
         }
@@ -109,10 +119,10 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
     }
     printf("namespace %s: %s with %ld shards%s\n", cfg->ns,
            rc == 0 ? "initialised" : "already initialised", n,
-           small_keys ? rc == 0 ? " in small keys"
-                                : "; its shards are in small keys now (IDs held in one zset move "
-                                  "into buckets while the programs run)"
-                      : "");
+           !small    ? rc == 0 ? " in one zset a shard" : ""
+           : rc == 0 ? " in small keys"
+                     : "; its shards are in small keys now (IDs held in one zset move "
+                       "into buckets while the programs run)");
     return 0;
 }
 
@@ -284,7 +294,7 @@ struct scale_cmd {
     const char *opts;
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, "k"},      {"status", 0, "jwinu"}, {"get", 1, "j"},
+    {"init", 1, "ko"},      {"status", 0, "jwinu"}, {"get", 1, "j"},
     {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
 };
 
@@ -299,7 +309,7 @@ static const struct scale_cmd *scale_cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, small_keys = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
+    int as_json = 0, form = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
     int64_t max_overdue_ms = 60000;
     int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
     static const struct option opts[] = {
@@ -313,6 +323,7 @@ int main(int argc, char **argv)
         {"interval", required_argument, NULL, 'i'},
         {"count", required_argument, NULL, 'n'},
         {"small-keys", no_argument, NULL, 'k'},
+        {"one-zset", no_argument, NULL, 'o'},
         {"due", no_argument, NULL, 'u'},
         {"max-overdue", required_argument, NULL, 'm'},
         {"max-memory", required_argument, NULL, 'M'},
@@ -342,7 +353,14 @@ int main(int argc, char **argv)
             break;
         case 'w': watch = 1; break;
         case 'u': due = 1; break;
-        case 'k': small_keys = 1; break;
+        case 'k':
+        case 'o':
+            if (form != 0 && form != (ch == 'k' ? 1 : -1)) {
+                fprintf(stderr, "lapse-scale: init: --small-keys and --one-zset do not go together\n");
+                return 2;
+            }
+            form = ch == 'k' ? 1 : -1;
+            break;
         case 'M': {
             char *end;
             long pct = strtol(optarg, &end, 10);
@@ -464,7 +482,7 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "status") == 0 && watch)
         rc = lapse_scale_watch(&cfg, nodes, interval_ms, count);
     else if (strcmp(cmd, "init") == 0)
-        rc = cmd_init(&cfg, nodes, argv[optind + 1], small_keys);
+        rc = cmd_init(&cfg, nodes, argv[optind + 1], form);
     else if (strcmp(cmd, "status") == 0)
         rc = lapse_scale_status(&cfg, nodes, as_json, due);
     else if (strcmp(cmd, "split") == 0)

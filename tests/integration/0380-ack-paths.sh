@@ -17,7 +17,7 @@
 #                           last ID.
 # A wrong token changes nothing (fencing); a record that is gone (it came
 # back meanwhile: a new holder, an expired lease) settles nothing.
-# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
+# One-zset form (scale_init_one_zset; a new namespace is in small keys):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

@@ -17,7 +17,7 @@
 redis_start main
 kafka_start
 write_config
-scale init 2 >/dev/null
+scale init 2 --one-zset >/dev/null
 events_follow events.json
 scanners_start 2
 

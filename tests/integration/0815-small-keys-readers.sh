@@ -47,7 +47,7 @@ scale init 2 >/dev/null
 rcli SET "$NS:k:0" "3 2" >/dev/null
 rcli SET "$NS:k:1" "2 1" >/dev/null
 use one
-scale init 2 >/dev/null
+scale init 2 --one-zset >/dev/null
 
 names=(overdue next_1m next_10m next_1h next_1d later)
 offsets=(-5000 30000 300000 1800000 18000000 259200000)

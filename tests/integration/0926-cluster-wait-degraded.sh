@@ -46,7 +46,7 @@ dump() {
     for p in $(cluster_primaries); do
         redis-cli -p "$p" EVAL "local out = {}
             for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do
-                local s = string.match(k, ':(%d+)}\$')
+                local s = string.match(k, ':(%d+)}')
                 local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
                 for i = 1, #z, 2 do out[#out + 1] = z[i] .. ' ' .. s .. ' ' .. z[i + 1] end
             end return out" 0 "$NS"

@@ -112,39 +112,35 @@ scale() { # ARGS...: scripts/lapse-scale -c CONF (lapse_scale)
     lapse_scale "$CONF" "$@"
 }
 
-# lapse_scale CONFIG ARGS...: scripts/lapse-scale -c CONFIG ARGS. With
-# LAPSE_TEST_SMALL_KEYS=1 an `init` gets --small-keys (the whole suite runs
-# in small keys: README "Small keys"), unless CONFIG is a Redis Cluster's
-# (redis.cluster: init refuses --small-keys there for now) or the ARGS
-# say it already. A test of the one-zset internals pins that form with
-# scale_init_one_zset (or LAPSE_TEST_SMALL_KEYS=0 before the call).
+# lapse_scale CONFIG ARGS...: scripts/lapse-scale -c CONFIG ARGS. A new
+# namespace is in small keys (README "Small keys"); with
+# LAPSE_TEST_ONE_ZSET=1 an `init` gets --one-zset (the whole suite runs in
+# one sorted set a shard, the form of lapse before 2026-11-27), unless the
+# ARGS name a form already. A test of the one-zset internals pins that
+# form with scale_init_one_zset.
 lapse_scale() {
-    local conf=$1 a init=0 small=0
+    local conf=$1 a init=0 form=0
     shift
     for a in "$@"; do
         case $a in
         init) init=1 ;;
-        --small-keys) small=1 ;;
+        --small-keys | --one-zset) form=1 ;;
         esac
     done
-    if ((init && !small)) && [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]] && ! conf_is_cluster "$conf"; then
-        set -- "$@" --small-keys
+    if ((init && !form)) && [[ ${LAPSE_TEST_ONE_ZSET:-0} == 1 ]]; then
+        set -- "$@" --one-zset
     fi
     "$LAPSE_SCRIPTS/lapse-scale" -c "$conf" "$@"
 }
 
-# conf_is_cluster CONFIG: 0 when CONFIG's redis group is a Redis Cluster's
-# (redis.cluster, as cluster_config writes it)
-conf_is_cluster() { grep -Eq '(^|[^a-z_])cluster[[:space:]]*[=:]' "$1"; }
-
 # scale_init_one_zset N [ARGS...]: scale init N in the one-zset form (one
-# sorted set a shard), whatever LAPSE_TEST_SMALL_KEYS says: for the tests
-# of the one-zset internals (lease scores crafted in NS:z:I, ...)
-scale_init_one_zset() { LAPSE_TEST_SMALL_KEYS=0 scale init "$@"; }
+# sorted set a shard): for the tests of the one-zset internals (lease
+# scores crafted in NS:z:I, ...)
+scale_init_one_zset() { scale init "$@" --one-zset; }
 
-# small_keys_on: 0 when the test runs its namespaces in small keys
-# (LAPSE_TEST_SMALL_KEYS=1 and CONF not a Redis Cluster's)
-small_keys_on() { [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]] && ! conf_is_cluster "${1:-$CONF}"; }
+# small_keys_on: 0 when the test's namespaces are in small keys (unless
+# LAPSE_TEST_ONE_ZSET=1)
+small_keys_on() { [[ ${LAPSE_TEST_ONE_ZSET:-0} != 1 ]]; }
 
 # scanner_start SHARD [ARGS...]: a scanner for SHARD in the background; its
 # process name (scanner-SHARD, scanner-SHARD.2, ...) is left in SCANNER.
