@@ -22,18 +22,28 @@
 -- write per renewal.
 -- #include bucket
 local z, lock, s, e, c, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local cur = redis.call('MGET', lock, s, e, c)
+-- (k, the shard's form, read with the rest: lib/bucket.lua; a migrating
+-- Cluster slot refuses it, and the call ends whole as TRYAGAIN)
+local at = 1
+while string.byte(z, at) == string.byte(s, at) do at = at + 1 end
+local k = string.sub(z, 1, at - 1) .. 'k' .. string.sub(z, at + 1)
+local cur = redis.pcall('MGET', lock, s, e, c, k)
+if cur.err then return redis.error_reply('TRYAGAIN shard keys moving (' .. cur.err .. ')') end
 if cur[1] ~= ARGV[1] then return { -1 } end
 if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
 -- (p and r named from z: a split bucket moves them; opened before the
 -- first write: lib/bucket.lua)
-local sh = bk_open(z, s)
+local sh = bk_open(z, s, nil, cur[5])
 redis.call('PEXPIRE', lock, ARGV[2])
 -- A shard in small keys that has outgrown its buckets splits some here
 -- (lib/bucket.lua), a converting one moves a chunk of its old keys into
 -- buckets, and while more is to do the scanner does not nap: the claims
 -- that follow go on (claim.lua). Only a filling or converting shard writes.
-local growing = bk_drain(sh, 256) > 0 or (bk_grow(sh, 16) > 0 and bk_full(sh))
+-- The fullness is checked when the mark is gone (a write rang: one that
+-- fills the next bucket to split rings too, lib/bucket.lua) or the scanner
+-- asks afresh, so that an idle shard's nap costs no look at its buckets.
+local look = not cur[2] or cur[2] == '0' or ARGV[3] == ''
+local growing = bk_drain(sh, 256) > 0 or (look and bk_grow(sh, 16) > 0 and bk_full(sh))
 local mark = bk_min(sh) or 'inf'
 -- Claims that keep their IDs out of the zset while in flight record when
 -- the earliest of those records runs out as the second number of c

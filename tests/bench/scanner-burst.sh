@@ -31,13 +31,18 @@ BURST_BASE_BIN=${BURST_BASE_BIN:-}
 [[ $BURST_SHARDS =~ ^(1|2|4|8|16|32)$ ]] || die "BURST_SHARDS: a power of two up to 32"
 [[ $BURST_ROUNDS =~ ^[1-3]$ ]] || die "BURST_ROUNDS: 1 to 3" # (a topic each: bench.burst1..3)
 
-# burst_lapse NAME BIN TOPIC: (b) with the scanners of BIN; sets BURST_ROW
+# burst_lapse NAME BIN TOPIC [FORM]: (b) with the scanners of BIN, the
+# namespace in one zset a shard; with FORM small (d) in small keys: the IDs
+# loaded as for (b) are moved into their buckets before the first is due
+# (lib/bucket.lua's bk_drain, untimed); sets BURST_ROW
 burst_lapse() {
-    local name=$1 sbin=$2 topic=$3 conf=$tmp/burst-$1.conf due first c0 c1 s0 s1 out stats
+    local name=$1 sbin=$2 topic=$3 form=${4:-one} conf=$tmp/burst-$1.conf due first c0 c1 s0 s1 out stats
     local margin=$((2500 + BURST_N / 200)) w_end
+    [[ $form == one ]] || margin=$((margin + BURST_N / 40))
     write_conf "$conf" "$topic"
     reset_redis
-    scale -c "$conf" init "$BURST_SHARDS" >/dev/null || die "lapse-scale init failed"
+    scale -c "$conf" init "$BURST_SHARDS" $([[ $form == one ]] && echo --one-zset) >/dev/null ||
+        die "lapse-scale init failed"
     local keep_bin=$bin
     bin=$sbin
     for ((s = 0; s < BURST_SHARDS; s++)); do scanner_start "$conf" "$s"; done
@@ -47,6 +52,16 @@ burst_lapse() {
     first=$((due - 999))
     out=$(timeout 120 "$hr" load 127.0.0.1 "$port" "$NS" "$BURST_SHARDS" "$BURST_N" "$due" burst- 1000) ||
         die "load failed"
+    if [[ $form != one ]]; then
+        local drain_lua s n
+        drain_lua="$(sh scripts/lua-source common/lua/lib/bucket.lua)
+return bk_drain(bk_open(KEYS[1], KEYS[2]), tonumber(ARGV[1]))"
+        for ((s = 0; s < BURST_SHARDS; s++)); do
+            for ((n = 0; n < 100000; n++)); do
+                [[ $(rc EVAL "$drain_lua" 2 "$NS:z:$s" "$NS:p:$s" 5000) == 0 ]] && break
+            done
+        done
+    fi
     (($(now_ms) < first)) || echo "   WARNING: loading took longer than ${margin} ms; IDs were due before it ended"
     rc CONFIG RESETSTAT >/dev/null
     sleep_until_ms "$first"
@@ -104,10 +119,11 @@ burst_remove() {
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "null" }'; }
 
 section_burst() {
-    local rows=() r ratio round ratios_b="" ratios_c="" rates="" removes=""
+    local rows=() r ratio round ratios_b="" ratios_c="" ratios_d="" rates="" removes=""
     echo "0. burst: $(fmt_int "$BURST_N") IDs (12 bytes, no payload) due within one second over $BURST_SHARDS shards, $BURST_ROUNDS round(s)"
     echo "   (a) limit: the same members removed, 1000 a call (ZRANGEBYSCORE -inf now LIMIT 0 1000 + ZREM), $BURST_SHARDS loops"
     echo "   (b) lapse: $BURST_SHARDS scanners started beforehand, timed until every zset and in-flight record is empty"
+    echo "   (d) the same with the namespace in small keys (the IDs moved into their buckets beforehand)"
     if [[ -n $BURST_BASE_BIN ]]; then
         mkdir -p "$tmp/base-bin" # a private copy, as of bin/
         cp "$BURST_BASE_BIN/lapse-scanner" "$tmp/base-bin/" || die "BURST_BASE_BIN: no lapse-scanner in $BURST_BASE_BIN"
@@ -119,21 +135,28 @@ section_burst() {
         echo "   round $round: (a) removal alone: Redis $REMOVE_US us/ID"
         echo "       Redis per ID: $(jq -r '[.[:4][] | "\(.cmd) \(.calls_per_id)x \(.us_per_id)us"] | join(", ")' <<<"$REMOVE_CMDS")"
         burst_lapse lapse "$bin" "bench.burst$round"
-        local row_b=$BURST_ROW row_c=
+        local row_b=$BURST_ROW row_c= row_d=
+        burst_lapse small "$bin" "bench.burstsmall$round" small
+        row_d=$BURST_ROW
         if [[ -n $BURST_BASE_BIN ]]; then
             burst_lapse base "$tmp/base-bin" "bench.burstbase$round"
             row_c=$BURST_ROW
         fi
-        for r in "$row_b" $([[ -n $row_c ]] && echo c); do
+        for r in "$row_b" d $([[ -n $row_c ]] && echo c); do
             [[ $r == c ]] && r=$row_c
+            [[ $r == d ]] && r=$row_d
             ratio=$(awk -v a="$(jq -r .redis_cpu_us_per_id <<<"$r")" -v b="$REMOVE_US" 'BEGIN { printf "%.2f", a / b }')
             r=$(jq -c --argjson x "$ratio" --argjson u "$REMOVE_US" --argjson k "$round" '. + {round: $k, remove_redis_cpu_us_per_id: $u, ratio: $x}' <<<"$r")
             rows+=("$r")
-            printf '   round %s: (%s) %s\n' "$round" "$([[ $(jq -r .name <<<"$r") == lapse ]] && echo b || echo c)" "$(burst_line "$r")"
+            printf '   round %s: (%s) %s\n' "$round" "$(case $(jq -r .name <<<"$r") in lapse) echo b ;; small) echo d ;; *) echo c ;; esac)" "$(burst_line "$r")"
             printf '       Redis per fired ID / removal alone: %.2f\n' "$ratio"
             echo "       $(cpu_line "$(jq -c .cpu_cores <<<"$r")")"
             echo "       Redis per ID: $(jq -r '[.commands[:6][] | "\(.cmd) \(.calls_per_id)x \(.us_per_id)us"] | join(", ")' <<<"$r")"
-            if [[ $(jq -r .name <<<"$r") == lapse ]]; then ratios_b+="$ratio "; else ratios_c+="$ratio "; fi
+            case $(jq -r .name <<<"$r") in
+            lapse) ratios_b+="$ratio " ;;
+            small) ratios_d+="$ratio " ;;
+            *) ratios_c+="$ratio " ;;
+            esac
         done
         if [[ -n $row_c ]]; then
             rates+="$(awk -v a="$(jq -r .ids_per_s <<<"$row_b")" -v b="$(jq -r .ids_per_s <<<"$row_c")" 'BEGIN { printf "%.2f", a / b }') "
@@ -143,6 +166,10 @@ section_burst() {
     med_b=$(median <<<"$ratios_b")
     printf '   Redis per fired ID / removal alone, (b) lapse: %s; median %s  (target <= 1.3: %s)\n' \
         "$ratios_b" "$med_b" "$(verdict "$med_b" '<=' 1.3)"
+    local med_d
+    med_d=$(median <<<"$ratios_d")
+    printf '   Redis per fired ID / removal alone, (d) small keys: %s; median %s  (over (b): %s, target <= 1.2)\n' \
+        "$ratios_d" "$med_d" "$(awk -v d="$med_d" -v b="$med_b" 'BEGIN { printf "%.2f", d / b }')"
     if [[ -n $BURST_BASE_BIN ]]; then
         med_c=$(median <<<"$ratios_c")
         med_rate=$(median <<<"$rates")
@@ -150,7 +177,7 @@ section_burst() {
         printf '   drain rate (b) / (c): %s; median %s  (target >= 1.25: %s)\n' "$rates" "$med_rate" "$(verdict "$med_rate" '>=' 1.25)"
     fi
     echo
-    burst_json=$(printf '{"ids":%s,"shards":%s,"rounds":%s,"remove_redis_cpu_us_per_id":[%s],"remove_commands":%s,"target_ratio":1.3,"median_ratio":%s,"median_ratio_base":%s,"median_drain_rate_over_base":%s,"runs":[%s]}' \
+    burst_json=$(printf '{"ids":%s,"shards":%s,"rounds":%s,"remove_redis_cpu_us_per_id":[%s],"remove_commands":%s,"target_ratio":1.3,"median_ratio":%s,"median_ratio_small":%s,"median_ratio_base":%s,"median_drain_rate_over_base":%s,"runs":[%s]}' \
         "$BURST_N" "$BURST_SHARDS" "$BURST_ROUNDS" "$(tr ' ' '\n' <<<"$removes" | grep . | paste -sd,)" "$REMOVE_CMDS" \
-        "$med_b" "${med_c:-null}" "${med_rate:-null}" "$(IFS=,; echo "${rows[*]}")")
+        "$med_b" "${med_d:-null}" "${med_c:-null}" "${med_rate:-null}" "$(IFS=,; echo "${rows[*]}")")
 }

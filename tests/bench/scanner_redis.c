@@ -264,9 +264,13 @@ static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
         lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_INFLIGHT, s);
         if (redisAppendCommand(c, "HLEN %s", key) != REDIS_OK)
             return -1;
+        /* a shard in small keys: its top index is empty once its buckets are */
+        lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_INDEX, s);
+        if (redisAppendCommand(c, "ZCARD %s", key) != REDIS_OK)
+            return -1;
     }
     int64_t sum = 0;
-    for (uint32_t s = 0; s < 2 * shards; s++) {
+    for (uint32_t s = 0; s < 3 * shards; s++) {
         redisReply *r;
         if (redisGetReply(c, (void **)&r) != REDIS_OK || !checked(c, r, "ZCARD/HLEN"))
             return -1;

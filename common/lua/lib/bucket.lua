@@ -28,6 +28,7 @@
 -- #include chunks
 
 local BK_PRIME = 4294967291 -- the largest prime below 2^32
+local BK_LOAD = 64 -- IDs a bucket not split at its level holds at most on average (bk_full)
 
 -- The ID's bucket hash: a polynomial of its bytes with base 1000003
 -- modulo a prime, then multiplied by 2654435761 modulo 2^32 (Knuth's
@@ -42,10 +43,11 @@ local function bk_hash(id)
     return math.floor(x / 65536) + (x % 65536) * 65536
 end
 
--- The shard of keys z, p, r: its form, read from k. (A script that has
--- only z and another key of the shard passes that one as p and no r: p
--- and r are then named from z.)
-local function bk_open(z, p, r)
+-- The shard of keys z, p, r: its form, read from k (st: k's value when the
+-- caller read it already, false when absent). (A script that has only z
+-- and another key of the shard passes that one as p and no r: p and r are
+-- then named from z.)
+local function bk_open(z, p, r, st)
     local i = 1
     while string.byte(z, i) == string.byte(p, i) do i = i + 1 end
     local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
@@ -60,24 +62,27 @@ local function bk_open(z, p, r)
     -- in milliseconds a key). k is not declared; a shard in buckets has k,
     -- so it also asks for a key that never exists (q), which only a
     -- migrating slot refuses. A slot stable now stays so for the script.
-    local st = redis.pcall('GET', sh.k)
-    if type(st) == 'table' and st.err then
-        error({ err = 'TRYAGAIN shard keys moving (' .. st.err .. ')' })
+    if st == nil then
+        st = redis.pcall('GET', sh.k)
+        if type(st) == 'table' and st.err then
+            error({ err = 'TRYAGAIN shard keys moving (' .. st.err .. ')' })
+        end
     end
     if not st then
         sh.one = true
         return sh
     end
-    local q = redis.pcall('EXISTS', head .. 'q' .. tail)
+    -- (q: the probe; z, p, r: a shard converted from one zset, by init
+    -- --small-keys on a namespace that had data, while its old keys still
+    -- hold some: bk_promote)
+    local q = redis.pcall('EXISTS', z, sh.p, sh.r, head .. 'q' .. tail)
     if type(q) == 'table' and q.err then
         error({ err = 'TRYAGAIN shard keys moving (' .. q.err .. ')' })
     end
     local b, s, fl = string.match(st, '^(%d+) (%d+) ?(%a*)$')
     sh.b, sh.s, sh.flags = tonumber(b), tonumber(s), fl or ''
     sh.n = 2 ^ sh.b
-    -- a shard converted from one zset (init --small-keys on a namespace
-    -- that had data) while its old keys still hold some: bk_promote
-    sh.old = redis.call('EXISTS', z, sh.p, sh.r) > 0
+    sh.old = q > 0
     sh.moved = {}
     return sh
 end
@@ -323,6 +328,12 @@ local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
         for _, j in ipairs(order) do
             local t = g[j]
             sum = sum + bk_call(cmd, sh.z .. ':' .. j, o1, o2, t, 1, #t)
+            -- bucket s, the next to split, filling up: the shard may need
+            -- more buckets, and its sleeping scanner is woken to see
+            -- (lib/wake.lua), as an idle one does not look by itself
+            if j == sh.s and not sh.filling and redis.call('ZCARD', sh.z .. ':' .. j) > BK_LOAD * 0.75 then
+                sh.filling = true
+            end
             local lows = t[1]
             for q = 3, #t, 2 do
                 if tonumber(t[q]) < tonumber(lows) then lows = t[q] end
@@ -406,11 +417,12 @@ end
 -- them hold more than BK_LOAD on average, bucket s is split (bk_grow).
 -- BK_LOAD keeps buckets at 32..64 IDs, a Poisson tail well below Redis's
 -- listpack limit (zset-max-listpack-entries, 128 by default).
-local BK_LOAD = 64
 local function bk_full(sh)
     if sh.one then return false end
-    local c, k = 0, 0
-    for j = sh.s, math.min(sh.s + 3, sh.n - 1) do
+    -- (bucket s alone first: an idle shard's scanner asks this every nap)
+    local c, k = redis.call('ZCARD', sh.z .. ':' .. sh.s), 1
+    if c <= BK_LOAD * 0.75 then return false end
+    for j = sh.s + 1, math.min(sh.s + 3, sh.n - 1) do
         c, k = c + redis.call('ZCARD', sh.z .. ':' .. j), k + 1
     end
     return c > BK_LOAD * k

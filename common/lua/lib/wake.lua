@@ -17,7 +17,7 @@ local function wake_ring(sh)
     local mark = redis.call('GET', s)
     if not mark then return end
     local first = bk_min(sh)
-    if first and tonumber(first) < (tonumber(mark) or math.huge) then
+    if sh.filling or first and tonumber(first) < (tonumber(mark) or math.huge) then
         redis.call('DEL', s)
         redis.call('RPUSH', bk_key(sh, 'b'), '1')
     end
