@@ -34,7 +34,7 @@ BURST_BASE_BIN=${BURST_BASE_BIN:-}
 # burst_lapse NAME BIN TOPIC [FORM]: (b) with the scanners of BIN, the
 # namespace in one zset a shard; with FORM small (d) in small keys: the IDs
 # loaded as for (b) are moved into their buckets before the first is due
-# (lib/bucket.lua's bk_drain, untimed); sets BURST_ROW
+# (lib/bucket.lua's bk_drain and bk_grow, untimed); sets BURST_ROW
 burst_lapse() {
     local name=$1 sbin=$2 topic=$3 form=${4:-one} conf=$tmp/burst-$1.conf due first c0 c1 s0 s1 out stats
     local margin=$((2500 + BURST_N / 200)) w_end
@@ -54,8 +54,10 @@ burst_lapse() {
         die "load failed"
     if [[ $form != one ]]; then
         local drain_lua s n
+        # (and grown as a producer's writes would have had them: bk_grow)
         drain_lua="$(sh scripts/lua-source common/lua/lib/bucket.lua)
-return bk_drain(bk_open(KEYS[1], KEYS[2]), tonumber(ARGV[1]))"
+local sh = bk_open(KEYS[1], KEYS[2])
+return bk_drain(sh, tonumber(ARGV[1])) + bk_grow(sh, 64)"
         for ((s = 0; s < BURST_SHARDS; s++)); do
             for ((n = 0; n < 100000; n++)); do
                 [[ $(rc EVAL "$drain_lua" 2 "$NS:z:$s" "$NS:p:$s" 5000) == 0 ]] && break
@@ -71,6 +73,11 @@ return bk_drain(bk_open(KEYS[1], KEYS[2]), tonumber(ARGV[1]))"
         die "the scanners did not drain $BURST_N IDs within 180 s"
     cpu_mark s1
     c1=$(redis_cpu)
+    local left
+    left=$(rc EVAL "local n = 0
+        for _, k in ipairs(redis.call('KEYS', ARGV[1] .. ':z:*')) do n = n + redis.call('ZCARD', k) end
+        return n" 0 "$NS")
+    ((left == 0)) || echo "   WARNING: $left IDs still pending when the watch saw none ($(rc GET "$NS:k:0"), top index $(rc ZCARD "$NS:x:0"), records $(rc HLEN "$NS:f:0"))"
     commandstats >"$tmp/burst-$name.cmds"
     scanners_stop
     read_events "$topic" "$BURST_N" "$tmp/burst-$name.events"
@@ -134,10 +141,11 @@ section_burst() {
         removes+="$REMOVE_US "
         echo "   round $round: (a) removal alone: Redis $REMOVE_US us/ID"
         echo "       Redis per ID: $(jq -r '[.[:4][] | "\(.cmd) \(.calls_per_id)x \(.us_per_id)us"] | join(", ")' <<<"$REMOVE_CMDS")"
-        burst_lapse lapse "$bin" "bench.burst$round"
-        local row_b=$BURST_ROW row_c= row_d=
+        # ((d) first: it reads its events back from a fresher Kafka)
         burst_lapse small "$bin" "bench.burstsmall$round" small
-        row_d=$BURST_ROW
+        local row_b= row_c= row_d=$BURST_ROW
+        burst_lapse lapse "$bin" "bench.burst$round"
+        row_b=$BURST_ROW
         if [[ -n $BURST_BASE_BIN ]]; then
             burst_lapse base "$tmp/base-bin" "bench.burstbase$round"
             row_c=$BURST_ROW
