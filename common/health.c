@@ -21,13 +21,14 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
     lapse_key(l, sizeof l, cfg, LAPSE_KEY_LOCK, shard);
-    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s", lapse_lua_health, z, f, l);
+    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s %d", lapse_lua_health, z, f, l,
+                                          LAPSE_HEALTH_LISTPACK);
     if (!rep) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;
     }
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 7;
-    for (size_t i = 0; ok && i < 7; i++)
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 11;
+    for (size_t i = 0; ok && i < 11; i++)
         ok = rep->element[i]->type == (i == 5 ? REDIS_REPLY_STRING : REDIS_REPLY_INTEGER);
     if (ok) {
         long long now = rep->element[4]->integer, oldest = rep->element[3]->integer;
@@ -39,6 +40,10 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
         out->oldest_due_ms = oldest >= 0 ? now - oldest : -1;
         out->oldest_inflight_ms = earliest >= 0 && earliest <= now ? now - earliest : -1;
         snprintf(out->holder, sizeof out->holder, "%s", rep->element[5]->str);
+        out->keys = rep->element[7]->integer;
+        out->largest_ids = rep->element[8]->integer;
+        out->largest_bytes = rep->element[9]->integer;
+        out->over_listpack = rep->element[10]->integer;
     } else {
         snprintf(errstr, size, "%s: shard %u: unexpected reply to the counters' script%s%s",
                  lapse_redis_name(r), shard, rep->type == REDIS_REPLY_ERROR ? ": " : "",

@@ -24,7 +24,16 @@ struct lapse_health {
     int64_t oldest_inflight_ms; /* age of the earliest deadline being dispatched
                                    (or leased, its lease run out), -1 if none */
     char holder[128];        /* the lock holder's token, "" when no scanner is active */
+    long long keys;          /* its zsets that hold IDs: 1, or its buckets (bucket.h) */
+    long long largest_ids;   /* IDs in the largest of them */
+    long long largest_bytes; /* its MEMORY USAGE, -1 when not allowed */
+    long long over_listpack; /* zsets over LAPSE_HEALTH_LISTPACK members: Redis keeps
+                                those in its large encoding */
 };
+
+/* Redis's default zset-max-listpack-entries (a raised limit is not read:
+ * CONFIG is often denied to lapse's user). */
+#define LAPSE_HEALTH_LISTPACK 128
 
 /*
  * Reads shard `shard` of namespace `ns` through r (the shard's node).

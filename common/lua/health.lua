@@ -40,12 +40,30 @@ local function zsets(max)
     return keys
 end
 
+-- The shard's keys: how many zsets (1, or its buckets), the largest (its
+-- members, and its bytes where MEMORY USAGE is allowed, else -1), and how
+-- many hold more members than ARGV[1] (Redis's zset-max-listpack-entries:
+-- they are in the large encoding).
+local limit = tonumber(ARGV[1]) or 128
 local pending, due, oldest = 0, 0, -1
+local nkeys, largest, largest_key, over = 0, 0, nil, 0
+local function count(key)
+    local c = redis.call('ZCARD', key)
+    pending = pending + c
+    if c > 0 then nkeys = nkeys + 1 end
+    if c > largest then largest, largest_key = c, key end
+    if c > limit then over = over + 1 end
+end
 if sh.one then
-    pending = redis.call('ZCARD', z)
+    count(z)
 else
-    for j = 0, sh.n + sh.s - 1 do pending = pending + redis.call('ZCARD', z .. ':' .. j) end
-    if sh.old then pending = pending + redis.call('ZCARD', z) end
+    for j = 0, sh.n + sh.s - 1 do count(z .. ':' .. j) end
+    if sh.old then count(z) end
+end
+local largest_bytes = -1
+if largest_key then
+    local m = redis.pcall('MEMORY', 'USAGE', largest_key, 'SAMPLES', 0)
+    if type(m) == 'number' then largest_bytes = m end
 end
 for _, key in ipairs(zsets(now)) do
     due = due + redis.call('ZCOUNT', key, '-inf', now)
@@ -97,4 +115,5 @@ for _, l in ipairs(redis.call('HKEYS', f)) do
         end
     end
 end
-return { pending, due, inflight, oldest, now, redis.call('GET', KEYS[3]) or '', earliest }
+return { pending, due, inflight, oldest, now, redis.call('GET', KEYS[3]) or '', earliest,
+         nkeys, largest, largest_bytes, over }

@@ -263,6 +263,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
      * the rest still shown, exit status 1. Reads that get no reply share
      * one retry window: once it is over, each is tried once. */
     int failed = 0;
+    long long keys = 0, over = 0, largest_ids = 0, largest_bytes = -1, largest_shard = -1;
     struct retry t;
     retry_init(&t, cfg);
     for (uint32_t i = 0; i < l.shards; i++) {
@@ -290,6 +291,15 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                               st.oldest_inflight_ms >= 0 ? json_integer(st.oldest_inflight_ms)
                                                          : json_null(),
                               "scanner", st.holder[0] ? st.holder : NULL);
+        json_object_set_new(o, "keys", json_integer((json_int_t)st.keys));
+        json_object_set_new(o, "largest_key_ids", json_integer((json_int_t)st.largest_ids));
+        json_object_set_new(o, "largest_key_bytes", st.largest_bytes >= 0
+                                                        ? json_integer((json_int_t)st.largest_bytes)
+                                                        : json_null());
+        json_object_set_new(o, "over_listpack", json_integer((json_int_t)st.over_listpack));
+        keys += st.keys, over += st.over_listpack;
+        if (st.largest_ids > largest_ids)
+            largest_ids = st.largest_ids, largest_bytes = st.largest_bytes, largest_shard = i;
         if (l.splitting && i < l.prev_shards) {
             json_object_set_new(o, "to_move", json_integer((json_int_t)left.ids));
             json_object_set_new(o, "last_to_move_due_ms",
@@ -339,6 +349,18 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         json_decref(shards);
         json_decref(node_info);
         json_decref(mem_info);
+        if (largest_shard >= 0) {
+            char bytes[48] = "";
+            if (largest_bytes >= 0)
+                snprintf(bytes, sizeof bytes, ", %lld bytes", largest_bytes);
+            printf("keys: %lld zsets hold IDs; the largest, in shard %lld, %lld IDs%s\n", keys,
+                   largest_shard, largest_ids, bytes);
+        }
+        if (over)
+            printf("%lld zsets hold more than %d IDs (Redis keeps them in its large encoding: "
+                   "more memory, nothing lost); in small keys the scanners split buckets while "
+                   "they run, or raise zset-max-listpack-entries (README, \"Small keys\")\n",
+                   over, LAPSE_HEALTH_LISTPACK);
         if (l.splitting)
             printf("split: %s%llu IDs left to move out of old shards%s\n",
                    failed ? "at least " : "", (unsigned long long)to_move,
