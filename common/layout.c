@@ -196,9 +196,7 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     lapse_key_layout(key, sizeof key, cfg, "layout");
     redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s %s", layout_init_lua, key,
                                         shards, nodes,
-                                        form == LAPSE_INIT_CONVERT ? "convert"
-                                        : form == LAPSE_INIT_SMALL ? "small"
-                                                                   : "one");
+                                        form == LAPSE_INIT_CONVERT ? "convert" : "one");
     free(nodes);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));

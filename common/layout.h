@@ -119,10 +119,10 @@ char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layo
  * errstr otherwise (already initialised with another count, Redis error).
  */
 enum lapse_init_form {
-    LAPSE_INIT_SMALL,    /* a new namespace in small keys (bucket.h) */
-    LAPSE_INIT_CONVERT,  /* the same, and an existing one marked small (its shards
-                            are then converted: lapse_layout_small_keys) */
     LAPSE_INIT_ONE_ZSET, /* a new namespace in one zset a shard */
+    LAPSE_INIT_CONVERT,  /* a new namespace in small keys (bucket.h), and an existing
+                            one marked so (its shards are then converted:
+                            lapse_layout_small_keys) */
 };
 int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_t shards,
                       enum lapse_init_form form, char *errstr, size_t size);

@@ -52,10 +52,10 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: lapse-scale -c FILE COMMAND\n"
             "  init N [--small-keys|--one-zset]\n"
-            "                                 create the layout with N shards (a power of two),\n"
-            "                                 each shard many small keys (README); --one-zset: one\n"
-            "                                 sorted set a shard; --small-keys on a namespace in\n"
-            "                                 one zset a shard converts it, online\n"
+            "                                 create the layout with N shards (a power of two), one\n"
+            "                                 sorted set a shard; --small-keys: each shard many small\n"
+            "                                 keys (README), and on a namespace in one zset a shard\n"
+            "                                 it converts it, online\n"
             "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
             "  status --watch [--interval S] [--count N]\n"
             "                                 the same, refreshed every S seconds (default 2): on a\n"
@@ -87,9 +87,9 @@ static void usage(FILE *out)
             "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
-/* form: 0 (default) a new namespace in small keys, an existing one as it
- * is; 1 (--small-keys) the same, and an existing one in one zset a shard
- * converted; -1 (--one-zset) a new namespace in one zset a shard. */
+/* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
+ * shard, an existing one as it is; 1 (--small-keys) a new namespace in
+ * small keys, and an existing one in one zset a shard converted. */
 static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg,
                     int form)
 {
@@ -102,11 +102,10 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
     }
     char err[512];
     int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n,
-                               form > 0 ? LAPSE_INIT_CONVERT : form < 0 ? LAPSE_INIT_ONE_ZSET
-                                                                        : LAPSE_INIT_SMALL,
+                               form > 0 ? LAPSE_INIT_CONVERT : LAPSE_INIT_ONE_ZSET,
                                err, sizeof err);
     struct lapse_layout l = {0};
-    int small = (rc == 0 && form >= 0) || (rc == 1 && form > 0);
+    int small = rc >= 0 && form > 0;
     if (small && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
         if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
             rc = -1;

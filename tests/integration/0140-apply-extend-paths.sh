@@ -8,7 +8,7 @@
 # comparing path. Each case is checked against what extend means: the
 # pending deadline moves only later, and for an ID in flight the deadline
 # that counts is the dispatched one, not the lease.
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

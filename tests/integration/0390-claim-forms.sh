@@ -14,7 +14,7 @@
 #   batch 4: plain IDs and the empty ID (written by hand);
 #   batch 5: two dense deadlines (40 and 35 IDs, one with a payload), then
 #            sparse ones and an expired lease, in one claim.
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

@@ -23,7 +23,7 @@
 #     marked returned; their payloads restored from the record), a reset
 #     one keeps its reset; at a takeover every record's IDs get their
 #     deadlines back and f is empty.
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

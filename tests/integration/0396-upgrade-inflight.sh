@@ -16,7 +16,7 @@
 # (an older record lists IDs that left its lease: only the holders are in
 # flight); U2 keeps its reset; nothing is left in f; R is re-armed on its
 # grid; and a new ID written afterwards fires through the new claim.
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

@@ -38,7 +38,7 @@ apply_sha=$(lua_source apply | sha1sum | cut -d' ' -f1)
 drop_sha=$(lua_source drop | sha1sum | cut -d' ' -f1)
 
 t0=$(now_ms)
-dX0=$((t0 + 6000)) # X's deadline before the split: still ahead when the writes end (t0 + 2.3 s)
+dX0=$((t0 + 10000)) # X's deadline before the split: still ahead when the writes end (t0 + 2.3 s; under load up to 6)
 dR0=$((t0 + 1000))
 kafka_ctl "rtt 1 2500"
 printf 'touch %s @%d px0\ntouch %s @%d pz0\nrepeat %s @%d 700 pr\n' "$iX" "$dX0" "$iZ" $((t0 + 60000)) \

@@ -14,7 +14,7 @@
 #         given twice is removed once; one whose score is no longer our
 #         lease (reset meanwhile, or another lease) stays.
 #   Two takes in one millisecond share a lease: one record holds both.
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

@@ -10,7 +10,7 @@
 # Then "M ?" with the old shard's keys too (old and new shard on one node):
 # apply.lua finds each twin itself, as take, seed and drop would have, and
 # answers which ops settled their ID (producer/send_split.c's moved-ID cache).
-# One-zset form (scale_init_one_zset; a new namespace is in small keys):
+# One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).
 . "$(dirname "$0")/../lib.sh"

@@ -175,7 +175,7 @@ unset -f pkg-config
 redis_start main
 kafka_start
 write_config
-"$R/bin/lapse-scale" -c "$CONF" init 2 $(small_keys_on || echo --one-zset) >scale.out 2>&1 || fail "installed lapse-scale init: $(cat scale.out)"
+"$R/bin/lapse-scale" -c "$CONF" init 2 $(small_keys_on && echo --small-keys) >scale.out 2>&1 || fail "installed lapse-scale init: $(cat scale.out)"
 assert_match "$(cat scale.out)" 'initialised with 2 shards' "lapse-scale init"
 
 printf 'wd-shared-%d\n' 1 2 3 | LD_LIBRARY_PATH=$R/lib ./wd-shared "$CONF" 2>wd.err ||

@@ -14,7 +14,7 @@
 redis_start main
 kafka_start
 write_config
-scale init 2 >/dev/null
+scale init 2 --small-keys >/dev/null
 awk 'BEGIN { for (i = 0; i < 1000; i++) printf "touch s-%d +3600000\n", i }' | produce ||
     fail "lapse-producer exited with $?"
 scale status --json >st1.json || fail "status --json: exit status $?"

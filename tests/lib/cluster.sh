@@ -183,6 +183,13 @@ cluster_busiest_primary() {
 # hashes.txt, expect.tsv; producer A started and fed pre.txt.
 cluster_workload() {
     local i
+    # with CLUSTER_BULK=N first N IDs an hour away (bulk-0 ..), so that
+    # shards hold many keys while slots move (loaded before t0: the
+    # workload's lead time is for its own writes)
+    if [[ -n ${CLUSTER_BULK:-} ]]; then
+        awk -v n="$CLUSTER_BULK" 'BEGIN { for (i = 0; i < n; i++) printf "touch bulk-%d +3600000\n", i }' |
+            produce || fail "the bulk IDs: lapse-producer exited with $?"
+    fi
     { seq -f 's%03g' 0 299; seq -f 'f%03g' 0 199; echo mk.A.2; } >ids.txt
     sp_hashes ids.txt >hashes.txt
     t0=$(now_ms)
@@ -193,12 +200,6 @@ cluster_workload() {
     done
     sp_producer A
     sp_feed A pre.txt
-    # with CLUSTER_BULK=N also N IDs an hour away (bulk-0 ..), so that
-    # shards hold many keys while slots move
-    if [[ -n ${CLUSTER_BULK:-} ]]; then
-        awk -v n="$CLUSTER_BULK" 'BEGIN { for (i = 0; i < n; i++) printf "touch bulk-%d +3600000\n", i }' |
-            produce || fail "the bulk IDs: lapse-producer exited with $?"
-    fi
 }
 
 # cluster_bulk_end: with CLUSTER_BULK=N, checks that every one of the N

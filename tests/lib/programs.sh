@@ -113,11 +113,10 @@ scale() { # ARGS...: scripts/lapse-scale -c CONF (lapse_scale)
 }
 
 # lapse_scale CONFIG ARGS...: scripts/lapse-scale -c CONFIG ARGS. A new
-# namespace is in small keys (README "Small keys"); with
-# LAPSE_TEST_ONE_ZSET=1 an `init` gets --one-zset (the whole suite runs in
-# one sorted set a shard, the form of lapse before 2026-11-27), unless the
-# ARGS name a form already. A test of the one-zset internals pins that
-# form with scale_init_one_zset.
+# namespace is in one sorted set a shard; with LAPSE_TEST_SMALL_KEYS=1 an
+# `init` gets --small-keys (the whole suite runs in small keys: README
+# "Small keys"), unless the ARGS name a form already. A test of the
+# one-zset internals pins that form with scale_init_one_zset.
 lapse_scale() {
     local conf=$1 a init=0 form=0
     shift
@@ -127,8 +126,8 @@ lapse_scale() {
         --small-keys | --one-zset) form=1 ;;
         esac
     done
-    if ((init && !form)) && [[ ${LAPSE_TEST_ONE_ZSET:-0} == 1 ]]; then
-        set -- "$@" --one-zset
+    if ((init && !form)) && [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]]; then
+        set -- "$@" --small-keys
     fi
     "$LAPSE_SCRIPTS/lapse-scale" -c "$conf" "$@"
 }
@@ -138,9 +137,9 @@ lapse_scale() {
 # scores crafted in NS:z:I, ...)
 scale_init_one_zset() { scale init "$@" --one-zset; }
 
-# small_keys_on: 0 when the test's namespaces are in small keys (unless
-# LAPSE_TEST_ONE_ZSET=1)
-small_keys_on() { [[ ${LAPSE_TEST_ONE_ZSET:-0} != 1 ]]; }
+# small_keys_on: 0 when the test's namespaces are in small keys
+# (LAPSE_TEST_SMALL_KEYS=1)
+small_keys_on() { [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]]; }
 
 # scanner_start SHARD [ARGS...]: a scanner for SHARD in the background; its
 # process name (scanner-SHARD, scanner-SHARD.2, ...) is left in SCANNER.
