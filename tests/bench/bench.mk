@@ -4,7 +4,8 @@
 # high-availability ones (make bench-ha: wait_replicas, TLS, failover time),
 # the cluster ones (make bench-cluster), lapse-scale status --due against
 # millions of pending IDs (make bench-due) and small keys against one sorted
-# set per shard (make bench-keys).
+# set per shard (make bench-keys), and a shard's slot moving between
+# primaries in both forms (make bench-reshard).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -15,13 +16,14 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys
+.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-due
 	@$(MAKE) --no-print-directory bench-keys
+	@$(MAKE) --no-print-directory bench-reshard
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -45,6 +47,15 @@ bench-due: all
 #   make bench-keys BENCH_KEYS_BIG=1     10,000,000 too (minutes)
 bench-keys: all
 	@LAPSE_BIN=$(BIN) tests/bench/keys-run
+
+# One shard of RESHARD_N IDs (1,000,000) moving to another primary of a
+# 3-primary cluster, as one sorted set and in small keys: lateness of the
+# IDs of other shards due meanwhile, the move's time and longest MIGRATE,
+# how long the big shard is not served (tests/bench/reshard-run):
+#   make bench-reshard                   N = 1,000,000, 100 keys a MIGRATE
+#   make bench-reshard RESHARD_N=100000  a quick look
+bench-reshard: all $(BENCH_GEN)
+	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/reshard-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)

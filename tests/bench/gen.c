@@ -29,6 +29,13 @@
  *                    writes spread evenly over the seconds (the steady
  *                    state) instead of coming all in the same ones.
  *
+ *   on-shard SHARDS SHARD COUNT PREFIX
+ *                                COUNT IDs "PREFIX%08d", i = 1, 2, ..., one a
+ *                                line, only those whose shard among SHARDS
+ *                                (the documented hash) is SHARD: a load that
+ *                                fills one shard (make bench-reshard). The
+ *                                summary says how many i were tried.
+ *
  *   lone PORT NS SHARDS COUNT GAP_MS
  *                                the lone-line latency of a long-running
  *                                producer reading our stdout: COUNT lines
@@ -73,6 +80,7 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
+                 "       lapse-bench-gen on-shard SHARDS SHARD COUNT PREFIX\n"
                  "       lapse-bench-gen lone PORT NS SHARDS COUNT GAP_MS\n"
                  "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
                  "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS [--stagger N]\n"
@@ -112,6 +120,25 @@ static int gen_ids(const char *op, uint64_t count, const char *when)
     if (fflush(stdout) != 0)
         return -1;
     fprintf(stderr, "lines=%" PRIu64 "\n", count);
+    return 0;
+}
+
+/* See "on-shard" above. PREFIX is at most 32 bytes; i stays below COUNT_MAX. */
+static int gen_on_shard(uint32_t shards, uint32_t shard, uint64_t count, const char *prefix)
+{
+    char id[64];
+    uint64_t n = 0, i;
+    for (i = 1; n < count && i < COUNT_MAX; i++) {
+        int idlen = snprintf(id, sizeof id, "%s%08" PRIu64, prefix, i);
+        if (lapse_shard_of(lapse_hash(id, (size_t)idlen), shards) != shard)
+            continue;
+        if (printf("%s\n", id) < 0)
+            return -1;
+        n++;
+    }
+    if (fflush(stdout) != 0)
+        return -1;
+    fprintf(stderr, "ids=%" PRIu64 " tried=%" PRIu64 "\n", n, i - 1);
     return 0;
 }
 
@@ -258,6 +285,14 @@ int main(int argc, char **argv)
             return 2;
         }
         rc = gen_zadd_resp(argv[2], (uint32_t)atol(argv[3]), a, base);
+    } else if (argc == 6 && !strcmp(argv[1], "on-shard")) {
+        if (!lapse_shards_valid(atol(argv[2])) || parse_u64(argv[3], 65535, &a) < 0 ||
+            a >= (uint64_t)atol(argv[2]) || parse_u64(argv[4], COUNT_MAX - 1, &b) < 0 ||
+            strlen(argv[5]) > 32) {
+            usage(stderr);
+            return 2;
+        }
+        rc = gen_on_shard((uint32_t)atol(argv[2]), (uint32_t)a, b, argv[5]);
     } else if (argc == 7 && !strcmp(argv[1], "lone")) {
         if (parse_u64(argv[2], 65535, &a) < 0 || strlen(argv[3]) > LAPSE_NS_MAX ||
             !lapse_shards_valid(atol(argv[4])) || parse_u64(argv[5], 1000000, &b) < 0 || b == 0 ||
