@@ -7,6 +7,9 @@
 #
 #   make bench-scanner                              the default run (~8 min on 2 cores)
 #   make bench-scanner SCANNER_BENCH_QUICK=1        smaller sizes, ~1.5 min + idle
+#   make bench-scanner BENCH_FORMS=one              sections 0 and 1 with a zset per
+#                                                   shard only (default "one small":
+#                                                   also in small keys, init --small-keys)
 #
 # Figures go to stdout and to build/bench/scanner.json, build/bench/idle.json.
 
