@@ -9,7 +9,7 @@
 -- bucket J's lowest score) says which buckets can hold due IDs; the state k ("b s" and flag letters:
 -- "p" some bucket may hold payloads, "r" repeat records) says which form
 -- and where an ID lives. Its bucket follows linear hashing on h, the
--- ID's bucket hash (bk_hash; lapse_bucket_hash in common/hash.c): J = h mod
+-- ID's bucket hash (bk_hash; lapse_bucket_hash in common/bucket.c): J = h mod
 -- 2^b, or h mod 2^(b+1) when that is below s (bucket J was split already).
 -- grow.lua splits bucket s, one at a time, as the shard fills; the hash is
 -- independent of the shard hash, so a shard split moves no more than it
@@ -83,7 +83,7 @@ local function bk_open(z, p, r, st)
     sh.b, sh.s, sh.flags = tonumber(b), tonumber(s), fl or ''
     sh.n = 2 ^ sh.b
     sh.old = q > 0
-    sh.moved = {}
+    sh.promoted = {}
     return sh
 end
 
@@ -92,11 +92,11 @@ local function bk_key(sh, letter)
     return sh.head .. letter .. sh.tail
 end
 
--- The bucket of id (h: its hash when the caller has it).
-local function bk_at(sh, id, h)
+-- The bucket of id (remembered for the rest of the call in sh.at).
+local function bk_at(sh, id)
     local j = sh.at[id]
     if j then return j end
-    h = h or bk_hash(id)
+    local h = bk_hash(id)
     j = h % sh.n
     if j < sh.s then j = h % (2 * sh.n) end
     sh.at[id] = j
@@ -110,11 +110,16 @@ local function bk_has(sh, kind)
     return string.find(sh.flags, kind, 1, true) ~= nil
 end
 
+-- Writes the state key from sh (buckets).
+local function bk_save(sh)
+    redis.call('SET', sh.k, string.format('%d %d %s', sh.b, sh.s, sh.flags))
+end
+
 -- Sets kind's flag before its first write (buckets).
 local function bk_flag(sh, kind)
     if sh.one or string.find(sh.flags, kind, 1, true) then return end
     sh.flags = sh.flags .. kind
-    redis.call('SET', sh.k, string.format('%d %d %s', sh.b, sh.s, sh.flags))
+    bk_save(sh)
 end
 
 local BK_STRIDE = { ZADD = 2, HSET = 2 }
@@ -216,7 +221,7 @@ end
 -- payload and repeat record move from the old keys into its bucket (list
 -- [from..to], the IDs every stride-th from off). Programs of this version
 -- write buckets only, so what a bucket holds already is newer and stays
--- (NX). Each ID moves once a call (sh.moved). Claims also move the old
+-- (NX). Each ID moves once a call (sh.promoted). Claims also move the old
 -- zset's due IDs first, and claims and naps the rest a chunk at a time
 -- (bk_drain); once the old keys are gone the shard is buckets only.
 local function bk_promote(sh, list, from, to, stride, off)
@@ -224,8 +229,8 @@ local function bk_promote(sh, list, from, to, stride, off)
     local ids = {}
     for i = from + off, to, stride do
         local id = list[i]
-        if not sh.moved[id] then
-            sh.moved[id] = true
+        if not sh.promoted[id] then
+            sh.promoted[id] = true
             ids[#ids + 1] = id
         end
     end
@@ -351,15 +356,13 @@ local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
     return sum
 end
 
--- One ID's command (ZSCORE, HGET, HSETNX, ...): args after the key.
+-- One ID's command (ZSCORE, HGET, HSETNX, ZREM, ...; never ZADD: bk_write
+-- keeps the index): args after the key.
 local function bk_one(sh, cmd, kind, id, ...)
     if sh.one then return redis.call(cmd, sh[kind], id, ...) end
     if (cmd == 'HSETNX' or cmd == 'HSET') and kind ~= 'z' then bk_flag(sh, kind) end
     bk_promote(sh, { id }, 1, 1, 1, 0)
     local j = bk_at(sh, id)
-    if cmd == 'ZADD' then
-        error('bk_one: ZADD goes through bk_write')
-    end
     return redis.call(cmd, sh[kind] .. ':' .. j, id, ...)
 end
 
@@ -478,7 +481,7 @@ local function bk_grow(sh, max)
         sh.s = src + 1
         if sh.s == n then sh.b, sh.s, sh.n = sh.b + 1, 0, n2 end
         sh.at = {}
-        redis.call('SET', sh.k, string.format('%d %d %s', sh.b, sh.s, sh.flags))
+        bk_save(sh)
         done = done + 1
     end
     return done
