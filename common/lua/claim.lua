@@ -164,39 +164,72 @@ local function take_fresh(zk, room, old_room)
     return k, o
 end
 
--- One key: its due IDs. Buckets: the due buckets by the index, lowest
--- entry first, until the batch is full; each bucket visited gets its
--- entry put right (bk_settle), and its IDs' bucket is noted (sh.at) so
--- that nothing below hashes them again.
-local function take(zk, room, old_room)
-    local g0, d0 = #groups, #due
-    local took, old
-    if old_max >= batch then
-        took, old = take_all(zk, room), 0
+-- A bucket's due IDs, up to room, oldest first, appended to due, and its
+-- lowest score left (false: none; nil: not known). A bucket is small, so
+-- it has no dense runs to group, and the usual visit (an ID or two due in
+-- a bucket of dozens, the steady state of a large shard) is one read of
+-- its lowest entries, which also gives the score left, and one removal.
+local function take_bucket(zk, room)
+    local w = math.min(room, 2)
+    local part = redis.call('ZRANGE', zk, 0, w, 'WITHSCORES')
+    local k = 0
+    while k < w and part[2 * k + 2] and tonumber(part[2 * k + 2]) <= now do k = k + 1 end
+    local first
+    if k == w and w < room and part[2 * w + 2] and tonumber(part[2 * w + 2]) <= now then
+        part = redis.call('ZRANGEBYSCORE', zk, '-inf', now, 'WITHSCORES', 'LIMIT', 0, room)
+        k = #part / 2
     else
-        took, old = take_fresh(zk, room, old_room)
+        first = part[2 * k + 2] or false
     end
-    return took, old, g0, d0
+    if k > 0 then redis.call('ZREMRANGEBYRANK', zk, 0, k - 1) end
+    for i = 1, 2 * k do due[#due + 1] = part[i] end
+    return k, first
 end
+
+-- The due IDs: of the one key; or of the due buckets by the index, lowest
+-- entry first, until the batch is full. Each bucket visited gets its entry
+-- put right (bk_settle_note, written by bk_settle_all before anything
+-- else writes), and its IDs' bucket is noted (sh.at) so that nothing
+-- below hashes them again.
 if batch > 0 then
     if sh.one then
-        take(z, batch, old_max)
+        if old_max >= batch then take_all(z, batch) else take_fresh(z, batch, old_max) end
     else
         if sh.old then -- a converting shard: its old zset's due IDs into their buckets first
             local due_old = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'LIMIT', 0, batch)
             bk_promote(sh, due_old, 1, #due_old, 1, 0)
         end
+        -- Rounds of up to 64 due buckets (asking the index for the whole
+        -- batch's worth would read hundreds of entries a burst's claim
+        -- never visits), each round's entries written before the next asks.
+        -- (sh.at spares the payload and repeat reads below a hash per ID.)
         local room, old_room = batch, old_max
-        for _, j in ipairs(bk_due(sh, now, batch)) do
-            local took, old, g0, d0 = take(z .. ':' .. j, room, old_room)
-            j = tonumber(j)
-            for g = g0 + 2, #groups, 2 do
-                for _, id in ipairs(groups[g]) do sh.at[id] = j end
+        local note_at = bk_has(sh, 'p') or bk_has(sh, 'r')
+        local rounds = 0
+        while room > 0 and rounds < 8 do
+            local ask, took_round, notes = math.min(room, 64), 0, {}
+            rounds = rounds + 1
+            local js = bk_due(sh, now, ask)
+            for _, j in ipairs(js) do
+                local d0, took, old, first = #due, 0, 0, nil
+                if old_max >= batch then
+                    took, first = take_bucket(z .. ':' .. j, room)
+                else
+                    took, old = take_fresh(z .. ':' .. j, room, old_room)
+                end
+                if note_at then
+                    for i = d0 + 1, #due, 2 do sh.at[due[i]] = j end
+                end
+                bk_settle_note(sh, notes, j, first)
+                room, old_room, took_round = room - took, old_room - old, took_round + took
+                if room <= 0 then break end
             end
-            for i = d0 + 1, #due, 2 do sh.at[due[i]] = j end
-            bk_settle(sh, j)
-            room, old_room = room - took, old_room - old
-            if room <= 0 then break end
+            bk_settle_all(sh, notes)
+            -- (all due buckets seen; or, with a catch-up budget, a round
+            -- that took nothing: the budget is spent on buckets that hold
+            -- only overdue IDs. At most 8 rounds: entries left low by
+            -- resets cost a visit each, and the next claim goes on.)
+            if #js < ask or (took_round == 0 and old_max < batch) then break end
         end
     end
 end

@@ -403,12 +403,50 @@ local function bk_settle(sh, j)
     bk_settle_group(sh, bk_group_of(j))
 end
 
+-- Buckets, for a claim that visits many: notes bucket j's lowest score
+-- now (first: the score, false when the bucket is empty, nil to read it
+-- here) in notes, and bk_settle_all writes them: one ZADD and one ZREM per
+-- group touched, a read of its lowest entry, and the top entries of all
+-- in one ZADD, where bk_settle per bucket cost four calls. Nothing may write a bucket between the two (its ZADD LT
+-- would be undone by the note).
+local function bk_settle_note(sh, notes, j, first)
+    if first == nil then first = redis.call('ZRANGE', sh.z .. ':' .. j, 0, 0, 'WITHSCORES')[2] or false end
+    local g = bk_group_of(j)
+    local t = notes[g]
+    if not t then t = { add = {}, rem = {} }; notes[g] = t end
+    if first then
+        t.add[#t.add + 1] = first
+        t.add[#t.add + 1] = j
+    else
+        t.rem[#t.rem + 1] = j
+    end
+end
+
+local function bk_settle_all(sh, notes)
+    local top, gone = {}, {}
+    for g, t in pairs(notes) do
+        local xg = sh.x .. ':' .. g
+        bk_call('ZADD', xg, nil, nil, t.add, 1, #t.add)
+        bk_call('ZREM', xg, nil, nil, t.rem, 1, #t.rem)
+        local first = redis.call('ZRANGE', xg, 0, 0, 'WITHSCORES')[2]
+        if first then
+            top[#top + 1] = first
+            top[#top + 1] = g
+        else
+            gone[#gone + 1] = g
+        end
+    end
+    bk_call('ZADD', sh.x, nil, nil, top, 1, #top)
+    bk_call('ZREM', sh.x, nil, nil, gone, 1, #gone)
+end
+
 -- How many IDs are due at now: exact with one key; with buckets, those of
--- the first 64 due buckets (a lower bound when more are due: the scanner
--- only needs to know that some are).
+-- the first 8 due buckets (a lower bound when more are due: the scanner
+-- only needs to know that some are, and a claim that leaves some asks this
+-- every time).
 local function bk_due_count(sh, now)
     if sh.one then return redis.call('ZCOUNT', sh.z, '-inf', now) end
-    local js = bk_due(sh, now, 64)
+    local js = bk_due(sh, now, 8)
     local n = 0
     for _, j in ipairs(js) do n = n + redis.call('ZCOUNT', sh.z .. ':' .. j, '-inf', now) end
     if sh.old then n = n + redis.call('ZCOUNT', sh.z, '-inf', now) end
