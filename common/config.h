@@ -68,6 +68,7 @@ struct lapse_ingress_rule {
     int time_source;   /* enum lapse_time_source */
     char *time_field;  /* LAPSE_TIME_FIELD: the field holding unix ms */
     int timeout_ms;    /* deadline = time + timeout_ms */
+    int recover;       /* 1: the result is a watch (recovery on), not an extend */
 };
 
 struct lapse_config {
@@ -112,6 +113,7 @@ struct lapse_config {
     int scanner_max_inflight;        /* scanner.max_inflight: claim stops here */
     int scanner_catchup_rate;        /* scanner.catchup_rate: overdue IDs/s, 0 = no limit */
     int scanner_fresh_ms;            /* scanner.fresh_ms: due this recently = fresh */
+    int scanner_offline_retention_s; /* scanner.offline_retention_s: offline IDs forgotten after */
     int scanner_metrics_port;        /* scanner.metrics_port: 0 = no endpoint */
     char *scanner_metrics_bind;      /* scanner.metrics_bind: its address */
 

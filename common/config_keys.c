@@ -92,6 +92,9 @@ const struct key config_keys[] = {
      "overdue IDs sent per second per shard while catching up; 0 = no limit"},
     {"scanner.fresh_ms", K_INT, 0, 1000, NULL, 1, 3600000, CFG(scanner_fresh_ms),
      "IDs due within this many ms are fresh: never held back by catchup_rate"},
+    {"scanner.offline_retention_s", K_INT, 0, 604800, NULL, 1, 315360000,
+     CFG(scanner_offline_retention_s),
+     "an ID offline (its timeout fired with recovery on, no write since) is forgotten after this"},
     {"scanner.metrics_port", K_INT, 0, 0, NULL, 0, 65535, CFG(scanner_metrics_port),
      "Prometheus text endpoint port; 0 = off"},
     {"scanner.metrics_bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(scanner_metrics_bind),
@@ -129,6 +132,8 @@ const struct key config_rule_keys[] = {
      "with time = \"field\": the field holding the signal's unix ms"},
     {"timeout_ms", K_INT, 1, 0, NULL, 1, 2147483647, RULE(timeout_ms),
      "deadline = time + timeout_ms"},
+    {"recover", K_BOOL, 0, 0, NULL, 0, 0, RULE(recover),
+     "watch instead of extend: a \"recovered\" event when a timed-out ID signals again"},
 };
 
 /* One element of redis.nodes; paths are relative to "redis.nodes[i]". */

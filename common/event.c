@@ -16,10 +16,11 @@
  *
  * Invariants:
  *  - Field order is fixed (type, ns, id, [id_b64], deadline_ms, fired_ms,
- *    shard, [payload, [payload_b64]], [seq]).
- *  - "type" comes first and is "timeout" for every fire: a consumer tells
- *    an event's kind before reading the rest (the contract's "recovered"
- *    events are planned, with fields of their own).
+ *    shard, [payload, [payload_b64]], [seq]; a recovered event: type, ns,
+ *    id, [id_b64], deadline_ms, fired_ms, recovered_ms, down_ms, shard).
+ *  - "type" comes first, "timeout" for every fire and "recovered" when a
+ *    watched ID came back: a consumer tells an event's kind before reading
+ *    the rest.
  *  - Escaping is jansson's compact form: \" \\ \b \f \n \r \t, any other
  *    byte below 0x20 as \u00XX (upper-case hex); everything else verbatim.
  *  - The output needs at most lapse_event_size(ev) bytes, so one check of
@@ -210,11 +211,20 @@ size_t lapse_event_size(const struct lapse_event *ev)
 
 size_t lapse_event_write(const struct lapse_event *ev, char *buf)
 {
-    char *o = put_lit(buf, "{\"type\":\"timeout\"");
+    int back = ev->recovered_ms > 0;
+    char *o = put_lit(buf, back ? "{\"type\":\"recovered\"" : "{\"type\":\"timeout\"");
     o = put_bytes(o, ",\"", "ns", NULL, ev->ns, strlen(ev->ns));
     o = put_bytes(o, ",\"", "id", "id_b64", ev->id, ev->id_len);
     o = put_int(put_lit(o, ",\"deadline_ms\":"), ev->deadline_ms);
     o = put_int(put_lit(o, ",\"fired_ms\":"), ev->fired_ms);
+    if (back) {
+        o = put_int(put_lit(o, ",\"recovered_ms\":"), ev->recovered_ms);
+        o = put_int(put_lit(o, ",\"down_ms\":"), ev->recovered_ms - ev->deadline_ms);
+        o = put_int(put_lit(o, ",\"shard\":"), ev->shard);
+        *o++ = '}';
+        *o = '\0';
+        return (size_t)(o - buf);
+    }
     o = put_int(put_lit(o, ",\"shard\":"), ev->shard);
     if (ev->payload)
         o = put_bytes(o, ",\"", "payload", "payload_b64", ev->payload, ev->payload_len);

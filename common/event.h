@@ -3,7 +3,9 @@
  *
  * Exactly the fields of CONTRACT.md: type ("timeout", since 2026-11-26), ns,
  * id, deadline_ms, fired_ms, shard, payload (only when one was stored), seq
- * (only for repeating IDs, > 0).
+ * (only for repeating IDs, > 0). A "recovered" event (recovered_ms > 0, since
+ * 2026-11-27) has type, ns, id, deadline_ms and fired_ms (of the timeout),
+ * recovered_ms, down_ms (recovered_ms - deadline_ms) and shard.
  * IDs and payloads are arbitrary bytes; JSON strings are UTF-8. When a value
  * is not valid UTF-8, its string field carries it with U+FFFD for each bad
  * byte and a second field, "id_b64" / "payload_b64", carries the exact bytes
@@ -25,6 +27,7 @@ struct lapse_event {
     const char *payload;  /* NULL when none */
     size_t payload_len;
     int64_t seq;          /* 0 = not repeating (field omitted) */
+    int64_t recovered_ms; /* > 0: a "recovered" event (no payload, no seq) */
 };
 
 /*

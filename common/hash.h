@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A zset member that is this byte and then an ID is the ID's queued
+ * "recovered" event (common/lua/lib/watch.lua): no ID begins with a control
+ * byte, and lapse_hash places the member where its ID lives. */
+#define LAPSE_RECOVERED_MARK 1
+
 uint64_t lapse_hash(const void *id, size_t len);
 
 /* shard of an ID among `shards` (a power of two, >= 1). */

@@ -27,8 +27,8 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;
     }
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 11;
-    for (size_t i = 0; ok && i < 11; i++)
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 12;
+    for (size_t i = 0; ok && i < 12; i++)
         ok = rep->element[i]->type == (i == 5 ? REDIS_REPLY_STRING : REDIS_REPLY_INTEGER);
     if (ok) {
         long long now = rep->element[4]->integer, oldest = rep->element[3]->integer;
@@ -44,6 +44,7 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
         out->largest_ids = rep->element[8]->integer;
         out->largest_bytes = rep->element[9]->integer;
         out->over_listpack = rep->element[10]->integer;
+        out->offline = rep->element[11]->integer;
     } else {
         snprintf(errstr, size, "%s: shard %u: unexpected reply to the counters' script%s%s",
                  lapse_redis_name(r), shard, rep->type == REDIS_REPLY_ERROR ? ": " : "",

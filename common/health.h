@@ -29,6 +29,7 @@ struct lapse_health {
     long long largest_bytes; /* its MEMORY USAGE, -1 when not allowed */
     long long over_listpack; /* zsets over LAPSE_HEALTH_LISTPACK members: Redis keeps
                                 those in its large encoding */
+    long long offline;       /* IDs offline: recovery on, timed out, not back (lib/watch.lua) */
 };
 
 /* Redis's default zset-max-listpack-entries (a raised limit is not read:

@@ -56,6 +56,9 @@ enum lapse_key_kind {
                                  of a shard in small keys (bucket.h) */
     LAPSE_KEY_BUCKETS = 'k',  /* string "b s" [flags]: the shard is in small keys
                                  (bucket.h); absent: it is one zset */
+    LAPSE_KEY_WATCH = 'o',    /* hash ID -> "" (recovery on) or "D F" (offline: its timeout
+                                 for deadline D fired, Kafka took it at F), lib/watch.lua */
+    LAPSE_KEY_OFFLINE = 'n',  /* string: how many IDs of the shard are offline */
     LAPSE_KEY_PROBE = 'q',    /* never written: scripts of a shard in small keys ask
                                  for it to learn that its slot is migrating (a Redis
                                  Cluster refuses a missing key then; lib/bucket.lua) */

@@ -1,7 +1,8 @@
 #include "script.h"
 
 extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[], lapse_lua_acquire[],
-    lapse_lua_release[], lapse_lua_take[], lapse_lua_seed[], lapse_lua_drop[], lapse_lua_sleep[], lapse_lua_moved[];
+    lapse_lua_release[], lapse_lua_take[], lapse_lua_seed[], lapse_lua_drop[], lapse_lua_sleep[], lapse_lua_moved[],
+    lapse_lua_forget[];
 
 const char *lapse_script_source(enum lapse_script s)
 {
@@ -16,6 +17,7 @@ const char *lapse_script_source(enum lapse_script s)
         [LAPSE_SCRIPT_DROP] = lapse_lua_drop,
         [LAPSE_SCRIPT_SLEEP] = lapse_lua_sleep,
         [LAPSE_SCRIPT_MOVED] = lapse_lua_moved,
+        [LAPSE_SCRIPT_FORGET] = lapse_lua_forget,
     };
     return src[s];
 }

@@ -17,6 +17,7 @@ enum lapse_script {
     LAPSE_SCRIPT_DROP,      /* split: remove stale twins (drop.lua) */
     LAPSE_SCRIPT_SLEEP,     /* idle scanner: renew the lock, mark its nap (sleep.lua) */
     LAPSE_SCRIPT_MOVED,     /* split: which IDs a new shard holds markers of (moved.lua) */
+    LAPSE_SCRIPT_FORGET,    /* scanner: offline IDs past the retention (forget.lua) */
     LAPSE_SCRIPT_COUNT
 };
 

@@ -64,6 +64,7 @@ static const struct {
     {LAPSE_OP_EXTEND, "extend"},
     {LAPSE_OP_REPEAT, "repeat"},
     {LAPSE_OP_CANCEL, "cancel"},
+    {LAPSE_OP_WATCH, "watch"},
 };
 
 /* The member `name`, or NULL when it is missing or null. */

@@ -6,7 +6,7 @@
  * the same struct lapse_cmd the line protocol gives, with the same limits
  * (producer/line.h), so the producer library cannot tell the two apart.
  *
- *   {"op": "touch"|"extend"|"repeat"|"cancel",
+ *   {"op": "touch"|"extend"|"repeat"|"cancel"|"watch",
  *    "id": "<1..512 bytes, none of them 0x00-0x20 or 0x7f>",
  *    "in_ms": <ms from when the write is applied>  |  "at_ms": <unix ms>,
  *    "period_ms": <ms >= 1>,            repeat only, required there

@@ -105,6 +105,7 @@ static const struct op_info {
     {LAPSE_OP_EXTEND, "extend", "extend needs <id> <when>"},
     {LAPSE_OP_REPEAT, "repeat", "repeat needs <id> <when> <period_ms>"},
     {LAPSE_OP_CANCEL, "cancel", "cancel needs <id>"},
+    {LAPSE_OP_WATCH, "watch", "watch needs <id> <when>"},
 };
 
 /*
@@ -263,7 +264,7 @@ enum lapse_line_result lapse_line_parse(const char *line, size_t len, struct lap
 
 int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size)
 {
-    if (cmd->op < LAPSE_OP_TOUCH || cmd->op > LAPSE_OP_CANCEL)
+    if (cmd->op < LAPSE_OP_TOUCH || cmd->op > LAPSE_OP_WATCH)
         return fail(errstr, size, "unknown command"), -1;
     if (!cmd->id || cmd->id_len == 0)
         return fail(errstr, size, "%s needs an id", lapse_op_name(cmd->op)), -1;

@@ -5,6 +5,12 @@
  *   extend <id> <when> [<payload>]
  *   repeat <id> <when> <period_ms> [<payload>]
  *   cancel <id>
+ *   watch  <id> <when> [<payload>]
+ *
+ * watch is extend with recovery on: the ID is remembered as offline once its
+ * timeout fires, and its next touch/extend/watch sends a "recovered" event
+ * (common/lua/lib/watch.lua). The ID keeps recovery on until a cancel or a
+ * repeat.
  *
  * Fields are separated by one or more spaces. <id> is 1..512 bytes, none of
  * them 0x00-0x20 or 0x7f. <when> is +<ms> (relative to the moment the write is
@@ -28,6 +34,7 @@ enum lapse_op {
     LAPSE_OP_EXTEND,
     LAPSE_OP_REPEAT,
     LAPSE_OP_CANCEL,
+    LAPSE_OP_WATCH, /* an extend with recovery on: see lapse_line_parse */
 };
 
 enum lapse_when_kind {
@@ -80,7 +87,7 @@ int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size);
 #define LAPSE_QUOTE_MAX 40
 void lapse_quote(char *out, const char *p, size_t n);
 
-/* "touch", "extend", "repeat", "cancel". */
+/* "touch", "extend", "repeat", "cancel", "watch". */
 const char *lapse_op_name(enum lapse_op op);
 
 #endif

@@ -225,6 +225,11 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
                                int64_t y_when)
 {
     int y_payload = y->payload != NULL;
+    /* recovery on starts a watch record and may bring an ID back: a watch
+     * and another op are both sent (a cancel or repeat forgets either way) */
+    if ((y->op == LAPSE_OP_WATCH) != x->recover && y->op != LAPSE_OP_CANCEL &&
+        y->op != LAPSE_OP_REPEAT)
+        return FOLD_NONE;
     switch (y->op) {
     case LAPSE_OP_CANCEL:
         return FOLD_REPLACE;
@@ -233,6 +238,7 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
         /* a payload-less y keeps the stored payload: only fine if x left it */
         return y_payload || (!x->has_payload && x->op != 'c') ? FOLD_REPLACE : FOLD_NONE;
     case LAPSE_OP_EXTEND:
+    case LAPSE_OP_WATCH:
         if (x->op == 'c') /* nothing pending: the extend sets, like a touch */
             return y_payload ? FOLD_TOUCH : FOLD_NONE;
         if (x->kind != y->when_kind)
@@ -251,8 +257,10 @@ static int producer_fill(lapse_producer *p, struct producer_op *op, const struct
                          int64_t when, uint64_t tag)
 {
     static const char codes[] = {[LAPSE_OP_TOUCH] = 't', [LAPSE_OP_EXTEND] = 'e',
-                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c'};
+                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c',
+                                 [LAPSE_OP_WATCH] = 'e'};
     op->op = codes[y->op];
+    op->recover = y->op == LAPSE_OP_WATCH;
     op->kind = y->when_kind;
     op->when_ms = when;
     op->period_ms = y->op == LAPSE_OP_REPEAT ? y->period_ms : 0;
@@ -292,7 +300,7 @@ static int producer_absorbed(lapse_producer *p, uint64_t hash, uint64_t tag, uin
 static int producer_slack(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
                           uint64_t tag, int64_t *when)
 {
-    if (cmd->op != LAPSE_OP_EXTEND) {
+    if (cmd->op != LAPSE_OP_EXTEND && cmd->op != LAPSE_OP_WATCH) {
         /* touch/repeat/cancel make the memory wrong; touch could be kept,
          * but a later extend would then skip a write the repeat grid or a
          * failed write needs: forget, the next extend writes. */

@@ -37,6 +37,7 @@
 struct producer_op {
     uint64_t hash;             /* lapse_hash of the ID */
     char op;                   /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
+    int recover;               /* with 'e': a watch, recovery on (apply.lua's flag W) */
     int has_payload;
     enum lapse_when_kind kind; /* of when_ms */
     int64_t when_ms;           /* as sent (slack included) */

@@ -158,6 +158,8 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'M';
     if (inherit)
         h[hl++] = 'I';
+    if (op->recover)
+        h[hl++] = 'W'; /* (takes no argument) */
     if (op->op != 'c')
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
                                (long long)op->when_ms);
@@ -183,7 +185,7 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
 static int send_plain(const struct producer_op *op)
 {
     return op->op == 'e' && op->kind == LAPSE_WHEN_ABS && !op->has_payload && !op->moving &&
-           !op->shared;
+           !op->shared && !op->recover;
 }
 
 /* apply.lua's argv after the epoch: the count of plain pairs, the pairs

@@ -196,7 +196,7 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
         return BAD;
     }
     memset(&res->cmd, 0, sizeof res->cmd);
-    res->cmd.op = LAPSE_OP_EXTEND;
+    res->cmd.op = r->recover ? LAPSE_OP_WATCH : LAPSE_OP_EXTEND;
     res->cmd.id = id;
     res->cmd.id_len = id_len;
     res->cmd.when_kind = r->time_source == LAPSE_TIME_ARRIVAL ? LAPSE_WHEN_REL : LAPSE_WHEN_ABS;

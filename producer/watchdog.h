@@ -50,7 +50,7 @@ struct lapse_signal {
 /* A matched signal. `cmd` points into the signal's key or JSON, or into
  * `idbuf` (an integer ID): valid while both the signal and this live. */
 struct lapse_watchdog_result {
-    struct lapse_cmd cmd; /* always LAPSE_OP_EXTEND, no payload */
+    struct lapse_cmd cmd; /* LAPSE_OP_EXTEND (LAPSE_OP_WATCH: the rule recovers), no payload */
     size_t rule;          /* index of the rule that matched */
     char idbuf[24];       /* the decimal text of an integer ID */
 };

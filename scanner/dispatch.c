@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "hash.h"
 #include "log.h"
 #include "metrics.h"
 #include "sink.h"
@@ -25,6 +26,47 @@
  * from `since` (the deadline, or later: claim.c, scanner_seen). Returns 0,
  * or -1 if it was not sent (its lease runs out and the ID is claimed
  * again). */
+/* A number of a recovered event's record ("D F R", lib/watch.lua) at *p,
+ * moving *p past it and one space; -1 when there is none. */
+static long long scanner_record_num(const char **p, const char *end)
+{
+    long long v = 0;
+    const char *q = *p;
+    if (q == end || *q < '0' || *q > '9')
+        return -1;
+    for (; q < end && *q >= '0' && *q <= '9' && v < LLONG_MAX / 10 - 9; q++)
+        v = v * 10 + (*q - '0');
+    *p = q < end && *q == ' ' ? q + 1 : q;
+    return v;
+}
+
+/* The event of a claimed member that is a queued "recovered" event: its ID
+ * follows the mark, its record (the member's payload) says when the timeout
+ * fell due and fired and when the ID came back. A record that is not
+ * readable (not lapse's) gives 0s, counted and logged: the event still goes. */
+static void scanner_recovered(lapse_scanner *s, struct lapse_event *ev, long long queued,
+                              const redisReply *payload)
+{
+    ev->id++, ev->id_len--;
+    ev->payload = NULL, ev->payload_len = 0, ev->seq = 0;
+    long long d = -1, f = -1, r = -1;
+    if (payload && payload->type == REDIS_REPLY_STRING) {
+        const char *p = payload->str, *end = payload->str + payload->len;
+        d = scanner_record_num(&p, end);
+        f = scanner_record_num(&p, end);
+        r = scanner_record_num(&p, end);
+    }
+    if (d < 0 || f < 0 || r <= 0) {
+        lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
+                          "shard %u: a recovered event without its record (not lapse's?)",
+                          s->shard);
+        INC(bad_records);
+        d = f = 0, r = queued > 0 ? queued : 1;
+    }
+    ev->deadline_ms = d, ev->fired_ms = f, ev->recovered_ms = r;
+    INC(recovered_sent);
+}
+
 int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
                      const redisReply *payload /* NULL: none */, long long seq)
 {
@@ -39,6 +81,8 @@ int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, lon
         .payload_len = payload && payload->type == REDIS_REPLY_STRING ? payload->len : 0,
         .seq = seq,
     };
+    if (f->id_len > 1 && (unsigned char)f->id[0] == LAPSE_RECOVERED_MARK)
+        scanner_recovered(s, &ev, deadline, payload);
     size_t need = lapse_event_size(&ev);
     if (need > s->event_size) {
         char *e = realloc(s->event, need);
@@ -52,7 +96,7 @@ int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, lon
     }
     size_t len = lapse_event_write(&ev, s->event);
     char err[256];
-    if (lapse_sink_send(s->sink, f->id, f->id_len, s->event, len, f, err, sizeof err) < 0) {
+    if (lapse_sink_send(s->sink, ev.id, ev.id_len, s->event, len, f, err, sizeof err) < 0) {
         lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN, "shard %u: %s", s->shard, err);
         return -1;
     }

@@ -66,6 +66,13 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
       "Events of IDs written with a deadline already past; their lateness counts from when "
       "the scanner could first have seen them.",
       written_past_due);
+    C("recovered_events_total", "\"recovered\" events handed to Kafka.", recovered_sent);
+    C("bad_records_total",
+      "Recovered events whose record was unreadable (not written by lapse); sent with zeros.",
+      bad_records);
+    C("offline_forgotten_total",
+      "Offline IDs forgotten after scanner.offline_retention_s without coming back.",
+      offline_forgotten);
 #undef C
 #undef G
     lapse_prom_family(&o, "lapse_scanner_oldest_overdue_seconds", "gauge",
@@ -86,6 +93,9 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
          "1 if the maxmemory-policy of the shard's Redis evicts keys (deadlines may be lost), "
          "0 under noeviction.",
          offsetof(struct lapse_metrics, evicting)},
+        {"lapse_scanner_offline",
+         "IDs of the shard whose timeout fired with recovery on and that have not come back.",
+         offsetof(struct lapse_metrics, offline)},
         {"lapse_scanner_redis_replicas", "Replicas connected to the shard's Redis primary.",
          offsetof(struct lapse_metrics, replicas)},
         {"lapse_scanner_redis_replicas_missing",

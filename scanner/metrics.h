@@ -53,6 +53,10 @@ struct lapse_metrics {
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
     atomic_uint_fast64_t written_past_due; /* events whose lateness counts from after the deadline */
+    atomic_uint_fast64_t recovered_sent;   /* "recovered" events handed to Kafka */
+    atomic_uint_fast64_t bad_records;      /* recovered events whose record was unreadable */
+    atomic_uint_fast64_t offline_forgotten; /* offline IDs forgotten after the retention */
+    atomic_int_fast64_t offline;           /* IDs offline in the shard (-1: not read yet) */
 };
 
 /* How often a scanner reads its Redis's memory (ms): often enough for an

@@ -117,6 +117,8 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
     s->metrics.memory_used = s->metrics.memory_max = s->metrics.evicting = -1;
+    s->metrics.offline = -1;
+    strcpy(s->forget_cursor, "0");
     s->metrics.replicas = s->metrics.replicas_missing = -1;
     s->home = lapse_redis_new(cfg, 0);
     s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
@@ -236,6 +238,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         }
         scanner_log_moved(s);
         scanner_memory(s);
+        scanner_forget(s);
         if (!s->active) {
             if (!scanner_acquire(s)) {
                 /* standby: poll the lock often enough to take over promptly */

@@ -106,6 +106,8 @@ struct lapse_scanner {
     char metrics_err[256];       /* why the last try failed, as logged; "" when none did */
     int64_t metrics_warned_ms;   /* monotonic time that was logged */
     int64_t memory_at_ms;        /* monotonic: when to read the Redis's memory next */
+    int64_t forget_at_ms;        /* monotonic: when to look for offline IDs to forget next */
+    char forget_cursor[24];      /* where the pass of forget.lua is ("0": a new one) */
     struct lapse_log_limit lim_redis, lim_kafka;
     /* Idle naps (wake.c): the mark in NS:s:N, the bell NS:b:N blocked on
      * with BLPOP on a connection of its own. */
@@ -139,6 +141,10 @@ void scanner_log_moved(lapse_scanner *s);
  * evicting), at most every LAPSE_MEMORY_EVERY_MS, only when metrics are
  * served. A policy changed at runtime shows here before any reconnect. */
 void scanner_memory(lapse_scanner *s);
+
+/* forget.c: forgets offline IDs past scanner.offline_retention_s, a slice a
+ * second while a pass runs, a pass every 10 s; publishes the offline count. */
+void scanner_forget(lapse_scanner *s);
 
 /* Counts and logs (rate-limited) a failed Redis call of the shard: the
  * error reply r, or when r is NULL why the call on `from` failed (the

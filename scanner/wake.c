@@ -239,6 +239,7 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
             return 0; /* the node came back or moved: the loop claims there once */
         scanner_log_moved(s);
         scanner_memory(s); /* (metrics: every 5 s at most) */
+        scanner_forget(s); /* (every 10 s while nothing is offline) */
         int64_t renew = s->renewed_ms + max;
         enum nap_end end = nap_wait(s, stop, s->mark_due_ms < renew ? s->mark_due_ms : renew, max);
         int64_t now = lapse_clock_mono_ms();

@@ -17,6 +17,9 @@
  *                     fall due when (tools/scale/due.c)
  *   get ID [--json]   where an ID lives and what is held for it
  *                     (tools/scale/get.c, common/inspect.c)
+ *   offline [--json] [--limit N] [--prefix P]
+ *                     the IDs offline now (recovery on, timed out, not
+ *                     back), since when (tools/scale/offline.c)
  *   check [--max-overdue S] [--max-memory PCT] [--json]
  *                     exit 0 when every shard has an active scanner,
  *                     nothing is overdue, and no primary evicts or is past
@@ -44,6 +47,7 @@
 #include "scale/check.h"
 #include "scale/get.h"
 #include "scale/memory.h"
+#include "scale/offline.h"
 #include "scale/status.h"
 #include "scale/watch.h"
 
@@ -69,6 +73,10 @@ static void usage(FILE *out)
             "                                 in flight (lease, deadline dispatched), payload,\n"
             "                                 repeat, and during a split its twin; reads only\n"
             "                                 (an ID starting with '-': get -- ID)\n"
+            "  offline [--json] [--limit N] [--prefix P]\n"
+            "                                 the IDs offline now: written with recovery on (watch),\n"
+            "                                 timed out and not written since; the deadline that fell\n"
+            "                                 due and since when, a line each (id shard deadline since)\n"
             "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
             "                                 exit 0 when every shard has an active scanner and no\n"
             "                                 due ID is more than S seconds (default 60) overdue;\n"
@@ -295,6 +303,7 @@ struct scale_cmd {
 static const struct scale_cmd scale_cmds[] = {
     {"init", 1, "ko"},      {"status", 0, "jwinu"}, {"get", 1, "j"},
     {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
+    {"offline", 0, "jlp"},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -311,6 +320,8 @@ int main(int argc, char **argv)
     int as_json = 0, form = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
     int64_t max_overdue_ms = 60000;
     int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
+    long limit = 0;
+    const char *prefix = "";
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
@@ -326,6 +337,8 @@ int main(int argc, char **argv)
         {"due", no_argument, NULL, 'u'},
         {"max-overdue", required_argument, NULL, 'm'},
         {"max-memory", required_argument, NULL, 'M'},
+        {"limit", required_argument, NULL, 'l'},
+        {"prefix", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -351,6 +364,16 @@ int main(int argc, char **argv)
             }
             break;
         case 'w': watch = 1; break;
+        case 'p': prefix = optarg; break;
+        case 'l': {
+            char *end;
+            limit = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || limit < 1) {
+                fprintf(stderr, "lapse-scale: --limit: \"%s\" is not a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'u': due = 1; break;
         case 'k':
         case 'o':
@@ -484,6 +507,8 @@ int main(int argc, char **argv)
         rc = cmd_init(&cfg, nodes, argv[optind + 1], form);
     else if (strcmp(cmd, "status") == 0)
         rc = lapse_scale_status(&cfg, nodes, as_json, due);
+    else if (strcmp(cmd, "offline") == 0)
+        rc = lapse_scale_offline(&cfg, nodes, as_json, limit, prefix);
     else if (strcmp(cmd, "split") == 0)
         rc = cmd_split(&cfg, nodes, to, start_cmd);
     else

@@ -24,8 +24,13 @@
 -- still that lease (not touched, cancelled or claimed since), it is re-armed
 -- at the next point of its period after now (missed points are skipped, not
 -- fired in a burst) and its fire count goes up; else it lives on as it is.
+-- An ID with a watch record "" (recovery on, lib/watch.lua) goes offline
+-- ("D F") when it is settled, or, when it was written while its timeout was
+-- being dispatched, comes back at once: its recovered event is queued now,
+-- after Kafka took the timeout.
 -- #include chunks
 -- #include inflight
+-- #include watch
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 if redis.call('GET', lock) ~= ARGV[1] then return -1 end
 local now -- (read when a repeating ID is re-armed)
@@ -33,15 +38,44 @@ local settled = 0
 local sh = bk_open(z, p, r)
 local has_r = bk_has(sh, 'r')
 local has_p = bk_has(sh, 'p')
+local has_o = bk_has(sh, 'o')
 local gone, done = {}, {} -- payloads that go; records that go
+local wfinal, wback, wdelta = {}, {}, 0 -- watch records (lib/watch.lua)
+
+local function time_now()
+    if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return now
+end
 
 -- Settles ids[j] (with deadlines[j]) of the claim with `lease`.
 local function settle(lease, ids, deadlines)
-    if not has_p and not has_r then
+    if not has_p and not has_r and not has_o then
         settled = settled + #ids
         return
     end
     local cur = bk_read(sh, 'ZMSCORE', 'z', ids)
+    if has_o then
+        local w = bk_read(sh, 'HMGET', 'o', ids)
+        for j = 1, #ids do
+            local id, c = ids[j], cur[j]
+            if w[j] == '' and wfinal[id] == nil then -- (an ID twice in a call: the first settles it)
+                local at = string.format('%d %d', tonumber(deadlines[j]), time_now())
+                if not c then -- not written since: offline
+                    wfinal[id] = at
+                    wdelta = wdelta + 1
+                elseif c ~= lease and not string.find(c, '.', 1, true) then
+                    -- written while in flight (not a lease: not in flight
+                    -- again, whose ack settles it): back at once
+                    wback[#wback + 1] = id
+                    wback[#wback + 1] = at .. ' ' .. string.format('%d', time_now())
+                    wfinal[id] = ''
+                end
+            end
+        end
+    end
     for j = 1, #ids do
         local id, c = ids[j], cur[j]
         if not c then -- one-shot, not written since
@@ -52,10 +86,7 @@ local function settle(lease, ids, deadlines)
             if rep then
                 local period, fired = string.match(rep, '^(%d+):(%d+)$')
                 period, fired = tonumber(period), tonumber(fired) + 1
-                if not now then
-                    local t = redis.call('TIME')
-                    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-                end
+                time_now()
                 local deadline = tonumber(deadlines[j])
                 local next = deadline + period
                 if next <= now then
@@ -76,7 +107,7 @@ local i = 2
 while i <= #ARGV do
     local lease, n = ARGV[i], tonumber(ARGV[i + 1])
     local last = i + 1 + math.max(n, 0)
-    if n < 0 and not has_p and not has_r then
+    if n < 0 and not has_p and not has_r and not has_o then
         -- the usual case: the record is the claim
         if redis.call('HDEL', f, lease) == 1 then settled = settled - n end
     else
@@ -121,4 +152,9 @@ while i <= #ARGV do
 end
 if has_p then bk_write(sh, 'HDEL', 'p', gone) end
 chunks_write('HDEL', f, done)
+if has_o then
+    watch_write(sh, wfinal)
+    watch_queue(sh, wback, string.format('%d', time_now()))
+    watch_count(sh, wdelta)
+end
 return settled

@@ -24,6 +24,7 @@
 --        the twin here (see below)
 --     I  with M "D": the busy twin's payload, kept by an op that brings none
 --        (as it would be in one shard)
+--     W  (no argument) recovery on: the ID gets a watch record (lib/watch.lua)
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something (with KEYS[8..14]:
@@ -48,6 +49,7 @@
 -- #include inflight
 -- #include twins
 -- #include wake
+-- #include watch
 local z, p, f, r, m, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local sh = bk_open(z, p, r)
 local epoch = tonumber(redis.call('GET', e) or 0)
@@ -57,6 +59,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local changed = 0
 local has_r = bk_has(sh, 'r')
+local has_o = bk_has(sh, 'o')
 local has_f = redis.call('EXISTS', f) == 1
 
 -- Extends as ZADD GT of args[from..to] ("deadline", ID pairs); returns how
@@ -101,14 +104,14 @@ local function extend_gt(args, from, to)
 end
 
 -- Decode the operations into parallel arrays (nil where a flag is absent).
-local OP, ID, AT, ATS, PER, PL, MV, INH = {}, {}, {}, {}, {}, {}, {}, {}
+local OP, ID, AT, ATS, PER, PL, MV, INH, REC = {}, {}, {}, {}, {}, {}, {}, {}, {}
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
 
 -- The plain pairs: ZADD GT as they are (extend_gt), unless the shard has
--- repeating IDs (an extend makes one one-shot again); then they join the
--- others.
+-- repeating IDs (an extend makes one one-shot again) or watch records (an
+-- extend brings an offline ID back); then they join the others.
 if i > 3 then
-    if not has_r then
+    if not has_r and not has_o then
         changed = extend_gt(ARGV, 3, i - 1)
     else
         for k = 3, i - 1, 2 do
@@ -126,11 +129,14 @@ while i <= #ARGV do
     local j = 2
     local b = string.byte(h, j)
     while b and b >= 65 and b <= 90 do -- 'A'..'Z'
-        if b == 82 then PER[n] = ARGV[i]
-        elseif b == 80 then PL[n] = ARGV[i]
-        elseif b == 77 then MV[n] = ARGV[i]
-        else INH[n] = ARGV[i] end
-        i = i + 1
+        if b == 87 then REC[n] = true -- (no argument)
+        else
+            if b == 82 then PER[n] = ARGV[i]
+            elseif b == 80 then PL[n] = ARGV[i]
+            elseif b == 77 then MV[n] = ARGV[i]
+            else INH[n] = ARGV[i] end
+            i = i + 1
+        end
         j = j + 1
         b = string.byte(h, j)
     end
@@ -205,12 +211,41 @@ if KEYS[8] then
     end
 end
 
+-- Watch records (lib/watch.lua), read once for every ID of the call when
+-- the shard has any, and settled op by op in order: a cancel or repeat
+-- forgets the record; any other write of an offline ID brings it back (its
+-- recovered event is queued); a write with recovery on (W) starts one.
+local wst, wfinal, wback, wdelta = {}, {}, {}, 0
+if has_o then
+    local ids = {}
+    for k = 1, n do ids[k] = ID[k] end
+    local cur = bk_read(sh, 'HMGET', 'o', ids)
+    for k = 1, n do wst[ID[k]] = cur[k] or nil end
+end
+for k = 1, n do
+    local op, id = OP[k], ID[k]
+    local st = wst[id]
+    if op == 'c' or op == 'r' then
+        if st then
+            if st ~= '' then wdelta = wdelta - 1 end
+            wst[id], wfinal[id] = nil, false
+        end
+    elseif st and st ~= '' then
+        wback[#wback + 1] = id
+        wback[#wback + 1] = st .. ' ' .. string.format('%d', now)
+        wdelta = wdelta - 1
+        wst[id], wfinal[id] = '', ''
+    elseif REC[k] and not st then
+        wst[id], wfinal[id] = '', ''
+    end
+end
+
 -- The fastest path, for watchdog streams: an extend without payload in a
 -- shard without repeating IDs is ZADD GT (extend_gt), so runs of them need
 -- no score read and no comparison here: formatting and parsing the scores
 -- of ZMSCORE replies cost Redis more than the writes.
 local function plain_extend(k)
-    return OP[k] == 'e' and not MV[k] and not PL[k]
+    return OP[k] == 'e' and not MV[k] and not PL[k] and not has_o
 end
 local gargs = {}
 local function flush_gt()
@@ -324,6 +359,9 @@ for k = 1, n do
 end
 flush_gt()
 flush()
+watch_write(sh, wfinal)
+watch_queue(sh, wback, string.format('%d', now))
+watch_count(sh, wdelta)
 -- a sleeping scanner is woken when a deadline landed before its next look
 wake_ring(sh)
 -- with the old shard's keys: also which "M ?" ops settled their ID here

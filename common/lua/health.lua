@@ -5,7 +5,9 @@
 --
 -- KEYS: [1] z, [2] f the claims' records (lib/inflight.lua), [3] the lock
 -- Returns { pending, due, in flight, the oldest due score or -1, now, the
--- lock's holder or "", the earliest deadline being dispatched or -1 }.
+-- lock's holder or "", the earliest deadline being dispatched or -1, keys,
+-- the largest key's IDs and bytes, keys over the listpack limit, IDs
+-- offline (lib/watch.lua) }.
 --
 -- In flight: the IDs of a claim's record in f (field = lease "<ms>.25",
 -- value cmsgpack of groups { deadline, { id, ... }, ... } and pairs { id,
@@ -116,4 +118,4 @@ for _, l in ipairs(redis.call('HKEYS', f)) do
     end
 end
 return { pending, due, inflight, oldest, now, redis.call('GET', KEYS[3]) or '', earliest,
-         nkeys, largest, largest_bytes, over }
+         nkeys, largest, largest_bytes, over, tonumber(redis.call('GET', bk_key(sh, 'n')) or 0) }

@@ -264,6 +264,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
      * one retry window: once it is over, each is tried once. */
     int failed = 0;
     long long keys = 0, over = 0, largest_ids = 0, largest_bytes = -1, largest_shard = -1;
+    long long offline = 0;
     struct retry t;
     retry_init(&t, cfg);
     for (uint32_t i = 0; i < l.shards; i++) {
@@ -297,7 +298,8 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                                                         ? json_integer((json_int_t)st.largest_bytes)
                                                         : json_null());
         json_object_set_new(o, "over_listpack", json_integer((json_int_t)st.over_listpack));
-        keys += st.keys, over += st.over_listpack;
+        json_object_set_new(o, "offline", json_integer((json_int_t)st.offline));
+        keys += st.keys, over += st.over_listpack, offline += st.offline;
         if (st.largest_ids > largest_ids)
             largest_ids = st.largest_ids, largest_bytes = st.largest_bytes, largest_shard = i;
         if (l.splitting && i < l.prev_shards) {
@@ -361,6 +363,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                    "more memory, nothing lost); in small keys the scanners split buckets while "
                    "they run, or raise zset-max-listpack-entries (README, \"Small keys\")\n",
                    over, LAPSE_HEALTH_LISTPACK);
+        if (offline)
+            printf("offline: %lld IDs (recovery on, timed out, not written since; lapse-scale "
+                   "offline lists them)\n",
+                   offline);
         if (l.splitting)
             printf("split: %s%llu IDs left to move out of old shards%s\n",
                    failed ? "at least " : "", (unsigned long long)to_move,

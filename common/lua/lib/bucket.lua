@@ -1,14 +1,15 @@
 -- bucket: where an ID's score, payload and repeat record live inside its
 -- shard (layout.h; docs/design.md, "Small keys").
 --
--- A shard comes in one of two forms. "One key": the zset z, the hashes p
--- and r (lapse before 2026-11-27, kept as it is). "Buckets": 2^b + s small
--- zsets z:J, with their payloads and repeat records beside them in p:J and
--- r:J, where every key stays small enough for Redis's compact listpack
--- encoding; the index x (two levels, bk_lower: J -> a lower bound of
--- bucket J's lowest score) says which buckets can hold due IDs; the state k ("b s" and flag letters:
--- "p" some bucket may hold payloads, "r" repeat records) says which form
--- and where an ID lives. Its bucket follows linear hashing on h, the
+-- A shard comes in one of two forms. "One key": the zset z, the hashes p,
+-- r and o (lapse before 2026-11-27, kept as it is). "Buckets": 2^b + s small
+-- zsets z:J, with their payloads, repeat records and watch records
+-- (lib/watch.lua) beside them in p:J, r:J and o:J, where every key stays
+-- small enough for Redis's compact listpack encoding; the index x (two
+-- levels, bk_lower: J -> a lower bound of bucket J's lowest score) says
+-- which buckets can hold due IDs; the state k ("b s" and flag letters: "p"
+-- some bucket may hold payloads, "r" repeat records, "o" watch records)
+-- says which form and where an ID lives. Its bucket follows linear hashing on h, the
 -- ID's bucket hash (bk_hash; lapse_bucket_hash in common/bucket.c): J = h mod
 -- 2^b, or h mod 2^(b+1) when that is below s (bucket J was split already).
 -- grow.lua splits bucket s, one at a time, as the shard fills; the hash is
@@ -53,7 +54,7 @@ local function bk_open(z, p, r, st)
     local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
     if not r then p, r = head .. 'p' .. tail, head .. 'r' .. tail end
     local sh = { z = z, p = p, r = r, m = head .. 'm' .. tail, head = head, tail = tail, at = {},
-                 x = head .. 'x' .. tail, k = head .. 'k' .. tail }
+                 x = head .. 'x' .. tail, k = head .. 'k' .. tail, o = head .. 'o' .. tail }
     -- On a Redis Cluster whose slot for this shard is migrating, a key the
     -- script did not declare that is not (or no longer) here is refused,
     -- and a script refused half-way would leave half its writes. So every
@@ -75,7 +76,7 @@ local function bk_open(z, p, r, st)
     -- (q: the probe; z, p, r: a shard converted from one zset, by init
     -- --small-keys on a namespace that had data, while its old keys still
     -- hold some: bk_promote)
-    local q = redis.pcall('EXISTS', z, sh.p, sh.r, head .. 'q' .. tail)
+    local q = redis.pcall('EXISTS', z, sh.p, sh.r, sh.o, head .. 'q' .. tail)
     if type(q) == 'table' and q.err then
         error({ err = 'TRYAGAIN shard keys moving (' .. q.err .. ')' })
     end
@@ -238,10 +239,11 @@ local function bk_promote(sh, list, from, to, stride, off)
     local sc = chunks_read('ZMSCORE', sh.z, ids)
     local pl = redis.call('EXISTS', sh.p) == 1 and chunks_read('HMGET', sh.p, ids) or {}
     local rp = redis.call('EXISTS', sh.r) == 1 and chunks_read('HMGET', sh.r, ids) or {}
+    local ob = redis.call('EXISTS', sh.o) == 1 and chunks_read('HMGET', sh.o, ids) or {}
     local gone, zg, xl = {}, {}, {}
     for k = 1, #ids do
         local id = ids[k]
-        if sc[k] or pl[k] or rp[k] then
+        if sc[k] or pl[k] or rp[k] or ob[k] then
             gone[#gone + 1] = id
             local j = bk_at(sh, id)
             if sc[k] then
@@ -259,6 +261,10 @@ local function bk_promote(sh, list, from, to, stride, off)
                 bk_flag(sh, 'r')
                 redis.call('HSETNX', sh.r .. ':' .. j, id, rp[k])
             end
+            if ob[k] then
+                bk_flag(sh, 'o')
+                redis.call('HSETNX', sh.o .. ':' .. j, id, ob[k])
+            end
         end
     end
     if #gone == 0 then return end
@@ -267,7 +273,8 @@ local function bk_promote(sh, list, from, to, stride, off)
     chunks_write('ZREM', sh.z, gone)
     chunks_write('HDEL', sh.p, gone)
     chunks_write('HDEL', sh.r, gone)
-    sh.old = redis.call('EXISTS', sh.z, sh.p, sh.r) > 0
+    chunks_write('HDEL', sh.o, gone)
+    sh.old = redis.call('EXISTS', sh.z, sh.p, sh.r, sh.o) > 0
 end
 
 -- A converting shard: moves up to max IDs of its old keys into buckets,
@@ -276,7 +283,7 @@ end
 local function bk_drain(sh, max)
     if sh.one or not sh.old then return 0 end
     local ids = redis.call('ZRANGE', sh.z, 0, max - 1)
-    for _, key in ipairs({ sh.p, sh.r }) do
+    for _, key in ipairs({ sh.p, sh.r, sh.o }) do
         if #ids == 0 and redis.call('EXISTS', key) == 1 then
             ids = redis.call('HRANDFIELD', key, max)
         end
@@ -509,7 +516,7 @@ local function bk_grow(sh, max)
             bk_call('ZADD', zs, nil, nil, keep, 1, #keep)
             bk_call('ZADD', zd, nil, nil, move, 1, #move)
         end
-        for _, kind in ipairs({ 'p', 'r' }) do
+        for _, kind in ipairs({ 'p', 'r', 'o' }) do
             if bk_has(sh, kind) then
                 bk_split_hash(sh[kind] .. ':' .. src, sh[kind] .. ':' .. dst, dst, n2)
             end

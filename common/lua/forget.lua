@@ -1,0 +1,49 @@
+-- forget: the active scanner's slow walk over its shard's watch records
+-- (lib/watch.lua), forgetting offline IDs that did not come back within the
+-- retention: a slice a call, so a pass over millions of records costs Redis
+-- nothing it would notice (the scanner calls this about once a second).
+--
+-- KEYS: [1] z, [2] the lock
+-- ARGV[1] token, ARGV[2] retention ms, ARGV[3] cursor ("0": from the
+-- start), ARGV[4] records to look at, about
+-- Returns { next cursor ("0": the pass ended), forgotten, offline IDs now },
+-- or { -1 } when the lock is not ours.
+-- #include watch
+local z, lock = KEYS[1], KEYS[2]
+local sh = bk_open(z, lock)
+if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
+local count = tonumber(redis.call('GET', bk_key(sh, 'n')) or 0)
+if not bk_has(sh, 'o') then return { '0', 0, count } end
+local t = redis.call('TIME')
+local before = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[2])
+local want = tonumber(ARGV[4])
+
+-- The offline records of list { id, record, ... } fired before `before`.
+local function old(list, out)
+    for i = 1, #list, 2 do
+        local f = string.match(list[i + 1], '^%d+ (%d+)$')
+        if f and tonumber(f) < before then out[#out + 1] = list[i] end
+    end
+end
+
+local gone, next = {}, '0'
+if sh.one then
+    local r = redis.call('HSCAN', sh.o, ARGV[3], 'COUNT', want)
+    next = r[1]
+    old(r[2], gone)
+    if #gone > 0 then redis.call('HDEL', sh.o, unpack(gone)) end
+else -- buckets: the cursor is a bucket, a few dozen records each
+    local j, last, seen = tonumber(ARGV[3]) or 0, sh.n + sh.s - 1, 0
+    while j <= last and seen < want do
+        local key = sh.o .. ':' .. j
+        local all = redis.call('HGETALL', key)
+        local here = {}
+        old(all, here)
+        if #here > 0 then redis.call('HDEL', key, unpack(here)) end
+        for i = 1, #here do gone[#gone + 1] = here[i] end
+        seen, j = seen + #all / 2 + 1, j + 1
+    end
+    if j <= last then next = string.format('%d', j) end
+end
+watch_count(sh, -#gone)
+return { next, #gone, count - #gone }

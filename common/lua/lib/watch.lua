@@ -1,0 +1,57 @@
+-- watch: recovery (README "The event"). An ID written with recovery on
+-- ("watch", an ingress rule's recover = true) has a watch record in o (kind
+-- 'o' of lib/bucket.lua, beside its payload): "" while it is online, and
+-- "D F" once its timeout for deadline D fired and Kafka took the event at F
+-- (ack.lua): offline. The next touch, extend or watch of an offline ID
+-- (apply.lua), or one that landed while its timeout was being dispatched
+-- (ack.lua), queues its recovered event: the member WATCH_MARK .. ID in z,
+-- due at once, with the payload "D F R" (R: when it came back). The scanner
+-- sends that member's event as "recovered" (scanner/dispatch.c); claim,
+-- lease and ack are those of any due ID, so it is at least once and, its
+-- content fixed when queued, every copy is the same. It is queued only
+-- after Kafka took the timeout, so it comes after it on the ID's partition.
+-- No ID begins with byte 1 (the line protocol forbids control bytes), so
+-- the member is no ID's own; common/hash.c places it where its ID lives.
+-- n counts the shard's offline IDs. A cancel or repeat forgets the record.
+-- #include bucket
+local WATCH_MARK = '\1'
+
+local function watch_is_mark(id)
+    return string.byte(id, 1) == 1
+end
+
+-- Adds d to the shard's count of offline IDs.
+local function watch_count(sh, d)
+    if d ~= 0 then redis.call('INCRBY', bk_key(sh, 'n'), d) end
+end
+
+-- Queues the recovered events of list { id, "D F R", ... } (strings), due
+-- at now (a decimal string).
+local function watch_queue(sh, list, now)
+    if #list == 0 then return end
+    local zargs, pargs = {}, {}
+    for i = 1, #list, 2 do
+        zargs[#zargs + 1] = now
+        zargs[#zargs + 1] = WATCH_MARK .. list[i]
+        pargs[#pargs + 1] = WATCH_MARK .. list[i]
+        pargs[#pargs + 1] = list[i + 1]
+    end
+    bk_write(sh, 'HSET', 'p', pargs)
+    bk_write(sh, 'ZADD', 'z', zargs)
+end
+
+-- Writes the watch records of final { [id] = "" or "D F", or false to
+-- forget }.
+local function watch_write(sh, final)
+    local set, del = {}, {}
+    for id, v in pairs(final) do
+        if v then
+            set[#set + 1] = id
+            set[#set + 1] = v
+        else
+            del[#del + 1] = id
+        end
+    end
+    bk_write(sh, 'HDEL', 'o', del)
+    bk_write(sh, 'HSET', 'o', set)
+end

@@ -1,0 +1,54 @@
+/*
+ * forget — offline IDs that never came back are forgotten after
+ * scanner.offline_retention_s (common/lua/forget.lua walks the shard's
+ * watch records a slice a call), and the shard's offline count reaches the
+ * metrics (lapse_scanner_offline).
+ *
+ * A pass looks at FORGET_SLICE records a second until it has seen them all,
+ * then rests FORGET_REST_MS: an idle shard pays one call every 10 s, and a
+ * shard of ten million watched IDs is walked in under three hours.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "shard.h"
+
+#define FORGET_SLICE 1000
+#define FORGET_STEP_MS 1000
+#define FORGET_REST_MS 10000
+
+void scanner_forget(lapse_scanner *s)
+{
+    int64_t now = lapse_clock_mono_ms();
+    if (!s->active || !s->node || now < s->forget_at_ms)
+        return;
+    char retention[24], slice[16];
+    snprintf(retention, sizeof retention, "%lld", (long long)s->cfg->scanner_offline_retention_s * 1000);
+    snprintf(slice, sizeof slice, "%d", FORGET_SLICE);
+    const char *argv[] = {s->keys[0], s->keys[5], s->token, retention, s->forget_cursor, slice};
+    size_t lens[6];
+    for (int i = 0; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_FORGET, 2, 6, argv, lens);
+    s->forget_at_ms = now + FORGET_STEP_MS;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER) {
+        if (!(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1)) /* ({ -1 }: fenced, the claim says so) */
+            scanner_redis_error(s, "forget", s->node, r);
+        if (r)
+            freeReplyObject(r);
+        return;
+    }
+    snprintf(s->forget_cursor, sizeof s->forget_cursor, "%.*s", (int)r->element[0]->len,
+             r->element[0]->str);
+    if (strcmp(s->forget_cursor, "0") == 0) { /* a pass ended: the next in 10 s, or sooner
+                                                 with a short retention */
+        int64_t rest = (int64_t)s->cfg->scanner_offline_retention_s * 500;
+        s->forget_at_ms = now + (rest < FORGET_REST_MS ? rest : FORGET_REST_MS);
+    }
+    ADD(offline_forgotten, (uint64_t)r->element[1]->integer);
+    SET(offline, r->element[2]->integer);
+    freeReplyObject(r);
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# 0740-recovered: both edges of a watched ID, and who is offline now.
+#
+# IDs written with `watch` (recovery on) fire a timeout as any other; once
+# Kafka took it they are offline (`lapse-scale offline`, status, the gauge
+# lapse_scanner_offline), and their next touch/extend/watch sends one
+# "recovered" event, after the timeout, with the same Kafka key:
+#  - w-1 comes back by `extend`: recovered with deadline_ms and fired_ms of
+#    its timeout, recovered_ms >= fired_ms, down_ms = recovered - deadline;
+#  - w-2 never comes back: it stays in the offline list, with its deadline;
+#  - w-3 is cancelled while offline: it leaves the list, no recovered event;
+#  - p-1, written with `extend` only: a timeout, never offline, never
+#    recovered, even when written again;
+#  - w-4 signals while its timeout is being dispatched (every broker down:
+#    claimed, sent, not acknowledged): once the brokers are back, its
+#    timeout and then its recovered event arrive, and it is not offline.
+# Every event is checked for its fields, and each recovered event comes after
+# its timeout on the topic; nothing arrives twice.
+#
+# Catches: a recovered event without a timeout before it, one lost when the
+# signal races the dispatch (the consumer would think the device down for
+# good), a cancel that still sends one, an offline list that misses or
+# keeps IDs, watch records for IDs that never asked for recovery.
+. "$(dirname "$0")/../lib.sh"
+
+redis_start main
+kafka_start
+metrics_config "lease_ms = 3000;"
+scale init 2 >/dev/null
+events_follow events.json
+scanners_start 2
+
+printf 'watch w-1 +200\nwatch w-2 +200\nwatch w-3 +200 with payload\nextend p-1 +200\n' | produce ||
+    fail "lapse-producer exited with $?"
+events_wait_ids events.json 4 10000
+wait_until 5000 '[[ $(scale offline | wc -l) == 3 ]]' ||
+    fail "not 3 IDs offline: $(scale offline | tr '\n' ' ')"
+scale offline | sort >offline.tsv
+assert_eq "$(cut -f1 offline.tsv | paste -sd,)" "w-1,w-2,w-3" "the IDs offline"
+for id in w-1 w-2 w-3; do
+    d=$(jq -r --arg id "$id" 'select(.id == $id) | .deadline_ms' events.json)
+    assert_eq "$(awk -v id="$id" '$1 == id { print $3 }' offline.tsv)" "$d" "$id's deadline in the offline list"
+    since=$(awk -v id="$id" '$1 == id { print $4 }' offline.tsv)
+    ((since >= d)) || fail "$id offline since $since, before its deadline $d"
+done
+scale offline --json | jq -e '.offline | length == 3 and all(.[]; has("id") and has("shard") and has("since_ms"))' >/dev/null ||
+    fail "offline --json: $(scale offline --json)"
+assert_eq "$(scale offline --prefix w-2)" "$(grep '^w-2' offline.tsv)" "offline --prefix w-2"
+assert_eq "$(scale offline --limit 2 | wc -l)" 2 "offline --limit 2"
+wait_until 15000 '(( $(metric $mp offline) + $(metric $((mp + 1)) offline) == 3 ))' ||
+    fail "the offline gauges: $(metric $mp offline) + $(metric $((mp + 1)) offline), not 3"
+scale status --json | jq -e "[.shard_info[].offline] | add == 3" >/dev/null ||
+    fail "status --json: offline per shard $(scale status --json | jq -c "[.shard_info[].offline]")"
+
+# recovered: IDs' recovered events, read back
+recovered() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort | paste -sd,; }
+printf 'extend w-1 +60000\ncancel w-3\nextend p-1 +60000\n' | produce || fail "lapse-producer exited with $?"
+wait_until 10000 '[[ $(recovered) == w-1 ]]' || fail "recovered events: '$(recovered)', not w-1"
+rec=$(jq -c 'select(.type == "recovered")' events.json)
+assert_eq "$(jq -r .id <<<"$rec")" w-1 "the recovered ID"
+t=$(jq -c 'select(.type == "timeout" and .id == "w-1")' events.json)
+jq -e -n --argjson r "$rec" --argjson t "$t" '
+    ($r | keys_unsorted) == ["type","ns","id","deadline_ms","fired_ms","recovered_ms","down_ms","shard"]
+    and $r.deadline_ms == $t.deadline_ms and $r.fired_ms >= $t.deadline_ms
+    and $r.recovered_ms >= $r.fired_ms and $r.down_ms == $r.recovered_ms - $r.deadline_ms
+    and $r.shard == $t.shard and $r.ns == $t.ns' >/dev/null ||
+    fail "recovered event $rec against its timeout $t"
+wait_until 5000 '[[ $(scale offline | cut -f1) == w-2 ]]' ||
+    fail "offline after the recovery and the cancel: $(scale offline | tr '\n' ' ')"
+
+# the race: w-4 signals while its timeout is in flight
+kafka_ctl "down 1"
+echo "watch w-4 +100" | produce
+wait_until 10000 '(( $(metric $mp inflight) + $(metric $((mp + 1)) inflight) >= 1 ))' ||
+    fail "w-4's timeout was never sent"
+echo "watch w-4 +60000" | produce
+kafka_ctl "up 1"
+wait_until 15000 '[[ $(recovered) == w-1,w-4 ]]' || fail "recovered events: '$(recovered)', not w-1,w-4"
+assert_eq "$(jq -r 'select(.id == "w-4") | .type' events.json | paste -sd,)" "timeout,recovered" \
+    "w-4's events, in topic order"
+w4t=$(jq -c 'select(.id == "w-4" and .type == "timeout")' events.json)
+w4r=$(jq -c 'select(.id == "w-4" and .type == "recovered")' events.json)
+jq -e -n --argjson r "$w4r" --argjson t "$w4t" '$r.deadline_ms == $t.deadline_ms' >/dev/null ||
+    fail "w-4: recovered $w4r against timeout $w4t"
+assert_eq "$(scale offline | cut -f1 | paste -sd,)" w-2 "offline after the race"
+
+# ordering on the topic: each recovered event after its timeout
+jq -r '"\(.id) \(.type)"' events.json | awk '
+    $2 == "timeout" { t[$1] = 1 }
+    $2 == "recovered" && !t[$1] { print "recovered before timeout: " $1; bad = 1 }
+    END { exit bad }' || fail "order"
+assert_eq "$(jq -r '"\(.id) \(.type) \(.deadline_ms)"' events.json | sort | uniq -d | wc -l)" 0 "events twice"
+assert_eq "$(jq -r 'select(.type == "recovered") | .id' events.json | sort | paste -sd,)" "w-1,w-4" "recovered events"
