@@ -537,6 +537,14 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
                         payload_len, tag, errstr, size);
 }
 
+int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
+                         enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                         size_t payload_len, uint64_t tag, char *errstr, size_t size)
+{
+    return producer_cmd(p, LAPSE_OP_WATCH, id, id_len, kind, when_ms, 0, payload, payload_len, tag,
+                        errstr, size);
+}
+
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size)
 {

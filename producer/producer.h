@@ -127,6 +127,11 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
                           size_t size);
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
+/* An extend with recovery on (LAPSE_OP_WATCH): once the ID's timeout fired,
+ * its next write sends a "recovered" event (README, "Recovered events"). */
+int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
+                         enum lapse_when_kind kind, int64_t when_ms, const char *payload,
+                         size_t payload_len, uint64_t tag, char *errstr, size_t size);
 
 /* Applies everything queued and the batches in flight. Returns 0, or -1 with
  * errstr when some operations could not be applied (their node stayed

@@ -276,6 +276,20 @@ static int print_demo_event(const char *val, size_t len) {
                 return -1;
         }
 
+        json_t *type = json_object_get(ev, "type"), *back = json_object_get(ev, "recovered_ms");
+        if (json_is_string(type) && strcmp(json_string_value(type), "recovered") == 0 &&
+            json_is_integer(back)) {
+                /* the ID came back: after how long, counted from the
+                 * deadline that fell due */
+                format_clock(json_integer_value(back), clock, sizeof(clock));
+                fputs("recovered  ", stdout);
+                put_escaped(stdout, json_string_value(id), json_string_length(id));
+                printf("  at %s  down %.1f s  shard %lld\n", clock,
+                       (double)(json_integer_value(back) - json_integer_value(dl)) / 1000.0,
+                       (long long)json_integer_value(shard));
+                json_decref(ev);
+                return 0;
+        }
         format_clock(json_integer_value(dl), clock, sizeof(clock));
         fputs("timeout  ", stdout);
         put_escaped(stdout, json_string_value(id), json_string_length(id));

@@ -8,6 +8,8 @@
 # After step 2 the test waits for the events the tour shows.
 #  - every command succeeds (finish --drain and check too): exit 0;
 #  - lapse-tail shows order-17 with its payload and report-7's second fire;
+#  - sensor-3 (watch) is offline after its timeout, and its recovered event
+#    shows once it signals again;
 #  - the checkout is left as it was: nothing at its top level created or
 #    written (the tour used to leave kafka.addr, tour.conf, scanners.log);
 #  - the tour's scratch directory is gone and its Redis shut down.
@@ -45,6 +47,8 @@ mkdir scratch # (the tour's mktemp -d goes there: the test's dir is removed also
 (cd "$LAPSE_ROOT" && TMPDIR=$T/scratch TOUR_OUT=$T/tour.out timeout 60 bash -e "$T/tour.sh" >"$T/tour.out" 2>"$T/tour.err") || rc=$?
 assert_eq "$rc" 0 "the tour's exit status ($(tail -n 5 tour.err))"
 assert_file_match tour.out 'timeout +order-17 .*payload=\{"user":42\}' "order-17's event"
+assert_file_match tour.out '^sensor-3	2	[0-9]+	[0-9]+$' "lapse-scale offline: sensor-3"
+assert_file_match tour.out '^recovered +sensor-3 +at .* down [0-9.]+ s +shard 2$' "sensor-3's recovered event"
 assert_file_match tour.out 'split finished: 8 shards' "finish --drain"
 assert_file_match tour.out '^ok: namespace tour, 8 shards' "check"
 left=$(find "$LAPSE_ROOT" -maxdepth 1 -newer marker -type f)
