@@ -546,6 +546,99 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
     }
 }
 
+/* common/lua/watchmove.lua (embedded, lib/watch.lua pasted in). */
+extern const char lapse_lua_watchmove[];
+
+/* Runs watchmove.lua on shard `shard` (KEYS its z and e) with args. */
+static redisReply *split_watch_call(lapse_redis **nodes, const struct lapse_config *cfg,
+                                    const struct lapse_layout *l, uint32_t shard, int nargs,
+                                    const char **args, const size_t *lens)
+{
+    char z[KEY_MAX], e[KEY_MAX];
+    lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
+    lapse_key(e, sizeof e, cfg, LAPSE_KEY_EPOCH, shard);
+    const char *argv[5 + 2 * MOVE_CHUNK + 1] = {"EVAL", lapse_lua_watchmove, "2", z, e};
+    size_t argvlen[5 + 2 * MOVE_CHUNK + 1];
+    for (int k = 0; k < 5; k++)
+        argvlen[k] = strlen(argv[k]);
+    for (int k = 0; k < nargs; k++)
+        argv[5 + k] = args[k], argvlen[5 + k] = lens[k];
+    return lapse_redis_command_slot(nodes[l->node_of[shard]], lapse_shard_slot(cfg->ns, shard),
+                                    5 + nargs, argv, argvlen);
+}
+
+/*
+ * The watch records (lib/watch.lua) of old shard `shard` whose IDs belong
+ * to its new twin now: written there (where the new shard has none: a
+ * write during the split brought it already), then deleted here, a page
+ * at a time. A write of such an ID during the split moved its record
+ * itself (apply.lua, a split on one node); this moves the rest, so an ID
+ * that is offline in its old shard still comes back in its new one.
+ * 0, or -1 with errstr.
+ */
+static int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
+                            const struct lapse_layout *l, uint32_t shard, char *errstr,
+                            size_t size)
+{
+    char cursor[32] = "0", count[16];
+    snprintf(count, sizeof count, "%d", MOVE_CHUNK);
+    do {
+        const char *la[] = {"list", cursor, count};
+        size_t ll[] = {4, strlen(cursor), strlen(count)};
+        redisReply *rep = split_watch_call(nodes, cfg, l, shard, 3, la, ll);
+        int ok = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements % 2 == 1 &&
+                 rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len < sizeof cursor;
+        for (size_t i = 1; ok && i < rep->elements; i++)
+            ok = rep->element[i]->type == REDIS_REPLY_STRING;
+        if (!ok) {
+            snprintf(errstr, size, "shard %u: watch records: %s", shard,
+                     rep && rep->type == REDIS_REPLY_ERROR ? rep->str
+                     : rep ? "unexpected reply" : lapse_redis_errstr(nodes[l->node_of[shard]]));
+            if (rep)
+                freeReplyObject(rep);
+            return -1;
+        }
+        snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        /* the moving ones: "put" id, record, ... on the new shard, then
+         * "del" id, ... here, MOVE_CHUNK at a time */
+        for (size_t i = 1; ok && i + 1 < rep->elements;) {
+            const char *put[1 + 2 * MOVE_CHUNK], *del[1 + MOVE_CHUNK];
+            size_t putl[1 + 2 * MOVE_CHUNK], dell[1 + MOVE_CHUNK];
+            int np = 1, nd = 1;
+            put[0] = "put", putl[0] = 3, del[0] = "del", dell[0] = 3;
+            for (; i + 1 < rep->elements && nd <= MOVE_CHUNK; i += 2) {
+                const redisReply *id = rep->element[i], *rec = rep->element[i + 1];
+                if (!(lapse_hash(id->str, id->len) & l->prev_shards))
+                    continue;
+                put[np] = id->str, putl[np++] = id->len;
+                put[np] = rec->str, putl[np++] = rec->len;
+                del[nd] = id->str, dell[nd++] = id->len;
+            }
+            if (nd == 1)
+                continue;
+            uint32_t to = shard + l->prev_shards;
+            redisReply *a = split_watch_call(nodes, cfg, l, to, np, put, putl);
+            redisReply *b = a && a->type == REDIS_REPLY_INTEGER
+                                ? split_watch_call(nodes, cfg, l, shard, nd, del, dell)
+                                : NULL;
+            ok = b && b->type == REDIS_REPLY_INTEGER;
+            if (!ok)
+                snprintf(errstr, size, "shard %u: moving watch records to shard %u: %s", shard, to,
+                         (b && b->type == REDIS_REPLY_ERROR)   ? b->str
+                         : (a && a->type == REDIS_REPLY_ERROR) ? a->str
+                                                               : "no reply");
+            if (a)
+                freeReplyObject(a);
+            if (b)
+                freeReplyObject(b);
+        }
+        freeReplyObject(rep);
+        if (!ok)
+            return -1;
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
 int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint64_t *left,
                        struct lapse_layout *out, char *errstr, size_t size)
 {
@@ -587,6 +680,11 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
         lapse_layout_free(&cur);
         return -1;
     }
+    for (uint32_t i = 0; i < cur.prev_shards; i++)
+        if (split_watch_move(nodes, cfg, &cur, i, errstr, size) < 0) {
+            lapse_layout_free(&cur);
+            return -1;
+        }
     struct lapse_layout next = cur;
     next.prev_shards = cur.shards;
     next.epoch = cur.epoch + 1;

@@ -163,10 +163,12 @@ end
 -- after take; none: nothing to do. What each such op settled is answered
 -- (see the end).
 local settled = {}
+local old_sh, mq = nil, {} -- (the old shard and the "M ?" IDs, for the watch records below)
 if KEYS[8] then
     local zi, pi, fi, ri = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
     local old = bk_open(zi, pi, ri)
     local q, twin, tpl = {}, {}, {}
+    old_sh, mq = old, q
     for k = 1, n do
         if MV[k] == '?' and not twin[ID[k]] then q[#q + 1] = ID[k]; twin[ID[k]] = 'a' end
     end
@@ -216,11 +218,34 @@ end
 -- forgets the record; any other write of an offline ID brings it back (its
 -- recovered event is queued); a write with recovery on (W) starts one.
 local wst, wfinal, wback, wdelta = {}, {}, {}, 0
+-- (a split whose old shard is on this node: the "M ?" IDs' records move
+-- here from it, where this shard has none, so that an ID offline there
+-- comes back here, in its new home)
+local wmoved = {}
+if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
+    local recs, gone, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, 0
+    for x = 1, #mq do
+        if recs[x] then
+            wmoved[mq[x]] = recs[x]
+            gone[#gone + 1] = mq[x]
+            if recs[x] ~= '' then off = off + 1 end
+        end
+    end
+    bk_write(old_sh, 'HDEL', 'o', gone)
+    watch_count(old_sh, -off)
+    if #gone > 0 then has_o = true end
+end
 if has_o then
     local ids = {}
     for k = 1, n do ids[k] = ID[k] end
-    local cur = bk_read(sh, 'HMGET', 'o', ids)
+    local cur = bk_has(sh, 'o') and bk_read(sh, 'HMGET', 'o', ids) or {}
     for k = 1, n do wst[ID[k]] = cur[k] or nil end
+end
+for id, rec in pairs(wmoved) do
+    if wst[id] == nil then
+        wst[id], wfinal[id] = rec, rec
+        if rec ~= '' then wdelta = wdelta + 1 end
+    end
 end
 for k = 1, n do
     local op, id = OP[k], ID[k]

@@ -1,0 +1,52 @@
+-- watchmove: `lapse-scale finish` moves the watch records (lib/watch.lua) of
+-- IDs whose home moved to a new shard, which no write brought over during
+-- the split (common/split.c: split_watch_move): an ID offline in its old
+-- shard then still comes back, in the new one.
+--
+-- KEYS: [1] z, [2] e (any other key of the shard, to name the rest)
+-- ARGV[1] "list": ARGV[2] cursor ("0" to start), ARGV[3] records to look
+--   at; returns { next cursor ("0": done), id, record, ... }, every record
+--   ("" included)
+-- ARGV[1] "put": then id, record, ...: each written where the shard has
+--   none (a write since brought it); returns how many were written
+-- ARGV[1] "del": then ids: each deleted; returns how many were there
+-- #include watch
+local sh = bk_open(KEYS[1], KEYS[2])
+local mode = ARGV[1]
+if mode == 'list' then
+    if not bk_has(sh, 'o') then return { '0' } end
+    local out = { '0' }
+    if sh.one then
+        local r = redis.call('HSCAN', sh.o, ARGV[2], 'COUNT', tonumber(ARGV[3]))
+        out[1] = r[1]
+        for i = 1, #r[2] do out[#out + 1] = r[2][i] end
+    else
+        local j, last, seen = tonumber(ARGV[2]) or 0, sh.n + sh.s - 1, 0
+        while j <= last and seen < tonumber(ARGV[3]) do
+            local all = redis.call('HGETALL', sh.o .. ':' .. j)
+            for i = 1, #all do out[#out + 1] = all[i] end
+            seen, j = seen + #all / 2 + 1, j + 1
+        end
+        if j <= last then out[1] = string.format('%d', j) end
+    end
+    return out
+end
+local ids = {}
+for i = 2, #ARGV, mode == 'put' and 2 or 1 do ids[#ids + 1] = ARGV[i] end
+if #ids == 0 then return 0 end
+local cur = bk_has(sh, 'o') and bk_read(sh, 'HMGET', 'o', ids) or {}
+local list, off = {}, 0
+for k = 1, #ids do
+    if mode == 'put' and not cur[k] then
+        local rec = ARGV[2 * k + 1]
+        list[#list + 1] = ids[k]
+        list[#list + 1] = rec
+        if rec ~= '' then off = off + 1 end
+    elseif mode == 'del' and cur[k] then
+        list[#list + 1] = ids[k]
+        if cur[k] ~= '' then off = off - 1 end
+    end
+end
+bk_write(sh, mode == 'put' and 'HSET' or 'HDEL', 'o', list)
+watch_count(sh, off)
+return mode == 'put' and #list / 2 or #list
