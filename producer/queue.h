@@ -60,6 +60,8 @@ struct producer_op {
     int twin_has_pl;           /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
+    int has_watch;             /* take.lua found the ID's watch record in the old shard: */
+    size_t watch_off, watch_len; /* it goes to the new one (apply's flag O), then drop */
 };
 
 struct moved_slot {

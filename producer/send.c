@@ -56,9 +56,11 @@
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
 #define RETRY_MIN_MS 10       /* the wait after a lost connection: doubling, */
 #define RETRY_MAX_MS 500      /* jittered (backoff.h), within redis.retry_timeout_ms */
-#define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 6 * APPLY_CHUNK)
+#define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 7 * APPLY_CHUNK)
 
 static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
+/* what drop.lua removes: a taken twin, and a watch record carried over */
+static int want_dropped(const struct producer_op *op) { return op->twin == 't' || op->has_watch; }
 
 static int send_stale(const redisReply *r)
 {
@@ -218,7 +220,7 @@ static void send_drop(struct send *s)
     s->npicked = 0;
     if (send_group(s, 1, 1) == (size_t)-1)
         return;
-    send_plan(s, LAPSE_SCRIPT_DROP, want_taken);
+    send_plan(s, LAPSE_SCRIPT_DROP, want_dropped);
     (void)send_calls(s);
     /* called only after every apply went through: a drop that failed
      * says nothing about the ops */

@@ -83,6 +83,7 @@ void send_route(lapse_producer *p)
         op->local = op->moving && !p->cfg->cluster &&
                     l->node_of[op->old_shard] == l->node_of[op->shard];
         op->twin = 0;
+        op->has_watch = 0;
     }
 }
 
@@ -160,6 +161,8 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'I';
     if (op->recover)
         h[hl++] = 'W'; /* (takes no argument) */
+    if (op->has_watch)
+        h[hl++] = 'O';
     if (op->op != 'c')
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
                                (long long)op->when_ms);
@@ -176,6 +179,8 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         v[n++] = nums[2];
     if (inherit) /* kept as "1" + payload */
         v[n] = p->arena + op->inherit_off + 1, l[n++] = op->inherit_len - 1;
+    if (op->has_watch)
+        v[n] = p->arena + op->watch_off, l[n++] = op->watch_len;
     return n;
 }
 
@@ -244,8 +249,12 @@ int send_build(struct send *s, const struct send_call *c)
             v[n] = id, l[n++] = op->id_len;
             break;
         case LAPSE_SCRIPT_DROP:
-            v[n] = id, l[n++] = op->id_len;
-            v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
+            if (op->twin == 't') {
+                v[n] = id, l[n++] = op->id_len;
+                v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
+            }
+            if (op->has_watch) /* its watch record went to the new shard */
+                v[n] = id, l[n++] = op->id_len, v[n] = "o", l[n++] = 1;
             break;
         case LAPSE_SCRIPT_SEED:
             v[n] = id, l[n++] = op->id_len;

@@ -85,15 +85,19 @@ static void send_moved_add(lapse_producer *p, const struct producer_op *op)
 int send_took(struct send *s, const struct send_call *c, const redisReply *r)
 {
     lapse_producer *p = s->p;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * c->count)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 5 * c->count)
         return SEND_RETRY;
     const redisReply *lease = r->element[0];
     for (size_t i = 0; i < c->count; i++) {
         struct producer_op *op = &p->ops[c->ops[i]];
-        redisReply **e = r->element + 1 + 4 * i;
+        redisReply **e = r->element + 1 + 5 * i;
         op->twin = e[0]->type == REDIS_REPLY_STRING ? e[0]->str[0] : 'a';
         op->twin_deadline = e[1]->integer;
         op->inherit_len = 0;
+        op->has_watch = e[4]->type == REDIS_REPLY_STRING;
+        op->watch_len = op->has_watch ? e[4]->len : 0;
+        if (op->has_watch && producer_arena_put(p, e[4]->str, e[4]->len, &op->watch_off) < 0)
+            return SEND_RETRY;
         if (op->twin == 'b' && e[2]->type == REDIS_REPLY_STRING) {
             size_t rest;
             if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||

@@ -25,6 +25,8 @@
 --     I  with M "D": the busy twin's payload, kept by an op that brings none
 --        (as it would be in one shard)
 --     W  (no argument) recovery on: the ID gets a watch record (lib/watch.lua)
+--     O  with M: the ID's watch record in the old shard (take.lua), kept
+--        here unless this shard has one
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something (with KEYS[8..14]:
@@ -104,7 +106,7 @@ local function extend_gt(args, from, to)
 end
 
 -- Decode the operations into parallel arrays (nil where a flag is absent).
-local OP, ID, AT, ATS, PER, PL, MV, INH, REC = {}, {}, {}, {}, {}, {}, {}, {}, {}
+local OP, ID, AT, ATS, PER, PL, MV, INH, REC, WREC = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
 
 -- The plain pairs: ZADD GT as they are (extend_gt), unless the shard has
@@ -134,6 +136,7 @@ while i <= #ARGV do
             if b == 82 then PER[n] = ARGV[i]
             elseif b == 80 then PL[n] = ARGV[i]
             elseif b == 77 then MV[n] = ARGV[i]
+            elseif b == 79 then WREC[n] = ARGV[i]
             else INH[n] = ARGV[i] end
             i = i + 1
         end
@@ -222,6 +225,12 @@ local wst, wfinal, wback, wdelta = {}, {}, {}, 0
 -- here from it, where this shard has none, so that an ID offline there
 -- comes back here, in its new home)
 local wmoved = {}
+for k = 1, n do -- (a split across nodes: the producer brought them, drop.lua deletes them there)
+    if WREC[k] and not wmoved[ID[k]] then
+        wmoved[ID[k]] = WREC[k]
+        has_o = true
+    end
+end
 if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
     local recs, gone, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, 0
     for x = 1, #mq do

@@ -2,8 +2,9 @@
 -- flight under the lease the caller holds on it (take.lua or claim.lua).
 --
 -- KEYS: the old shard's keys (see apply.lua)
--- ARGV: pairs of id, lease
--- Returns the number removed.
+-- ARGV: pairs of id, lease; or of id, "o": the ID's watch record
+-- (lib/watch.lua) goes, a producer carried it to the new shard (take.lua)
+-- Returns the number of twins removed.
 --
 -- Under a producer's take (".75") an ID holds its lease in the zset. Under
 -- a scanner's claim (".25") a one-shot ID left the zset and is in the
@@ -12,19 +13,38 @@
 -- twin data but the ID's new life, and stays.
 -- #include chunks
 -- #include inflight
+-- #include watch
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sh = bk_open(z, p, r)
+local A = ARGV
+do -- the watch records first (their pairs leave ARGV)
+    local wids, rest = {}, {}
+    for i = 1, #ARGV, 2 do
+        local t = ARGV[i + 1] == 'o' and wids or rest
+        t[#t + 1] = ARGV[i]
+        if t == rest then t[#t + 1] = ARGV[i + 1] end
+    end
+    if #wids > 0 and bk_has(sh, 'o') then
+        local cur, off = bk_read(sh, 'HMGET', 'o', wids), 0
+        for k = 1, #wids do
+            if cur[k] and cur[k] ~= '' then off = off + 1 end
+        end
+        bk_write(sh, 'HDEL', 'o', wids)
+        watch_count(sh, -off)
+    end
+    A = rest
+end
 -- One ZMSCORE, then variadic ZREM/HDEL (chunked: Lua's unpack has a limit);
 -- an ID given twice is removed once. The records (f) of the leases whose
 -- last holder it removed go too.
 local ids, seen, leases, out = {}, {}, {}, {}
-for i = 1, #ARGV, 2000 do
-    local last = math.min(i + 1999, #ARGV)
+for i = 1, #A, 2000 do
+    local last = math.min(i + 1999, #A)
     local want = {}
-    for k = i, last, 2 do want[#want + 1] = ARGV[k] end
+    for k = i, last, 2 do want[#want + 1] = A[k] end
     local cur = bk_read(sh, 'ZMSCORE', 'z', want)
     for j = 1, #want do
-        local id, l = want[j], ARGV[i + 2 * j - 1]
+        local id, l = want[j], A[i + 2 * j - 1]
         if not seen[id] and (cur[j] and tonumber(cur[j]) == tonumber(l)
                              or not cur[j] and inflight_out(l)) then
             seen[id] = true

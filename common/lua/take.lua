@@ -3,8 +3,10 @@
 --
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV[1] the producer's layout epoch, ARGV[2] lease ms, then IDs
--- Returns { lease, state1, deadline1, payload1, repeat1, state2, ... } or the
--- error "STALE <epoch>":
+-- Returns { lease, state1, deadline1, payload1, repeat1, watch1, state2, ... }
+-- or the error "STALE <epoch>" (watch: the ID's watch record, lib/watch.lua,
+-- or false; whatever the state: the producer carries it to the new shard,
+-- apply.lua's flag O, and drop.lua deletes it here after):
 --   state "a": no twin; "t": taken (pending, now leased to this producer
 --   until it copied it to the new shard and dropped it: drop.lua with lease);
 --   "b": busy (in flight, or taken by another producer): deadline is the one
@@ -41,6 +43,7 @@ local scores = bk_read(sh, 'ZMSCORE', 'z', ARGV, 3)
 local has_p, has_r = bk_has(sh, 'p'), bk_has(sh, 'r')
 local payloads = has_p and bk_read(sh, 'HMGET', 'p', ARGV, 3) or {}
 local repeats = has_r and bk_read(sh, 'HMGET', 'r', ARGV, 3) or {}
+local watches = bk_has(sh, 'o') and bk_read(sh, 'HMGET', 'o', ARGV, 3) or {}
 local zargs, fargs, taken = {}, {}, {}
 for i = 1, n do
     local id, cur = ARGV[i + 2], scores[i]
@@ -68,6 +71,7 @@ for i = 1, n do
         out[o + 1] = 't'; out[o + 2] = tonumber(cur)
         out[o + 3] = payloads[i] or false; out[o + 4] = repeats[i] or false
     end
+    out[o + 5] = watches[i] or false
 end
 bk_write(sh, 'ZADD', 'z', zargs)
 if #fargs > 0 then

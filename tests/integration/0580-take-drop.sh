@@ -39,12 +39,13 @@ assert_eq "$(rcli ZSCORE "$z" A)" $((b + 1)) "A after a refused take"
 mapfile -t out < <(lapse_lua take 0 "$epoch" 5000 A B C A D E)
 lease=${out[0]}
 [[ $lease == *.75 ]] || fail "take's lease (ending in .75, not a claim's .5): '$lease'"
-assert_eq "${out[*]:1:4}" "t $((b + 1)) pa " "A: state, deadline, payload, repeat"
-assert_eq "${out[*]:5:4}" "b $((b + 7)) pb " "B (in flight): state, dispatched deadline, payload, repeat"
-assert_eq "${out[*]:9:4}" "a 0  " "C (absent)"
-assert_eq "${out[*]:13:4}" "b $((b + 1)) pa " "A again: busy with the deadline it was taken with"
-assert_eq "${out[*]:17:4}" "t $((b + 2)) pd 1000:3" "D: payload and repeat record"
-assert_eq "${out[*]:21:4}" "t $((b + 3))  " "E"
+# (five answers an ID: state, deadline, payload, repeat, watch record)
+assert_eq "${out[*]:1:5}" "t $((b + 1)) pa  " "A: state, deadline, payload, repeat, watch"
+assert_eq "${out[*]:6:5}" "b $((b + 7)) pb  " "B (in flight): state, dispatched deadline, payload, repeat, watch"
+assert_eq "${out[*]:11:5}" "a 0   " "C (absent)"
+assert_eq "${out[*]:16:5}" "b $((b + 1)) pa  " "A again: busy with the deadline it was taken with"
+assert_eq "${out[*]:21:5}" "t $((b + 2)) pd 1000:3 " "D: payload and repeat record"
+assert_eq "${out[*]:26:5}" "t $((b + 3))   " "E"
 assert_eq "$(rcli ZSCORE "$z" A) $(rcli ZSCORE "$z" D) $(rcli ZSCORE "$z" B)" "$lease $lease $((b + 90000)).5" "scores after take"
 assert_eq "$(inflight_of A 0) $(inflight_of D 0) $(inflight_of E 0) $(inflight_of B 0)" "$((b + 1)) $((b + 2)) $((b + 3)) $((b + 7))" \
     "deadlines in the records after take"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # 0743-recovered-split: IDs offline while the shards double still come back.
 #
-# 40 IDs written with `watch` time out in the one shard; `lapse-scale split`
-# (1 -> 2, the new shard beside the old); while the split runs, 10 of them
-# signal again (those whose home is now shard 1 go through the split's
-# twin lookup); `finish` moves the watch records of the rest whose home
-# moved; then the other 30 signal. Every one of the 40 gets exactly one
-# recovered event, after its timeout, with its timeout's deadline; the
-# offline list and the per-shard counts (status) agree at every step and
-# end empty; each offline ID is listed in its home shard after the split.
+# 40 IDs written with `watch` time out in two shards; `lapse-scale split`
+# (2 -> 4, the new shards beside the old; SP_TWO_NODES=1, test 0744: on a
+# second Redis, where producers carry the watch records with take and drop);
+# while the split runs, 10 of them signal again (those whose home moved go
+# through the split's twin lookup); `finish` moves the watch records of
+# the rest whose home moved; then the other 30 signal. Every one of the 40
+# gets exactly one recovered event, after its timeout, with its timeout's
+# deadline; the offline list and the per-shard counts (status) agree at
+# every step and end empty; each offline ID is listed in its home shard
+# after the split.
 #
 # Catches: an offline record left behind in the old shard (the ID would
 # come back silently in its new one), one counted twice or in the wrong
@@ -16,12 +18,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v xxhsum >/dev/null || fail "xxhsum is needed (scripts/install-deps)"
-redis_start main
-kafka_start
-write_config
-scale init 1 >/dev/null
-events_follow events.json
-scanner_start 0
+sp_start
 
 offline_count() { scale status --json | jq '[.shard_info[].offline] | add'; }
 recovered_ids() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort; }
@@ -30,11 +27,12 @@ for i in $(seq 1 40); do echo "watch sp-$i +$((100 + i))"; done | produce 2>/dev
 wait_until 15000 '[[ $(scale offline | wc -l) == 40 ]]' || fail "not 40 offline: $(scale offline | wc -l)"
 assert_eq "$(offline_count)" 40 "offline per status"
 
-scale split --start-cmd "true" >split.out || fail "split: exit status $?"
-scanner_start 1
+sp_split >split.out || fail "split: exit status $?"
+scanner_start 2
+scanner_start 3
 moving=0
-for i in $(seq 1 10); do (($(hash_shard "sp-$i" 2) == 1)) && moving=$((moving + 1)); done
-((moving > 0 && moving < 10)) || note "of sp-1..10, $moving move to shard 1"
+for i in $(seq 1 10); do (($(hash_shard "sp-$i" 4) >= 2)) && moving=$((moving + 1)); done
+((moving > 0 && moving < 10)) || note "of sp-1..10, $moving move to a new shard"
 for i in $(seq 1 10); do echo "extend sp-$i +600000"; done | produce 2>/dev/null || fail "producer: $?"
 wait_until 15000 '[[ $(recovered_ids | wc -l) == 10 ]]' || fail "recovered during the split: $(recovered_ids | paste -sd,)"
 assert_eq "$(scale offline | wc -l)" 30 "offline during the split"
@@ -44,7 +42,7 @@ scale finish >finish.out || fail "finish: exit status $? ($(cat finish.out))"
 assert_eq "$(scale offline | wc -l)" 30 "offline after finish"
 assert_eq "$(offline_count)" 30 "offline per status after finish"
 scale offline | while IFS=$'\t' read -r id shard _; do
-    assert_eq "$shard" "$(hash_shard "$id" 2)" "$id's shard in the offline list after finish"
+    assert_eq "$shard" "$(hash_shard "$id" 4)" "$id's shard in the offline list after finish"
 done
 for i in $(seq 11 40); do echo "extend sp-$i +600000"; done | produce 2>/dev/null || fail "producer: $?"
 wait_until 15000 '[[ $(recovered_ids | wc -l) == 40 ]]' || fail "recovered: $(recovered_ids | wc -l) of 40"
