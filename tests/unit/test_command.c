@@ -85,6 +85,15 @@ TEST(command_repeat_and_cancel)
     json_decref(j);
 }
 
+TEST(command_watch)
+{
+    struct lapse_cmd c;
+    json_t *j;
+    REQUIRE(parse("{\"op\":\"watch\",\"id\":\"dev-7\",\"in_ms\":60000}", &c, &j) == 0);
+    CHECK(c.op == LAPSE_OP_WATCH && c.when_kind == LAPSE_WHEN_REL && c.when_ms == 60000);
+    json_decref(j);
+}
+
 TEST(command_null_is_absent_unknown_ignored)
 {
     struct lapse_cmd c;

@@ -258,3 +258,24 @@ TEST(event_write_reused_buffer)
     CHECK(n + 1 <= size);
     free(big);
 }
+
+/* A watched ID that came back (recovered_ms > 0, 2026-11-27): its own
+ * fields in their fixed order, down_ms = recovered_ms - deadline_ms, no
+ * payload and no seq whatever the struct holds. */
+TEST(event_recovered)
+{
+    struct lapse_event ev = base();
+    ev.payload = "ignored";
+    ev.payload_len = 7;
+    ev.seq = 4;
+    ev.recovered_ms = INT64_C(1795303187310);
+    check_json(&ev, "{\"type\":\"recovered\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+                    "\"fired_ms\":1795303123004,\"recovered_ms\":1795303187310,\"down_ms\":64310,"
+                    "\"shard\":5}");
+    ev.id = "d\xff";
+    ev.id_len = 2;
+    char *s = lapse_event_encode(&ev, NULL);
+    REQUIRE(s != NULL);
+    CHECK(strstr(s, "\"id_b64\":\"ZP8=\"") != NULL); /* the exact bytes, as for a timeout */
+    free(s);
+}

@@ -73,6 +73,19 @@ TEST(line_extend)
     CHECK(cmd.payload == NULL);
 }
 
+/* watch: an extend with recovery on, the same fields (2026-11-27) */
+TEST(line_watch)
+{
+    REQUIRE(parse("watch dev-7 +60000 last seen at gate 3") == LAPSE_LINE_OK);
+    CHECK(cmd.op == LAPSE_OP_WATCH);
+    CHECK(id_is("dev-7"));
+    CHECK(cmd.when_kind == LAPSE_WHEN_REL && cmd.when_ms == 60000);
+    CHECK(payload_is("last seen at gate 3", 19));
+    CHECK_STR(lapse_op_name(LAPSE_OP_WATCH), "watch");
+    CHECK(lapse_cmd_check(&cmd, err, sizeof err) == 0);
+    CHECK_ERR("watch dev-7", "watch needs <id> <when>");
+}
+
 TEST(line_repeat)
 {
     REQUIRE(parse("repeat hb +0 1000") == LAPSE_LINE_OK);

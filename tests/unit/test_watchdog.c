@@ -73,6 +73,17 @@ TEST(watchdog_key_arrival_any_bytes)
     json_decref(j);
 }
 
+/* recover = true: the rule's result is a watch (recovery on), else the same */
+TEST(watchdog_recover_is_watch)
+{
+    const struct lapse_ingress_rule r[] = {{.timeout_ms = 5000, .recover = 1}};
+    json_t *j;
+    REQUIRE(apply(r, 1, "dev-1", "x", -1, &j) == 0);
+    CHECK(res.cmd.op == LAPSE_OP_WATCH);
+    CHECK(res.cmd.when_kind == LAPSE_WHEN_REL && res.cmd.when_ms == 5000);
+    json_decref(j);
+}
+
 TEST(watchdog_field_id_and_time)
 {
     json_t *j;
