@@ -62,15 +62,15 @@ local function settle(lease, ids, deadlines)
         for j = 1, #ids do
             local id, c = ids[j], cur[j]
             if w[j] == '' and wfinal[id] == nil then -- (an ID twice in a call: the first settles it)
-                local at = string.format('%d %d', tonumber(deadlines[j]), time_now())
+                local d = tonumber(deadlines[j])
                 if not c then -- not written since: offline
-                    wfinal[id] = at
+                    wfinal[id] = watch_record(d, time_now())
                     wdelta = wdelta + 1
                 elseif c ~= lease and not string.find(c, '.', 1, true) then
                     -- written while in flight (not a lease: not in flight
                     -- again, whose ack settles it): back at once
                     wback[#wback + 1] = id
-                    wback[#wback + 1] = at .. ' ' .. string.format('%d', time_now())
+                    wback[#wback + 1] = string.format('%d %d %d', d, time_now(), time_now())
                     wfinal[id] = ''
                 end
             end

@@ -266,7 +266,8 @@ for k = 1, n do
         end
     elseif st and st ~= '' then
         wback[#wback + 1] = id
-        wback[#wback + 1] = st .. ' ' .. string.format('%d', now)
+        local d, fired = watch_parse(st)
+        wback[#wback + 1] = string.format('%d %d %d', d or 0, fired or 0, now)
         wdelta = wdelta - 1
         wst[id], wfinal[id] = '', ''
     elseif REC[k] and not st then

@@ -21,8 +21,8 @@ local want = tonumber(ARGV[4])
 -- The offline records of list { id, record, ... } fired before `before`.
 local function old(list, out)
     for i = 1, #list, 2 do
-        local f = string.match(list[i + 1], '^%d+ (%d+)$')
-        if f and tonumber(f) < before then out[#out + 1] = list[i] end
+        local _, f = watch_parse(list[i + 1])
+        if f and f < before then out[#out + 1] = list[i] end
     end
 end
 

@@ -15,11 +15,11 @@ local out = { '0' }
 local function add(list)
     for i = 1, #list, 2 do
         local id = list[i]
-        local d, f = string.match(list[i + 1], '^(%d+) (%d+)$')
+        local d, f = watch_parse(list[i + 1])
         if d and string.sub(id, 1, #prefix) == prefix then
             out[#out + 1] = id
-            out[#out + 1] = d
-            out[#out + 1] = f
+            out[#out + 1] = string.format('%d', d)
+            out[#out + 1] = string.format('%d', f)
         end
     end
 end

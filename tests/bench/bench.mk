@@ -16,7 +16,7 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard
+.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
@@ -24,6 +24,7 @@ bench: bench-producer
 	@$(MAKE) --no-print-directory bench-due
 	@$(MAKE) --no-print-directory bench-keys
 	@$(MAKE) --no-print-directory bench-reshard
+	@$(MAKE) --no-print-directory bench-watch
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -61,3 +62,11 @@ bench-reshard: all $(BENCH_GEN)
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# What recovery costs (README "Recovered events"), in both shard forms:
+# bytes per watched and per offline ID, and how soon recovered events go
+# out under a watchdog's stream (tests/bench/watch-run):
+#   make bench-watch                        N = 200,000, 20,000 signals/s
+#   make bench-watch BENCH_WATCH_N=20000    a quick look
+bench-watch: all $(BUILD)/bench/lapse-bench-scanner-feed
+	@LAPSE_BIN=$(BIN) SCANNER_BENCH_DIR=$(BUILD)/bench tests/bench/watch-run

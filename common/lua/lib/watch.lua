@@ -2,6 +2,7 @@
 -- ("watch", an ingress rule's recover = true) has a watch record in o (kind
 -- 'o' of lib/bucket.lua, beside its payload): "" while it is online, and
 -- "D F" once its timeout for deadline D fired and Kafka took the event at F
+-- (stored as D and F - D, watch_record)
 -- (ack.lua): offline. The next touch, extend or watch of an offline ID
 -- (apply.lua), or one that landed while its timeout was being dispatched
 -- (ack.lua), queues its recovered event: the member WATCH_MARK .. ID in z,
@@ -18,6 +19,21 @@ local WATCH_MARK = '\1'
 
 local function watch_is_mark(id)
     return string.byte(id, 1) == 1
+end
+
+-- An offline record: "D F" written as D and F - D (a few digits, not
+-- thirteen: in a bucket's listpack an offline ID costs its ID and ~20
+-- bytes more), and back.
+local function watch_record(d, f)
+    return string.format('%d %d', d, f - d)
+end
+
+-- The deadline and fire time of an offline record, or nil ("": online).
+local function watch_parse(rec)
+    local d, off = string.match(rec, '^(%d+) (%-?%d+)$')
+    if not d then return nil end
+    d = tonumber(d)
+    return d, d + tonumber(off)
 end
 
 -- Adds d to the shard's count of offline IDs.
