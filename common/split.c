@@ -451,7 +451,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
     redisReply *took = split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
     if (!took)
         return -1;
-    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + 4 * n) {
+    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + 5 * n) {
         snprintf(errstr, size, "%s: take: unexpected reply", lapse_redis_name(ri));
         freeReplyObject(took);
         return -1;
@@ -467,7 +467,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         goto out;
     }
     for (size_t k = 0; k < n; k++) {
-        redisReply **e = took->element + 1 + 4 * k;
+        redisReply **e = took->element + 1 + 5 * k;
         if (e[0]->str[0] == 'b')
             (*busy)++;
         if (e[0]->str[0] != 't')
