@@ -110,10 +110,11 @@ local OP, ID, AT, ATS, PER, PL, MV, INH, REC, WREC = {}, {}, {}, {}, {}, {}, {},
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
 
 -- The plain pairs: ZADD GT as they are (extend_gt), unless the shard has
--- repeating IDs (an extend makes one one-shot again) or watch records (an
--- extend brings an offline ID back); then they join the others.
+-- repeating IDs (an extend makes one one-shot again); then they join the
+-- others. (Their watch records, if any, are settled below on their own.)
+local plain_from, plain_to = 3, i - 1
 if i > 3 then
-    if not has_r and not has_o then
+    if not has_r then
         changed = extend_gt(ARGV, 3, i - 1)
     else
         for k = 3, i - 1, 2 do
@@ -244,11 +245,18 @@ if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
     watch_count(old_sh, -off)
     if #gone > 0 then has_o = true end
 end
+-- (the plain pairs, when extend_gt took them: IDs no other op of the call
+-- touches, extends without W)
+local wplain = {}
+if not has_r then
+    for k = plain_from + 1, plain_to, 2 do wplain[#wplain + 1] = ARGV[k] end
+end
 if has_o then
     local ids = {}
     for k = 1, n do ids[k] = ID[k] end
+    for k = 1, #wplain do ids[n + k] = wplain[k] end
     local cur = bk_has(sh, 'o') and bk_read(sh, 'HMGET', 'o', ids) or {}
-    for k = 1, n do wst[ID[k]] = cur[k] or nil end
+    for k = 1, #ids do wst[ids[k]] = cur[k] or nil end
 end
 for id, rec in pairs(wmoved) do
     if wst[id] == nil then
@@ -256,8 +264,8 @@ for id, rec in pairs(wmoved) do
         if rec ~= '' then wdelta = wdelta + 1 end
     end
 end
-for k = 1, n do
-    local op, id = OP[k], ID[k]
+for k = 1, n + #wplain do
+    local op, id = OP[k] or 'e', ID[k] or wplain[k - n]
     local st = wst[id]
     if op == 'c' or op == 'r' then
         if st then
@@ -280,7 +288,7 @@ end
 -- no score read and no comparison here: formatting and parsing the scores
 -- of ZMSCORE replies cost Redis more than the writes.
 local function plain_extend(k)
-    return OP[k] == 'e' and not MV[k] and not PL[k] and not has_o
+    return OP[k] == 'e' and not MV[k] and not PL[k]
 end
 local gargs = {}
 local function flush_gt()
