@@ -26,24 +26,12 @@ local function old(list, out)
     end
 end
 
-local gone, next = {}, '0'
-if sh.one then
-    local r = redis.call('HSCAN', sh.o, ARGV[3], 'COUNT', want)
-    next = r[1]
-    old(r[2], gone)
-    if #gone > 0 then redis.call('HDEL', sh.o, unpack(gone)) end
-else -- buckets: the cursor is a bucket, a few dozen records each
-    local j, last, seen = tonumber(ARGV[3]) or 0, sh.n + sh.s - 1, 0
-    while j <= last and seen < want do
-        local key = sh.o .. ':' .. j
-        local all = redis.call('HGETALL', key)
-        local here = {}
-        old(all, here)
-        if #here > 0 then redis.call('HDEL', key, unpack(here)) end
-        for i = 1, #here do gone[#gone + 1] = here[i] end
-        seen, j = seen + #all / 2 + 1, j + 1
-    end
-    if j <= last then next = string.format('%d', j) end
-end
+local gone = {}
+local next = watch_page(sh, ARGV[3], want, function(key, list)
+    local here = {}
+    old(list, here)
+    if #here > 0 then redis.call('HDEL', key, unpack(here)) end
+    for i = 1, #here do gone[#gone + 1] = here[i] end
+end)
 watch_count(sh, -#gone)
 return { next, #gone, count - #gone }

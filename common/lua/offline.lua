@@ -12,7 +12,7 @@ if not bk_has(sh, 'o') then return { '0' } end
 local want, prefix = tonumber(ARGV[2]), ARGV[3]
 local out = { '0' }
 
-local function add(list)
+out[1] = watch_page(sh, ARGV[1], want, function(_, list)
     for i = 1, #list, 2 do
         local id = list[i]
         local d, f = watch_parse(list[i + 1])
@@ -22,19 +22,5 @@ local function add(list)
             out[#out + 1] = string.format('%d', f)
         end
     end
-end
-
-if sh.one then
-    local r = redis.call('HSCAN', sh.o, ARGV[1], 'COUNT', want)
-    out[1] = r[1]
-    add(r[2])
-else
-    local j, last, seen = tonumber(ARGV[1]) or 0, sh.n + sh.s - 1, 0
-    while j <= last and seen < want do
-        local all = redis.call('HGETALL', sh.o .. ':' .. j)
-        add(all)
-        seen, j = seen + #all / 2 + 1, j + 1
-    end
-    if j <= last then out[1] = string.format('%d', j) end
-end
+end)
 return out

@@ -16,19 +16,9 @@ local mode = ARGV[1]
 if mode == 'list' then
     if not bk_has(sh, 'o') then return { '0' } end
     local out = { '0' }
-    if sh.one then
-        local r = redis.call('HSCAN', sh.o, ARGV[2], 'COUNT', tonumber(ARGV[3]))
-        out[1] = r[1]
-        for i = 1, #r[2] do out[#out + 1] = r[2][i] end
-    else
-        local j, last, seen = tonumber(ARGV[2]) or 0, sh.n + sh.s - 1, 0
-        while j <= last and seen < tonumber(ARGV[3]) do
-            local all = redis.call('HGETALL', sh.o .. ':' .. j)
-            for i = 1, #all do out[#out + 1] = all[i] end
-            seen, j = seen + #all / 2 + 1, j + 1
-        end
-        if j <= last then out[1] = string.format('%d', j) end
-    end
+    out[1] = watch_page(sh, ARGV[2], tonumber(ARGV[3]), function(_, list)
+        for i = 1, #list do out[#out + 1] = list[i] end
+    end)
     return out
 end
 local ids = {}

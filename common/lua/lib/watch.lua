@@ -41,6 +41,28 @@ local function watch_count(sh, d)
     if d ~= 0 then redis.call('INCRBY', bk_key(sh, 'n'), d) end
 end
 
+-- Walks a page of the shard's watch records, about want of them from cursor
+-- (a string, "0": the start): calls visit(key, { id, record, ... }) for each
+-- hash it reads, the one hash o or one bucket of it. Returns the next
+-- cursor, "0" when the walk is over. With buckets the cursor is a bucket's
+-- number: a few dozen records each, read whole.
+local function watch_page(sh, cursor, want, visit)
+    if sh.one then
+        local r = redis.call('HSCAN', sh.o, cursor, 'COUNT', want)
+        visit(sh.o, r[2])
+        return r[1]
+    end
+    local j, last, seen = tonumber(cursor) or 0, sh.n + sh.s - 1, 0
+    while j <= last and seen < want do
+        local key = sh.o .. ':' .. j
+        local all = redis.call('HGETALL', key)
+        visit(key, all)
+        seen, j = seen + #all / 2 + 1, j + 1
+    end
+    if j <= last then return string.format('%d', j) end
+    return '0'
+end
+
 -- Queues the recovered events of list { id, "D F R", ... } (strings), due
 -- at now (a decimal string).
 local function watch_queue(sh, list, now)
