@@ -13,7 +13,9 @@
 #    recovered, even when written again;
 #  - w-4 signals while its timeout is being dispatched (every broker down:
 #    claimed, sent, not acknowledged): once the brokers are back, its
-#    timeout and then its recovered event arrive, and it is not offline.
+#    timeout and then its recovered event arrive, and it is not offline;
+#  - w-5 comes back and is cancelled before its recovered event went out:
+#    the event still goes out (it did come back), and it is not offline.
 # Every event is checked for its fields, and each recovered event comes after
 # its timeout on the topic; nothing arrives twice.
 #
@@ -84,10 +86,22 @@ jq -e -n --argjson r "$w4r" --argjson t "$w4t" '$r.deadline_ms == $t.deadline_ms
     fail "w-4: recovered $w4r against timeout $w4t"
 assert_eq "$(scale offline | cut -f1 | paste -sd,)" w-2 "offline after the race"
 
+# w-5 comes back, and is cancelled before its recovered event went out (all
+# brokers down): it came back, so the queued event still goes out
+echo "watch w-5 +100" | produce
+wait_until 10000 '[[ $(scale offline | cut -f1 | paste -sd,) == w-2,w-5 || $(scale offline | cut -f1 | paste -sd,) == w-5,w-2 ]]' ||
+    fail "w-5 not offline: $(scale offline | tr '\n' ' ')"
+kafka_ctl "down 1"
+echo "extend w-5 +60000" | produce
+echo "cancel w-5" | produce
+kafka_ctl "up 1"
+wait_until 15000 '[[ $(recovered) == w-1,w-4,w-5 ]]' || fail "recovered events: '$(recovered)', not w-1,w-4,w-5"
+assert_eq "$(scale offline | cut -f1 | paste -sd,)" w-2 "offline after w-5's cancel"
+
 # ordering on the topic: each recovered event after its timeout
 jq -r '"\(.id) \(.type)"' events.json | awk '
     $2 == "timeout" { t[$1] = 1 }
     $2 == "recovered" && !t[$1] { print "recovered before timeout: " $1; bad = 1 }
     END { exit bad }' || fail "order"
 assert_eq "$(jq -r '"\(.id) \(.type) \(.deadline_ms)"' events.json | sort | uniq -d | wc -l)" 0 "events twice"
-assert_eq "$(jq -r 'select(.type == "recovered") | .id' events.json | sort | paste -sd,)" "w-1,w-4" "recovered events"
+assert_eq "$(jq -r 'select(.type == "recovered") | .id' events.json | sort | paste -sd,)" "w-1,w-4,w-5" "recovered events"
