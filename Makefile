@@ -12,6 +12,8 @@
 #   make install            programs, man pages, the producer library, systemd
 #                           units; PREFIX (/usr/local), DESTDIR (install.mk)
 #   make uninstall          removes what install put there
+#   make format             lays the C files out as .clang-format says
+#                           (scripts/format-check checks it; .ci/run runs it)
 
 CC      ?= cc
 CSTD    := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L
@@ -62,7 +64,7 @@ PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner \
 EXAMPLES := $(BUILD)/examples/watchdog $(BUILD)/examples/offline
 UNIT_BIN := $(BUILD)/tests/unit/run-unit
 
-.PHONY: all test unit run clean deps
+.PHONY: all test unit run clean deps format
 # Every target is kept (no intermediate is deleted): a later make, e.g.
 # make install in tests 0700/0710 while other tests run the tools, then has
 # nothing to rebuild. Naming targets after .SECONDARY anywhere would end it.
@@ -135,6 +137,9 @@ unit: $(UNIT_BIN)
 run: deps
 	@$(MAKE) --no-print-directory all
 	@LAPSE_BIN=$(BIN) scripts/demo
+
+format:
+	@git ls-files '*.c' '*.h' | xargs clang-format-14 -i
 
 clean:
 	rm -rf build bin

@@ -11,8 +11,8 @@ void lapse_backoff_init(struct lapse_backoff *b, int min_ms, int max_ms)
     b->min_ms = min_ms > 0 ? min_ms : 1;
     b->max_ms = max_ms > b->min_ms ? max_ms : b->min_ms;
     b->step_ms = b->min_ms;
-    b->rng = (uint64_t)lapse_clock_mono_ms() * 0x9e3779b97f4a7c15u ^
-             (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)b;
+    b->rng = (uint64_t)lapse_clock_mono_ms() * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid() << 32 ^
+             (uint64_t)(uintptr_t)b;
     if (!b->rng)
         b->rng = 1;
 }
@@ -29,4 +29,7 @@ int lapse_backoff_next(struct lapse_backoff *b)
     return wait;
 }
 
-void lapse_backoff_reset(struct lapse_backoff *b) { b->step_ms = b->min_ms; }
+void lapse_backoff_reset(struct lapse_backoff *b)
+{
+    b->step_ms = b->min_ms;
+}

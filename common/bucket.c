@@ -62,8 +62,8 @@ uint64_t lapse_buckets_count(const struct lapse_buckets *bk)
     return bk->small ? (1ull << bk->b) + bk->s : 1;
 }
 
-int lapse_bucket_key(char *buf, size_t size, const struct lapse_buckets *bk,
-                     const char *shard_key, uint32_t j)
+int lapse_bucket_key(char *buf, size_t size, const struct lapse_buckets *bk, const char *shard_key,
+                     uint32_t j)
 {
     return bk->small ? snprintf(buf, size, "%s:%u", shard_key, j)
                      : snprintf(buf, size, "%s", shard_key);

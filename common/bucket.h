@@ -22,8 +22,8 @@
 uint32_t lapse_bucket_hash(const void *id, size_t len);
 
 struct lapse_buckets {
-    int small;   /* 0: the shard is one zset (no state key) */
-    unsigned b;  /* level: 2^b buckets, plus s split already */
+    int small;  /* 0: the shard is one zset (no state key) */
+    unsigned b; /* level: 2^b buckets, plus s split already */
     uint32_t s;
     int payloads; /* flag "p": a bucket may hold payloads */
     int repeats;  /* flag "r": repeat records */
@@ -41,7 +41,7 @@ uint64_t lapse_buckets_count(const struct lapse_buckets *bk);
 
 /* Writes key `shard_key` (a shard's z, p or r key, layout.h) of bucket j:
  * "KEY:J"; or the key itself for one zset. Returns its length. */
-int lapse_bucket_key(char *buf, size_t size, const struct lapse_buckets *bk,
-                     const char *shard_key, uint32_t j);
+int lapse_bucket_key(char *buf, size_t size, const struct lapse_buckets *bk, const char *shard_key,
+                     uint32_t j);
 
 #endif

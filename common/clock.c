@@ -9,8 +9,14 @@ static int64_t clock_read(clockid_t id)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t lapse_clock_ms(void) { return clock_read(CLOCK_REALTIME); }
-int64_t lapse_clock_mono_ms(void) { return clock_read(CLOCK_MONOTONIC); }
+int64_t lapse_clock_ms(void)
+{
+    return clock_read(CLOCK_REALTIME);
+}
+int64_t lapse_clock_mono_ms(void)
+{
+    return clock_read(CLOCK_MONOTONIC);
+}
 
 void lapse_clock_sleep_ms(int ms)
 {

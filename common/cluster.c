@@ -115,15 +115,15 @@ static int cluster_target(const char *rest, const char *seed_host, uint16_t *slo
     return 0;
 }
 
-enum lapse_redirect lapse_cluster_redirect(const char *err, const char *seed_host,
-                                           uint16_t *slot, char *addr, size_t size)
+enum lapse_redirect lapse_cluster_redirect(const char *err, const char *seed_host, uint16_t *slot,
+                                           char *addr, size_t size)
 {
     if (strncmp(err, "MOVED ", 6) == 0)
         return cluster_target(err + 6, seed_host, slot, addr, size) == 0 ? LAPSE_REDIRECT_MOVED
-                                                                          : LAPSE_REDIRECT_NONE;
+                                                                         : LAPSE_REDIRECT_NONE;
     if (strncmp(err, "ASK ", 4) == 0)
         return cluster_target(err + 4, seed_host, slot, addr, size) == 0 ? LAPSE_REDIRECT_ASK
-                                                                          : LAPSE_REDIRECT_NONE;
+                                                                         : LAPSE_REDIRECT_NONE;
     if (strncmp(err, "TRYAGAIN", 8) == 0 || strncmp(err, "CLUSTERDOWN", 11) == 0)
         return LAPSE_REDIRECT_RETRY;
     return LAPSE_REDIRECT_NONE;

@@ -30,10 +30,10 @@
 #define LAPSE_CLUSTER_UNOWNED 0xffff    /* owner[] of a slot no primary serves */
 
 struct lapse_cluster_map {
-    uint16_t owner[LAPSE_SLOTS]; /* slot -> index into primaries, or UNOWNED */
+    uint16_t owner[LAPSE_SLOTS];               /* slot -> index into primaries, or UNOWNED */
     char (*primaries)[LAPSE_CLUSTER_ADDR_MAX]; /* "host:port" of each primary */
     size_t nprimaries;
-    size_t uncovered;            /* slots no primary serves (cluster not ok) */
+    size_t uncovered; /* slots no primary serves (cluster not ok) */
 };
 
 /*
@@ -64,7 +64,7 @@ enum lapse_redirect {
  * target "host:port" in addr (at most size - 1 bytes; a target given as
  * ":port", with no host, is that port on `seed_host`).
  */
-enum lapse_redirect lapse_cluster_redirect(const char *err, const char *seed_host,
-                                           uint16_t *slot, char *addr, size_t size);
+enum lapse_redirect lapse_cluster_redirect(const char *err, const char *seed_host, uint16_t *slot,
+                                           char *addr, size_t size);
 
 #endif

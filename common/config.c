@@ -76,8 +76,8 @@ static int check_cluster(struct ctx *x, const config_t *lc)
         return config_fail(x, config_lookup(lc, "redis.cluster"), "redis.cluster",
                            "redis.nodes is given too: a namespace lives on nodes or on a cluster");
     if (c->cluster_username && !c->cluster_password)
-        return config_fail(x, config_lookup(lc, "redis.cluster_username"),
-                           "redis.cluster_password", "missing (redis.cluster_username needs it)");
+        return config_fail(x, config_lookup(lc, "redis.cluster_username"), "redis.cluster_password",
+                           "missing (redis.cluster_username needs it)");
     if (!(c->nodes = calloc(1, sizeof *c->nodes)))
         return config_oom(x, "redis.cluster");
     c->nnodes = 1;
@@ -111,8 +111,8 @@ static int check_topics(struct ctx *x, const config_t *lc)
  * so a typo is not taken for a policy someone checked. */
 static int check_policy(struct ctx *x, const config_t *lc)
 {
-    static const char *const names[] = {"noeviction",     "allkeys-lru",   "allkeys-lfu",
-                                        "allkeys-random", "volatile-lru",  "volatile-lfu",
+    static const char *const names[] = {"noeviction",      "allkeys-lru",  "allkeys-lfu",
+                                        "allkeys-random",  "volatile-lru", "volatile-lfu",
                                         "volatile-random", "volatile-ttl"};
     const char *p = x->cfg->redis_policy_checked;
     if (!p)
@@ -127,8 +127,9 @@ static int check_policy(struct ctx *x, const config_t *lc)
 
 int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, size_t size)
 {
-    const char *key = !cfg->ingress_topic ? "ingress.topic" : !cfg->ingress_group ? "ingress.group"
-                                                                                  : NULL;
+    const char *key = !cfg->ingress_topic   ? "ingress.topic"
+                      : !cfg->ingress_group ? "ingress.group"
+                                            : NULL;
     if (key == NULL)
         return 0;
     if (errstr && size)
@@ -145,7 +146,9 @@ int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, siz
 static void bracket_hint(const char *file, char *hint, size_t size)
 {
     enum { CODE, STR, LINE_COMMENT, BLOCK_COMMENT } st = CODE;
-    struct { int c, line; } open[64]; /* the brackets open at this point */
+    struct {
+        int c, line;
+    } open[64]; /* the brackets open at this point */
     int depth = 0, over = 0, line = 1, prev = 0, c;
     hint[0] = '\0';
     FILE *f = fopen(file, "r");
@@ -180,9 +183,12 @@ static void bracket_hint(const char *file, char *hint, size_t size)
             }
             if (depth <= (int)(sizeof open / sizeof open[0]) && open[depth - 1].c != want) {
                 int o = open[depth - 1].c;
-                snprintf(hint, size, " (the %s opened at line %d is not closed before the '%c' at line %d)",
-                         o == '{' ? "group" : o == '(' ? "list" : "array", open[depth - 1].line, c,
-                         line);
+                snprintf(hint, size,
+                         " (the %s opened at line %d is not closed before the '%c' at line %d)",
+                         o == '{'   ? "group"
+                         : o == '(' ? "list"
+                                    : "array",
+                         open[depth - 1].line, c, line);
                 break;
             }
             depth--;
@@ -195,7 +201,10 @@ static void bracket_hint(const char *file, char *hint, size_t size)
     if (!hint[0] && depth > 0 && !over) {
         int o = open[depth - 1].c;
         snprintf(hint, size, " (the %s opened at line %d is not closed)",
-                 o == '{' ? "group" : o == '(' ? "list" : "array", open[depth - 1].line);
+                 o == '{'   ? "group"
+                 : o == '(' ? "list"
+                            : "array",
+                 open[depth - 1].line);
     }
 }
 
@@ -221,8 +230,8 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
                 snprintf(errstr, size, "%s:%d: syntax error%s", file, config_error_line(&lc),
                          hint); /* (libconfig's text alone: not said twice) */
             else
-                snprintf(errstr, size, "%s:%d: syntax error: %s%s", file,
-                         config_error_line(&lc), text, hint);
+                snprintf(errstr, size, "%s:%d: syntax error: %s%s", file, config_error_line(&lc),
+                         text, hint);
         }
         config_destroy(&lc);
         return -1;

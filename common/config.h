@@ -22,9 +22,9 @@
  * failovers.
  */
 struct lapse_redis_node {
-    char *host;              /* plain: hostname or address; NULL for Sentinel */
-    int port;                /* plain: 1..65535 */
-    char **sentinels;        /* Sentinel: "host:port" of each sentinel */
+    char *host;       /* plain: hostname or address; NULL for Sentinel */
+    int port;         /* plain: 1..65535 */
+    char **sentinels; /* Sentinel: "host:port" of each sentinel */
     size_t nsentinels;
     char *master;            /* Sentinel: the master name it monitors */
     char *sentinel_username; /* AUTH to the sentinels (ACL user), or NULL */
@@ -72,39 +72,39 @@ struct lapse_ingress_rule {
 };
 
 struct lapse_config {
-    char *path;                      /* the file it was loaded from */
-    char *ns;                        /* namespace: prefix of every Redis key */
-    int log_level;                   /* enum lapse_log_level */
+    char *path;    /* the file it was loaded from */
+    char *ns;      /* namespace: prefix of every Redis key */
+    int log_level; /* enum lapse_log_level */
 
-    struct lapse_redis_node *nodes;  /* redis.nodes; nodes[0] holds the layout. With
+    struct lapse_redis_node *nodes; /* redis.nodes; nodes[0] holds the layout. With
                                       * redis.cluster: one node, the cluster (seeds,
                                       * username, password, tls from redis.cluster*) */
     size_t nnodes;
-    int cluster;                     /* 1: redis.cluster (then shard keys carry a hash tag) */
-    char **cluster_seeds;            /* redis.cluster, as loaded (moved into nodes[0]) */
+    int cluster;          /* 1: redis.cluster (then shard keys carry a hash tag) */
+    char **cluster_seeds; /* redis.cluster, as loaded (moved into nodes[0]) */
     size_t ncluster_seeds;
-    char *cluster_username;          /* redis.cluster_username, or NULL */
-    char *cluster_password;          /* redis.cluster_password, or NULL */
-    int cluster_tls;                 /* redis.cluster_tls */
-    int redis_connect_timeout_ms;    /* redis.connect_timeout_ms */
-    int redis_command_timeout_ms;    /* redis.command_timeout_ms */
-    int redis_retry_timeout_ms;      /* redis.retry_timeout_ms: a write is retried this long */
-    int redis_wait_replicas;         /* redis.wait_replicas: WAIT for this many, 0 = no WAIT */
-    int redis_wait_timeout_ms;       /* redis.wait_timeout_ms: one WAIT's timeout */
-    int redis_accept_eviction;       /* redis.accept_eviction: run on an evicting policy */
-    char *redis_policy_checked;      /* redis.policy_checked: the policy an operator saw, or NULL */
-    char *redis_tls_ca_file;         /* redis.tls.ca_file, or NULL: the system's CAs */
-    char *redis_tls_cert_file;       /* redis.tls.cert_file: mutual TLS, or NULL */
-    char *redis_tls_key_file;        /* redis.tls.key_file: its key, or NULL */
-    char *redis_tls_server_name;     /* redis.tls.server_name, or NULL: the host */
+    char *cluster_username;       /* redis.cluster_username, or NULL */
+    char *cluster_password;       /* redis.cluster_password, or NULL */
+    int cluster_tls;              /* redis.cluster_tls */
+    int redis_connect_timeout_ms; /* redis.connect_timeout_ms */
+    int redis_command_timeout_ms; /* redis.command_timeout_ms */
+    int redis_retry_timeout_ms;   /* redis.retry_timeout_ms: a write is retried this long */
+    int redis_wait_replicas;      /* redis.wait_replicas: WAIT for this many, 0 = no WAIT */
+    int redis_wait_timeout_ms;    /* redis.wait_timeout_ms: one WAIT's timeout */
+    int redis_accept_eviction;    /* redis.accept_eviction: run on an evicting policy */
+    char *redis_policy_checked;   /* redis.policy_checked: the policy an operator saw, or NULL */
+    char *redis_tls_ca_file;      /* redis.tls.ca_file, or NULL: the system's CAs */
+    char *redis_tls_cert_file;    /* redis.tls.cert_file: mutual TLS, or NULL */
+    char *redis_tls_key_file;     /* redis.tls.key_file: its key, or NULL */
+    char *redis_tls_server_name;  /* redis.tls.server_name, or NULL: the host */
 
-    char *kafka_brokers;             /* kafka.brokers (bootstrap.servers) */
-    char *kafka_topic;               /* kafka.topic: where events go */
-    struct lapse_kv *kafka_props;    /* kafka.properties passthrough */
+    char *kafka_brokers;          /* kafka.brokers (bootstrap.servers) */
+    char *kafka_topic;            /* kafka.topic: where events go */
+    struct lapse_kv *kafka_props; /* kafka.properties passthrough */
     size_t nkafka_props;
 
-    int producer_batch;              /* producer.batch: max ops per flush */
-    int producer_slack_ms;           /* producer.slack_ms: extend coalescing, 0 = off */
+    int producer_batch;    /* producer.batch: max ops per flush */
+    int producer_slack_ms; /* producer.slack_ms: extend coalescing, 0 = off */
 
     int scanner_batch;               /* scanner.batch: max IDs per claim */
     int scanner_poll_ms;             /* scanner.poll_ms: longest idle sleep */
@@ -119,15 +119,15 @@ struct lapse_config {
 
     /* ingress: lapse-producer --from-kafka; all optional at load time (see
      * lapse_config_check_ingress). */
-    char *ingress_topic;             /* ingress.topic: commands and signals, or NULL */
-    char *ingress_group;             /* ingress.group: consumer group id, or NULL */
-    char *ingress_dead_letter_topic; /* ingress.dead_letter_topic, or NULL: none */
+    char *ingress_topic;                      /* ingress.topic: commands and signals, or NULL */
+    char *ingress_group;                      /* ingress.group: consumer group id, or NULL */
+    char *ingress_dead_letter_topic;          /* ingress.dead_letter_topic, or NULL: none */
     struct lapse_ingress_rule *ingress_rules; /* ingress.rules, first match wins */
     size_t ningress_rules;
-    struct lapse_kv *ingress_props;  /* ingress.properties: consumer-only passthrough */
+    struct lapse_kv *ingress_props; /* ingress.properties: consumer-only passthrough */
     size_t ningress_props;
-    int ingress_metrics_port;        /* ingress.metrics_port: 0 = no endpoint */
-    char *ingress_metrics_bind;      /* ingress.metrics_bind: its address */
+    int ingress_metrics_port;   /* ingress.metrics_port: 0 = no endpoint */
+    char *ingress_metrics_bind; /* ingress.metrics_bind: its address */
 };
 
 /*

@@ -40,7 +40,7 @@ enum ktype {
 };
 
 struct key {
-    const char *path;    /* dotted path, relative to the table's root */
+    const char *path; /* dotted path, relative to the table's root */
     enum ktype type;
     int required;        /* missing is an error (else the default applies) */
     long long def;       /* K_INT default */

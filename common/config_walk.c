@@ -151,8 +151,8 @@ static const char *near_key(const struct key *tab, size_t n, const char *rel)
 
 static int name_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
 }
 
 /* Checks a string against a K_STR/K_NAME entry; returns 0 or fails. */
@@ -249,7 +249,8 @@ static int check_node(struct ctx *x, const config_setting_t *e, const struct lap
     char key[PATH_MAX_];
 #define NODE_FAIL(sub, ...) (join(key, path, sub), config_fail(x, e, key, __VA_ARGS__))
     if (plain && sentinel)
-        return config_fail(x, e, path, "either host and port (a plain node) or sentinels and "
+        return config_fail(x, e, path,
+                           "either host and port (a plain node) or sentinels and "
                            "master (a Sentinel node), not both");
     if (!plain && !sentinel)
         return NODE_FAIL("host", "missing (or sentinels and master)");
@@ -296,8 +297,8 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
         unsigned char seen[SEEN_MAX] = {0};
         if (config_walk(x, e, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], "",
                         path) < 0 ||
-            config_fill(x, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i],
-                        path) < 0 ||
+            config_fill(x, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], path) <
+                0 ||
             check_node(x, e, &x->cfg->nodes[i], path) < 0)
             return -1;
         char name[LAPSE_NODE_NAME_MAX], other[LAPSE_NODE_NAME_MAX];
@@ -307,10 +308,11 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
             lapse_node_name(&x->cfg->nodes[j], other, sizeof other);
             if (strcmp(other, name) == 0 || (was_j && strcmp(was_j, name) == 0) ||
                 (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0))))
-                return config_fail(x, e, path, "%s is listed twice (as redis.nodes[%d])",
-                                   was_i && (strcmp(was_i, other) == 0 ||
-                                             (was_j && !strcmp(was_i, was_j)))
-                                       ? was_i : name, j);
+                return config_fail(
+                    x, e, path, "%s is listed twice (as redis.nodes[%d])",
+                    was_i && (strcmp(was_i, other) == 0 || (was_j && !strcmp(was_i, was_j))) ? was_i
+                                                                                             : name,
+                    j);
         }
     }
     return 0;
@@ -319,7 +321,9 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
 /* Properties lapse sets itself on the ingress consumer: overriding them
  * would break the commit rule, so naming them is an error. */
 static const char *const ingress_reserved[] = {
-    "group.id", "enable.auto.commit", "enable.auto.offset.store",
+    "group.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
 };
 
 /* kafka.properties, ingress.properties: ( ("name", value), ... ). A list of
@@ -357,20 +361,25 @@ static int load_props(struct ctx *x, const config_setting_t *s, const struct key
             return config_fail(x, e, path, "%s: set kafka.brokers instead", name);
         for (size_t r = 0; ingress && r < NKEYS(ingress_reserved); r++)
             if (strcmp(name, ingress_reserved[r]) == 0)
-                return config_fail(x, e, path, "%s: set by lapse (ingress.group; offsets are "
-                                   "committed only once applied)", name);
+                return config_fail(x, e, path,
+                                   "%s: set by lapse (ingress.group; offsets are "
+                                   "committed only once applied)",
+                                   name);
         const char *value;
         switch (config_setting_type(vs)) {
-        case CONFIG_TYPE_STRING: value = config_setting_get_string(vs); break;
+        case CONFIG_TYPE_STRING:
+            value = config_setting_get_string(vs);
+            break;
         case CONFIG_TYPE_INT:
         case CONFIG_TYPE_INT64:
             snprintf(num, sizeof num, "%lld", config_setting_get_int64(vs));
             value = num;
             break;
-        case CONFIG_TYPE_BOOL: value = config_setting_get_bool(vs) ? "true" : "false"; break;
+        case CONFIG_TYPE_BOOL:
+            value = config_setting_get_bool(vs) ? "true" : "false";
+            break;
         default:
-            return config_fail(x, e, path, "%s: value must be a string, integer or boolean",
-                               name);
+            return config_fail(x, e, path, "%s: value must be a string, integer or boolean", name);
         }
         for (int j = 0; j < i; j++)
             if (strcmp((*props)[j].key, name) == 0)
@@ -418,7 +427,9 @@ static int load_rules(struct ctx *x, const config_setting_t *s, const char *full
 }
 
 static const char *const time_names[] = {
-    [LAPSE_TIME_ARRIVAL] = "arrival", [LAPSE_TIME_KAFKA] = "kafka", [LAPSE_TIME_FIELD] = "field",
+    [LAPSE_TIME_ARRIVAL] = "arrival",
+    [LAPSE_TIME_KAFKA] = "kafka",
+    [LAPSE_TIME_FIELD] = "field",
 };
 
 static int time_parse(const char *v)
@@ -479,10 +490,14 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
             return config_fail(x, s, full, "expected true or false");
         *(int *)((char *)base + k->off) = config_setting_get_bool(s);
         return 0;
-    case K_NODES: return load_nodes(x, s, full);
-    case K_PROPS: return load_props(x, s, k, full);
-    case K_ADDRS: return load_addrs(x, s, k, base, full);
-    case K_RULES: return load_rules(x, s, full);
+    case K_NODES:
+        return load_nodes(x, s, full);
+    case K_PROPS:
+        return load_props(x, s, k, full);
+    case K_ADDRS:
+        return load_addrs(x, s, k, base, full);
+    case K_RULES:
+        return load_rules(x, s, full);
     }
     return config_fail(x, s, full, "internal error: bad table entry");
 }
@@ -539,7 +554,8 @@ int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned c
             *(int *)((char *)base + k->off) = lapse_log_level_parse(k->sdef);
         else if (k->type == K_TIME)
             *(int *)((char *)base + k->off) = time_parse(k->sdef);
-        else if ((k->type == K_STR || k->type == K_NAME) && store_str(x, k, base, fullp, k->sdef) < 0)
+        else if ((k->type == K_STR || k->type == K_NAME) &&
+                 store_str(x, k, base, fullp, k->sdef) < 0)
             return -1;
     }
     return 0;

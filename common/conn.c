@@ -7,8 +7,8 @@
 #include <string.h>
 
 struct lapse_conn {
-    redisContext *c;         /* hiredis: the socket, output buffer and reader */
-    lapse_tls_session *tls;  /* NULL: plain, hiredis does the I/O */
+    redisContext *c;        /* hiredis: the socket, output buffer and reader */
+    lapse_tls_session *tls; /* NULL: plain, hiredis does the I/O */
     char errstr[256];
 };
 
@@ -159,7 +159,10 @@ redisReply *lapse_conn_command_argv(lapse_conn *k, int argc, const char **argv,
     return r;
 }
 
-int lapse_conn_refused(const lapse_conn *k) { return k->tls && lapse_tls_broken(k->tls); }
+int lapse_conn_refused(const lapse_conn *k)
+{
+    return k->tls && lapse_tls_broken(k->tls);
+}
 
 const char *lapse_conn_errstr(const lapse_conn *k)
 {

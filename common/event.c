@@ -91,13 +91,27 @@ static char *put_escaped(char *o, const unsigned char *s, size_t n)
         }
         *o++ = '\\';
         switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
+        case '"':
+            *o++ = '"';
+            break;
+        case '\\':
+            *o++ = '\\';
+            break;
+        case '\b':
+            *o++ = 'b';
+            break;
+        case '\f':
+            *o++ = 'f';
+            break;
+        case '\n':
+            *o++ = 'n';
+            break;
+        case '\r':
+            *o++ = 'r';
+            break;
+        case '\t':
+            *o++ = 't';
+            break;
         default:
             memcpy(o, "u00", 3);
             o[3] = hex[c >> 4];
@@ -199,7 +213,10 @@ static char *put_bytes(char *o, const char *lead, const char *key, const char *b
 
 /* The most a string field and its base64 twin can take for n bytes: 6 per
  * byte escaped (\u00XX), plus the base64, plus names and quotes. */
-static size_t bytes_max(size_t n) { return 6 * n + (n + 2) / 3 * 4 + 64; }
+static size_t bytes_max(size_t n)
+{
+    return 6 * n + (n + 2) / 3 * 4 + 64;
+}
 
 size_t lapse_event_size(const struct lapse_event *ev)
 {

@@ -19,12 +19,12 @@
 
 struct lapse_event {
     const char *ns;
-    const char *id;       /* not NUL-terminated: id_len bytes */
+    const char *id; /* not NUL-terminated: id_len bytes */
     size_t id_len;
-    int64_t deadline_ms;  /* the deadline that fell due */
-    int64_t fired_ms;     /* when the scanner handed it to Kafka */
+    int64_t deadline_ms; /* the deadline that fell due */
+    int64_t fired_ms;    /* when the scanner handed it to Kafka */
     uint32_t shard;
-    const char *payload;  /* NULL when none */
+    const char *payload; /* NULL when none */
     size_t payload_len;
     int64_t seq;          /* 0 = not repeating (field omitted) */
     int64_t recovered_ms; /* > 0: a "recovered" event (no payload, no seq) */

@@ -16,20 +16,20 @@
 #include "redis.h"
 
 struct lapse_health {
-    int64_t now_ms;          /* the shard's Redis clock when read */
-    long long pending;       /* IDs in the shard (in flight included) */
-    long long due;           /* scores at or before now: the backlog */
-    long long inflight;      /* IDs holding a lease that has a record */
-    int64_t oldest_due_ms;   /* age of the lowest score if due, else -1 */
+    int64_t now_ms;             /* the shard's Redis clock when read */
+    long long pending;          /* IDs in the shard (in flight included) */
+    long long due;              /* scores at or before now: the backlog */
+    long long inflight;         /* IDs holding a lease that has a record */
+    int64_t oldest_due_ms;      /* age of the lowest score if due, else -1 */
     int64_t oldest_inflight_ms; /* age of the earliest deadline being dispatched
                                    (or leased, its lease run out), -1 if none */
-    char holder[128];        /* the lock holder's token, "" when no scanner is active */
-    long long keys;          /* its zsets that hold IDs: 1, or its buckets (bucket.h) */
-    long long largest_ids;   /* IDs in the largest of them */
-    long long largest_bytes; /* its MEMORY USAGE, -1 when not allowed */
-    long long over_listpack; /* zsets over LAPSE_HEALTH_LISTPACK members: Redis keeps
+    char holder[128];           /* the lock holder's token, "" when no scanner is active */
+    long long keys;             /* its zsets that hold IDs: 1, or its buckets (bucket.h) */
+    long long largest_ids;      /* IDs in the largest of them */
+    long long largest_bytes;    /* its MEMORY USAGE, -1 when not allowed */
+    long long over_listpack;    /* zsets over LAPSE_HEALTH_LISTPACK members: Redis keeps
                                 those in its large encoding */
-    long long offline;       /* IDs offline: recovery on, timed out, not back (lib/watch.lua) */
+    long long offline;          /* IDs offline: recovery on, timed out, not back (lib/watch.lua) */
 };
 
 /* Redis's default zset-max-listpack-entries (a raised limit is not read:
@@ -42,8 +42,8 @@ struct lapse_health {
  * connection, a failover, a cluster slot moving: trying again may help);
  * -1 with it on an unexpected reply. *out is unspecified then.
  */
-int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard, struct lapse_health *out,
-                      char *errstr, size_t size);
+int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                      struct lapse_health *out, char *errstr, size_t size);
 
 /* How late the shard's oldest undelivered deadline is, in ms (pending and
  * due, or in flight): the larger of the two ages, -1 when nothing is due. */

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define RENDER_FIRST 16384         /* first /metrics buffer; doubled until it fits */
+#define RENDER_FIRST 16384 /* first /metrics buffer; doubled until it fits */
 #define RENDER_MAX (8 * 1024 * 1024)
-#define CONN_LIMIT 128             /* more clients than any scraper setup needs */
-#define CONN_MEMORY (32 * 1024)    /* a request's headers must fit here (else 431) */
+#define CONN_LIMIT 128          /* more clients than any scraper setup needs */
+#define CONN_MEMORY (32 * 1024) /* a request's headers must fit here (else 431) */
 
 struct lapse_httpd {
     struct MHD_Daemon *d;
@@ -67,9 +67,8 @@ static enum MHD_Result answer_metrics(struct lapse_httpd *srv, struct MHD_Connec
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
 {
     struct lapse_httpd *srv = cls;
     (void)version;
@@ -122,16 +121,15 @@ lapse_httpd *lapse_httpd_start(const char *bind_addr, int port,
     }
     srv->h = *h;
     errno = 0;
-    srv->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv,
-                              MHD_OPTION_SOCK_ADDR, sa,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)LAPSE_HTTPD_IDLE_S,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-                              MHD_OPTION_END);
+    srv->d =
+        MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+                         sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)LAPSE_HTTPD_IDLE_S,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_END);
     if (!srv->d) {
         int e = errno;
-        snprintf(errstr, size, "metrics: %s:%d: cannot listen%s%s", bind_addr, port,
-                 e ? ": " : "", e ? strerror(e) : "");
+        snprintf(errstr, size, "metrics: %s:%d: cannot listen%s%s", bind_addr, port, e ? ": " : "",
+                 e ? strerror(e) : "");
         free(srv);
         return NULL;
     }

@@ -38,8 +38,8 @@ int lapse_inspect_id_check(const char *id, size_t len, char *errstr, size_t size
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)id[i];
         if (c == ' ') {
-            snprintf(errstr, size, "the ID holds a space at offset %zu (no spaces or control bytes)",
-                     i);
+            snprintf(errstr, size,
+                     "the ID holds a space at offset %zu (no spaces or control bytes)", i);
             return -1;
         }
         if (c < 0x20 || c == 0x7f) {
@@ -164,12 +164,18 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
 
     /* every argument a C string but the ID, which is `len` bytes */
     const char *argv[8][3] = {
-        {"CLIENT", "NO-TOUCH", "ON"}, {"TIME"}, {"ZSCORE", z, id}, {"HGET", pk, id},
-        {"HGET", rk, id}, {"GET", lk}, {"GET", kk}, {"SISMEMBER", mk, id},
+        {"CLIENT", "NO-TOUCH", "ON"},
+        {"TIME"},
+        {"ZSCORE", z, id},
+        {"HGET", pk, id},
+        {"HGET", rk, id},
+        {"GET", lk},
+        {"GET", kk},
+        {"SISMEMBER", mk, id},
     };
     static const int argc[8] = {3, 1, 3, 3, 3, 2, 2, 3};
-    static const char *what[] = {"CLIENT NO-TOUCH", "TIME", "ZSCORE", "HGET payload",
-                                 "HGET repeat", "GET lock", "GET buckets", "SISMEMBER moved"};
+    static const char *what[] = {"CLIENT NO-TOUCH", "TIME",     "ZSCORE",      "HGET payload",
+                                 "HGET repeat",     "GET lock", "GET buckets", "SISMEMBER moved"};
     int n = want_moved ? 8 : 7;
     /* (on a cluster the keyless two go to the shard's primary too: TIME is
      * its clock, NO-TOUCH its connection) */
@@ -232,8 +238,8 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
         const char *now = rc == 0 && rep[6]->type == REDIS_REPLY_STRING ? rep[6]->str : "";
         /* nothing in its bucket: a shard converted from one zset may still
          * hold the ID in its old keys (bucket.h) */
-        int none = rc == 0 && rep[2]->type == REDIS_REPLY_NIL &&
-                   rep[3]->type == REDIS_REPLY_NIL && rep[4]->type == REDIS_REPLY_NIL;
+        int none = rc == 0 && rep[2]->type == REDIS_REPLY_NIL && rep[3]->type == REDIS_REPLY_NIL &&
+                   rep[4]->type == REDIS_REPLY_NIL;
         if (none && bk.small && !old) {
             old = 1;
             for (int i = 0; i < n; i++) {

@@ -27,27 +27,27 @@
 /* What one shard holds for the ID. */
 struct lapse_inspect_place {
     uint32_t shard;
-    uint16_t node;              /* index into cfg->nodes */
-    int64_t now_ms;             /* the shard's Redis clock when read */
-    int found;                  /* the ID is in the shard's zset */
-    int64_t deadline_ms;        /* pending deadline, -1 when none (absent or in flight) */
-    int in_flight;              /* holds a lease (a fractional score) */
-    int taken;                  /* ... a producer's take during a split (.75), not a claim (.5) */
-    int64_t lease_ms;           /* the lease's end (its score's whole ms), -1 when not in flight */
-    int64_t dispatching_ms;     /* the deadline being dispatched, from the lease's record; -1
+    uint16_t node;          /* index into cfg->nodes */
+    int64_t now_ms;         /* the shard's Redis clock when read */
+    int found;              /* the ID is in the shard's zset */
+    int64_t deadline_ms;    /* pending deadline, -1 when none (absent or in flight) */
+    int in_flight;          /* holds a lease (a fractional score) */
+    int taken;              /* ... a producer's take during a split (.75), not a claim (.5) */
+    int64_t lease_ms;       /* the lease's end (its score's whole ms), -1 when not in flight */
+    int64_t dispatching_ms; /* the deadline being dispatched, from the lease's record; -1
                                    when the record has none (then the lease's ms stands for it) */
-    char *payload;              /* malloc'd, payload_len bytes; NULL when none is stored */
+    char *payload;          /* malloc'd, payload_len bytes; NULL when none is stored */
     size_t payload_len;
-    int64_t period_ms;          /* repeat period, -1 when the ID does not repeat */
-    int64_t fired;              /* fires so far of a repeating ID (next seq = fired + 1) */
-    int moved;                  /* new shard during a split: the ID was written here (NS:m) */
-    char holder[128];           /* the shard's lock holder (active scanner), "" when none */
+    int64_t period_ms; /* repeat period, -1 when the ID does not repeat */
+    int64_t fired;     /* fires so far of a repeating ID (next seq = fired + 1) */
+    int moved;         /* new shard during a split: the ID was written here (NS:m) */
+    char holder[128];  /* the shard's lock holder (active scanner), "" when none */
 };
 
 struct lapse_inspect {
-    uint64_t hash;              /* XXH64 of the ID */
+    uint64_t hash;                 /* XXH64 of the ID */
     struct lapse_inspect_place at; /* its shard in the current layout */
-    int has_twin;               /* splitting, and the ID moves: `twin` is its old shard */
+    int has_twin;                  /* splitting, and the ID moves: `twin` is its old shard */
     struct lapse_inspect_place twin;
 };
 

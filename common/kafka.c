@@ -22,8 +22,8 @@ rd_kafka_conf_t *lapse_kafka_conf(const struct lapse_config *cfg, const struct l
         if (kafka_set(conf, cfg, defaults[i].key, defaults[i].value, errstr, size) < 0)
             goto fail;
     for (size_t i = 0; i < cfg->nkafka_props; i++)
-        if (kafka_set(conf, cfg, cfg->kafka_props[i].key, cfg->kafka_props[i].value, errstr,
-                      size) < 0)
+        if (kafka_set(conf, cfg, cfg->kafka_props[i].key, cfg->kafka_props[i].value, errstr, size) <
+            0)
             goto fail;
     if (kafka_set(conf, cfg, "bootstrap.servers", cfg->kafka_brokers, errstr, size) < 0)
         goto fail;

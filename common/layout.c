@@ -66,8 +66,8 @@ static int node_index(const struct lapse_config *cfg, const char *hostport, size
 }
 
 /* Parses the "nodes" field: one host:port per shard. */
-static int layout_parse_nodes(const struct lapse_config *cfg, const char *s,
-                              struct lapse_layout *l, char *errstr, size_t size)
+static int layout_parse_nodes(const struct lapse_config *cfg, const char *s, struct lapse_layout *l,
+                              char *errstr, size_t size)
 {
     l->node_of = calloc(l->shards, sizeof *l->node_of);
     if (!l->node_of) {
@@ -79,14 +79,15 @@ static int layout_parse_nodes(const struct lapse_config *cfg, const char *s,
         size_t len = end ? (size_t)(end - s) : strlen(s);
         int idx = node_index(cfg, s, len);
         if (idx < 0) {
-            snprintf(errstr, size, "layout of \"%s\": shard %u is on node %.*s, which %s does not list",
-                     cfg->ns, i, (int)(len > 200 ? 200 : len), s, cfg->path);
+            snprintf(errstr, size,
+                     "layout of \"%s\": shard %u is on node %.*s, which %s does not list", cfg->ns,
+                     i, (int)(len > 200 ? 200 : len), s, cfg->path);
             return -1;
         }
         l->node_of[i] = (uint16_t)idx;
         if (!end && i + 1 < l->shards) {
-            snprintf(errstr, size, "layout of \"%s\": nodes lists %u shards, expected %u",
-                     cfg->ns, i + 1, l->shards);
+            snprintf(errstr, size, "layout of \"%s\": nodes lists %u shards, expected %u", cfg->ns,
+                     i + 1, l->shards);
             return -1;
         }
         s = end ? end + 1 : s + len;
@@ -94,8 +95,8 @@ static int layout_parse_nodes(const struct lapse_config *cfg, const char *s,
     return 0;
 }
 
-int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
-                      struct lapse_layout *out, char *errstr, size_t size)
+int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg, struct lapse_layout *out,
+                      char *errstr, size_t size)
 {
     return lapse_layout_read(home, cfg, "layout", out, errstr, size);
 }
@@ -137,8 +138,8 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     out->prev_shards = (uint32_t)prev;
     out->epoch = strtoll(r->element[2]->str, NULL, 10);
     out->splitting = strcmp(r->element[3]->str, "splitting") == 0;
-    out->small_keys = r->element[5]->type == REDIS_REPLY_STRING &&
-                      strcmp(r->element[5]->str, "small") == 0;
+    out->small_keys =
+        r->element[5]->type == REDIS_REPLY_STRING && strcmp(r->element[5]->str, "small") == 0;
     if (layout_parse_nodes(cfg, r->element[4]->str, out, errstr, size) < 0) {
         lapse_layout_free(out);
         goto out;
@@ -194,9 +195,8 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     }
     char key[LAPSE_NS_MAX * 2 + 32];
     lapse_key_layout(key, sizeof key, cfg, "layout");
-    redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s %s", layout_init_lua, key,
-                                        shards, nodes,
-                                        form == LAPSE_INIT_CONVERT ? "convert" : "one");
+    redisReply *r = lapse_redis_command(home, "EVAL %s 1 %s %u %s %s", layout_init_lua, key, shards,
+                                        nodes, form == LAPSE_INIT_CONVERT ? "convert" : "one");
     free(nodes);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
@@ -214,8 +214,8 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
     else if (r->integer == (long long)shards)
         rc = 1;
     else
-        snprintf(errstr, size, "namespace \"%s\" is already initialised with %lld shards",
-                 cfg->ns, r->integer);
+        snprintf(errstr, size, "namespace \"%s\" is already initialised with %lld shards", cfg->ns,
+                 r->integer);
     freeReplyObject(r);
     return rc;
 }
@@ -235,8 +235,7 @@ static const char small_keys_lua[] =
     "return 1\n";
 
 int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
-                            const struct lapse_layout *l, uint32_t from, char *errstr,
-                            size_t size)
+                            const struct lapse_layout *l, uint32_t from, char *errstr, size_t size)
 {
     for (uint32_t s = from; s < l->shards; s++) {
         lapse_redis *r = nodes[l->node_of[s]];

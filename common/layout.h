@@ -45,21 +45,22 @@ enum lapse_key_kind {
     LAPSE_KEY_MOVED = 'm',    /* set: IDs written in this new shard during a split */
     LAPSE_KEY_LOCK = 'l',     /* string: token of the shard's active scanner */
     LAPSE_KEY_EPOCH = 'e',    /* string: the layout epoch this shard has seen */
-    LAPSE_KEY_LEASE = 'c',    /* string: the shard's last claim lease, when its first record runs out (claim.lua only) */
-    LAPSE_KEY_WAIT = 'w',     /* counter per node (not shard), INCRed before each
+    LAPSE_KEY_LEASE =
+        'c', /* string: the shard's last claim lease, when its first record runs out (claim.lua only) */
+    LAPSE_KEY_WAIT = 'w',    /* counter per node (not shard), INCRed before each
                                  WAIT so that it covers every earlier write (redis.h) */
-    LAPSE_KEY_SLEEP = 's',    /* string: the lowest score the shard's idle scanner saw
+    LAPSE_KEY_SLEEP = 's',   /* string: the lowest score the shard's idle scanner saw
                                  ("inf": none); it sleeps until then at most (sleep.lua) */
-    LAPSE_KEY_BELL = 'b',     /* list: a write below that mark pushes a token here,
+    LAPSE_KEY_BELL = 'b',    /* list: a write below that mark pushes a token here,
                                  waking the scanner blocked on it (lib/wake.lua) */
-    LAPSE_KEY_INDEX = 'x',    /* zset bucket -> a lower bound of its lowest score,
+    LAPSE_KEY_INDEX = 'x',   /* zset bucket -> a lower bound of its lowest score,
                                  of a shard in small keys (bucket.h) */
-    LAPSE_KEY_BUCKETS = 'k',  /* string "b s" [flags]: the shard is in small keys
+    LAPSE_KEY_BUCKETS = 'k', /* string "b s" [flags]: the shard is in small keys
                                  (bucket.h); absent: it is one zset */
-    LAPSE_KEY_WATCH = 'o',    /* hash ID -> "" (recovery on) or "D F" (offline: its timeout
+    LAPSE_KEY_WATCH = 'o',   /* hash ID -> "" (recovery on) or "D F" (offline: its timeout
                                  for deadline D fired, Kafka took it at F), lib/watch.lua */
-    LAPSE_KEY_OFFLINE = 'n',  /* string: how many IDs of the shard are offline */
-    LAPSE_KEY_PROBE = 'q',    /* never written: scripts of a shard in small keys ask
+    LAPSE_KEY_OFFLINE = 'n', /* string: how many IDs of the shard are offline */
+    LAPSE_KEY_PROBE = 'q',   /* never written: scripts of a shard in small keys ask
                                  for it to learn that its slot is migrating (a Redis
                                  Cluster refuses a missing key then; lib/bucket.lua) */
 };
@@ -103,8 +104,8 @@ int lapse_key_layout(char *buf, size_t size, const struct lapse_config *cfg, con
  * not list). `out` is left empty unless 0
  * is returned; free it with lapse_layout_free.
  */
-int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg,
-                      struct lapse_layout *out, char *errstr, size_t size);
+int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg, struct lapse_layout *out,
+                      char *errstr, size_t size);
 
 /* The same for another record of the namespace: which = "layout" or
  * "layout:next" (an interrupted split's target, see split.h). */
@@ -138,8 +139,7 @@ int lapse_layout_init(lapse_redis *home, const struct lapse_config *cfg, uint32_
  * stops). Idempotent; waits for wait_replicas. Returns 0, or -1 with errstr.
  */
 int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
-                            const struct lapse_layout *l, uint32_t from, char *errstr,
-                            size_t size);
+                            const struct lapse_layout *l, uint32_t from, char *errstr, size_t size);
 
 void lapse_layout_free(struct lapse_layout *l); /* accepts an all-zero layout */
 

@@ -58,8 +58,8 @@ void lapse_log_limited(struct lapse_log_limit *lim, int per_sec, int level, cons
     }
     lim->printed++;
     if (lim->suppressed) {
-        fprintf(stderr, "%s %s: (%llu similar lines suppressed)\n", log_names[level],
-                log_program, (unsigned long long)lim->suppressed);
+        fprintf(stderr, "%s %s: (%llu similar lines suppressed)\n", log_names[level], log_program,
+                (unsigned long long)lim->suppressed);
         lim->suppressed = 0;
     }
     va_list ap;

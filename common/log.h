@@ -38,18 +38,18 @@ struct lapse_log_limit {
     uint64_t suppressed; /* lines dropped since the last printed one */
 };
 
-void lapse_log_limited(struct lapse_log_limit *lim, int per_sec, int level,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void lapse_log_limited(struct lapse_log_limit *lim, int per_sec, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-#define LAPSE_LOG(lvl, ...)                                                    \
-    do {                                                                       \
-        if ((lvl) >= lapse_log_level_now)                                      \
-            lapse_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__);           \
+#define LAPSE_LOG(lvl, ...)                                          \
+    do {                                                             \
+        if ((lvl) >= lapse_log_level_now)                            \
+            lapse_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 #define log_debug(...) LAPSE_LOG(LAPSE_LOG_DEBUG, __VA_ARGS__)
-#define log_info(...)  LAPSE_LOG(LAPSE_LOG_INFO, __VA_ARGS__)
-#define log_warn(...)  LAPSE_LOG(LAPSE_LOG_WARN, __VA_ARGS__)
+#define log_info(...) LAPSE_LOG(LAPSE_LOG_INFO, __VA_ARGS__)
+#define log_warn(...) LAPSE_LOG(LAPSE_LOG_WARN, __VA_ARGS__)
 #define log_error(...) LAPSE_LOG(LAPSE_LOG_ERROR, __VA_ARGS__)
 
 #endif

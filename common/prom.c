@@ -41,8 +41,8 @@ void lapse_prom_escape(char *dst, size_t size, const char *src)
     if (size == 0)
         return;
     for (; *src; src++) {
-        const char *rep = *src == '\\' ? "\\\\"
-                          : *src == '"' ? "\\\""
+        const char *rep = *src == '\\'   ? "\\\\"
+                          : *src == '"'  ? "\\\""
                           : *src == '\n' ? "\\n"
                                          : NULL;
         size_t need = rep ? 2 : 1;
@@ -85,4 +85,7 @@ void lapse_prom_histogram(struct lapse_prom *o, const char *name, const char *he
     lapse_prom_printf(o, "%s_count{%s} %llu\n", name, labels, cum);
 }
 
-int lapse_prom_end(const struct lapse_prom *o) { return o->overflow ? -1 : (int)o->len; }
+int lapse_prom_end(const struct lapse_prom *o)
+{
+    return o->overflow ? -1 : (int)o->len;
+}

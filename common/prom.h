@@ -33,8 +33,7 @@ void lapse_prom_printf(struct lapse_prom *o, const char *fmt, ...)
 
 /* "# HELP name help" and "# TYPE name type" (type: counter, gauge,
  * histogram). `help` must not hold a newline or a backslash. */
-void lapse_prom_family(struct lapse_prom *o, const char *name, const char *type,
-                       const char *help);
+void lapse_prom_family(struct lapse_prom *o, const char *name, const char *type, const char *help);
 
 /* Copies `src` into dst as a label value: backslash, double quote and
  * newline escaped. Cut short (still NUL-terminated) if dst is too small. */

@@ -207,12 +207,12 @@ static int redis_connect(lapse_redis *r)
         snprintf(who, sizeof who, "%s", r->name);
     lapse_conn *c = redis_open(r, host, port, err, sizeof err);
     int primary = 1, rc = 0;
-    if (c && ((rc = redis_auth(c, r->node.username, r->node.password, err, sizeof err)) ||
-              (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
-              (r->node.db &&
-               (rc = redis_expect_ok(c, lapse_conn_command(c, "SELECT %d", r->node.db), "SELECT",
-                                     err, sizeof err))) ||
-              (primary && (rc = redis_policy_check(r, c, who, err, sizeof err))))) {
+    if (c &&
+        ((rc = redis_auth(c, r->node.username, r->node.password, err, sizeof err)) ||
+         (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
+         (r->node.db && (rc = redis_expect_ok(c, lapse_conn_command(c, "SELECT %d", r->node.db),
+                                              "SELECT", err, sizeof err))) ||
+         (primary && (rc = redis_policy_check(r, c, who, err, sizeof err))))) {
         lapse_conn_free(c);
         c = NULL;
         r->refused = rc == -2;
@@ -349,7 +349,7 @@ static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
     if ((argvlen[0] == 4 && strncasecmp(argv[0], "EVAL", 4) == 0) ||
         (argvlen[0] == 7 && strncasecmp(argv[0], "EVALSHA", 7) == 0))
         return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
-    static const char *const keyless[] = {"INFO",  "WAIT",   "PING",  "CLUSTER",
+    static const char *const keyless[] = {"INFO",  "WAIT",   "PING",   "CLUSTER",
                                           "HELLO", "SCRIPT", "CLIENT", "TIME"};
     for (size_t i = 0; i < sizeof keyless / sizeof keyless[0]; i++)
         if (argvlen[0] == strlen(keyless[i]) && strncasecmp(argv[0], keyless[i], argvlen[0]) == 0)
@@ -562,13 +562,34 @@ const char *lapse_redis_moved(lapse_redis *r)
     return r->moved;
 }
 
-const char *lapse_redis_errstr(const lapse_redis *r) { return r->errstr; }
-int lapse_redis_refused(const lapse_redis *r) { return r->refused; }
-const char *lapse_redis_name(const lapse_redis *r) { return r->name; }
-const char *lapse_redis_addr(const lapse_redis *r) { return r->addr; }
-int lapse_redis_is_sentinel(const lapse_redis *r) { return r->node.master != NULL; }
-uint64_t lapse_redis_reconnects(const lapse_redis *r) { return r->reconnects; }
-int lapse_redis_is_cluster(const lapse_redis *r) { return r->cl != NULL; }
+const char *lapse_redis_errstr(const lapse_redis *r)
+{
+    return r->errstr;
+}
+int lapse_redis_refused(const lapse_redis *r)
+{
+    return r->refused;
+}
+const char *lapse_redis_name(const lapse_redis *r)
+{
+    return r->name;
+}
+const char *lapse_redis_addr(const lapse_redis *r)
+{
+    return r->addr;
+}
+int lapse_redis_is_sentinel(const lapse_redis *r)
+{
+    return r->node.master != NULL;
+}
+uint64_t lapse_redis_reconnects(const lapse_redis *r)
+{
+    return r->reconnects;
+}
+int lapse_redis_is_cluster(const lapse_redis *r)
+{
+    return r->cl != NULL;
+}
 
 const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
 {

@@ -168,10 +168,10 @@ const char *lapse_redis_policy_news(lapse_redis *r, int *error);
 int lapse_redis_policy_evicts(const char *policy);
 
 struct lapse_redis_memory {
-    long long used; /* used_memory, bytes; -1 unknown */
-    long long max;  /* maxmemory, bytes; 0 no limit, -1 unknown */
-    char policy[32]; /* maxmemory-policy; "" when it could not be read */
-    char why[128];   /* with policy "": why ("INFO and CONFIG denied") */
+    long long used;     /* used_memory, bytes; -1 unknown */
+    long long max;      /* maxmemory, bytes; 0 no limit, -1 unknown */
+    char policy[32];    /* maxmemory-policy; "" when it could not be read */
+    char why[128];      /* with policy "": why ("INFO and CONFIG denied") */
     long long replicas; /* connected_slaves (lapse_redis_memory only); -1 unknown */
 };
 
@@ -191,7 +191,7 @@ int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory 
  * Sentinel node's current primary; "" before the first attempt). */
 const char *lapse_redis_name(const lapse_redis *r);
 const char *lapse_redis_addr(const lapse_redis *r);
-int lapse_redis_is_sentinel(const lapse_redis *r); /* 1 for a Sentinel node */
+int lapse_redis_is_sentinel(const lapse_redis *r);     /* 1 for a Sentinel node */
 uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects after the first */
 
 /*

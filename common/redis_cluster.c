@@ -39,12 +39,12 @@ struct route {
 
 struct redis_cluster {
     struct lapse_cluster_map map;
-    int map_ok;                  /* 0: read the map before the next command */
-    struct route *routes;        /* by primary address, for the handle's life */
+    int map_ok;           /* 0: read the map before the next command */
+    struct route *routes; /* by primary address, for the handle's life */
     size_t nroutes, cap_routes;
-    size_t *due;                 /* route of each reply still due, oldest at head */
+    size_t *due; /* route of each reply still due, oldest at head */
     size_t head, ndue, cap_due;
-    size_t *waits;               /* per append_wait not yet read, oldest first: how many
+    size_t *waits; /* per append_wait not yet read, oldest first: how many
                                     routes it sent an INCR + WAIT (wait_reply reads them) */
     size_t wait_head, nwaits, cap_waits;
 };
@@ -128,7 +128,8 @@ static int cluster_read_map(lapse_redis *r, const char *addr, char *err, size_t 
     } else {
         rc = lapse_cluster_map_parse(&r->cl->map, reply, host, err, size);
         if (rc < 0 && reply->type == REDIS_REPLY_ERROR)
-            r->refused = redis_refusal(reply->str) || strstr(reply->str, "cluster support disabled");
+            r->refused =
+                redis_refusal(reply->str) || strstr(reply->str, "cluster support disabled");
         freeReplyObject(reply);
     }
     lapse_conn_free(c);
@@ -204,7 +205,10 @@ int redis_cluster_ensure(lapse_redis *r)
     return 0;
 }
 
-int redis_cluster_ready(const lapse_redis *r) { return r->cl->map_ok; }
+int redis_cluster_ready(const lapse_redis *r)
+{
+    return r->cl->map_ok;
+}
 
 /* The route to addr, added if new; NULL if out of memory. */
 static struct route *cluster_route(struct redis_cluster *cl, const char *addr)
@@ -290,8 +294,8 @@ int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size
                                      key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0);
 }
 
-int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
-                              const size_t *argvlen, int key, uint16_t slot)
+int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
+                              int key, uint16_t slot)
 {
     struct redis_cluster *cl = r->cl;
     if (redis_cluster_ensure(r) < 0)
@@ -450,9 +454,10 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
         if (redis_cluster_get_reply(r, &wait) < 0)
             return -1;
         if (rc == 0 && counted && (wait->type != REDIS_REPLY_INTEGER || wait->integer < replicas))
-            redis_set_error(r, "redis cluster: primary %s: WAIT: %lld of %d replicas took the "
-                            "write within %d ms", addr,
-                            wait->type == REDIS_REPLY_INTEGER ? wait->integer : 0LL, replicas,
+            redis_set_error(r,
+                            "redis cluster: primary %s: WAIT: %lld of %d replicas took the "
+                            "write within %d ms",
+                            addr, wait->type == REDIS_REPLY_INTEGER ? wait->integer : 0LL, replicas,
                             timeout_ms);
         if (!counted || wait->type != REDIS_REPLY_INTEGER)
             failed = 1;

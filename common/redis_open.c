@@ -25,8 +25,12 @@ int redis_refusal(const char *msg)
 {
     /* ("unauthenticated": Redis 7's answer to a large command from a client
      * that sent no password where one is required, e.g. SCRIPT LOAD) */
-    static const char *const never[] = {"WRONGPASS", "NOPERM", "NOAUTH", "ERR invalid password",
-                                        "ERR AUTH", "ERR Client sent AUTH",
+    static const char *const never[] = {"WRONGPASS",
+                                        "NOPERM",
+                                        "NOAUTH",
+                                        "ERR invalid password",
+                                        "ERR AUTH",
+                                        "ERR Client sent AUTH",
                                         "ERR Protocol error: unauthenticated"};
     for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
         if (strncmp(msg, never[i], strlen(never[i])) == 0)
@@ -56,8 +60,8 @@ int redis_split_addr(const char *a, char *host, size_t hsize, int *port)
 int redis_tls(lapse_redis *r, char *err, size_t size)
 {
     if (r->node.tls && !r->tls &&
-        !(r->tls = lapse_tls_new(r->tls_files[0], r->tls_files[1], r->tls_files[2],
-                                 r->tls_files[3], err, size))) {
+        !(r->tls = lapse_tls_new(r->tls_files[0], r->tls_files[1], r->tls_files[2], r->tls_files[3],
+                                 err, size))) {
         r->refused = 1; /* a file that cannot be read stays so */
         return -1;
     }
@@ -78,8 +82,7 @@ lapse_conn *redis_open(lapse_redis *r, const char *host, int port, char *err, si
  * (AUTH, SELECT). 0, or -1 with "WHAT: reason" in err (-2 when the server
  * refused for good: redis_refusal). The password is sent as an argument,
  * never formatted into a message. */
-int redis_expect_ok(lapse_conn *c, redisReply *reply, const char *what, char *err,
-                           size_t size)
+int redis_expect_ok(lapse_conn *c, redisReply *reply, const char *what, char *err, size_t size)
 {
     if (!reply) {
         snprintf(err, size, "%s: %s", what, lapse_conn_errstr(c));

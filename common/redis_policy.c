@@ -83,8 +83,8 @@ int lapse_redis_memory_parse(const char *text, struct lapse_redis_memory *m)
 /* A CONFIG GET reply's value ([name, value]), or NULL. */
 static const char *config_value(const redisReply *reply)
 {
-    if (reply && reply->type == REDIS_REPLY_ARRAY &&
-        reply->elements == 2 && reply->element[1]->type == REDIS_REPLY_STRING)
+    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[1]->type == REDIS_REPLY_STRING)
         return reply->element[1]->str;
     return NULL;
 }

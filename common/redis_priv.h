@@ -23,37 +23,37 @@
 struct redis_cluster;
 
 struct lapse_redis {
-    lapse_conn *c;                   /* NULL while disconnected (not used for a cluster) */
-    struct redis_cluster *cl;        /* a Redis Cluster node (redis_cluster.c), or NULL */
-    lapse_tls *tls;                  /* node.tls: made at the first connect */
-    char *tls_files[4];              /* redis.tls: ca, cert, key, server_name */
-    char name[LAPSE_NODE_NAME_MAX];  /* the node's name: host:port, master name or "cluster" */
-    char addr[300];                  /* host:port connected to (or last tried) */
-    struct lapse_redis_node node;    /* deep copy of the config's entry */
-    const char *ns;                  /* the namespace (the config's) */
-    size_t sentinel_first;           /* the sentinel to ask first: the last that answered */
-    lapse_conn *sentinel_conn;       /* kept to confirm the primary (redis_sentinel_check) */
-    size_t sentinel_conn_at;         /* the sentinel it is connected to */
-    char moved[1024];                /* why it left a primary the sentinels replaced */
-    int moved_unread;                /* moved is news for lapse_redis_moved */
-    int64_t confirm_at_ms;           /* monotonic: when to confirm the primary next */
-    int confirm_failed;              /* confirmations in a row no sentinel answered */
-    int pending;                     /* replies owed on c (appended, not yet read) */
+    lapse_conn *c;                  /* NULL while disconnected (not used for a cluster) */
+    struct redis_cluster *cl;       /* a Redis Cluster node (redis_cluster.c), or NULL */
+    lapse_tls *tls;                 /* node.tls: made at the first connect */
+    char *tls_files[4];             /* redis.tls: ca, cert, key, server_name */
+    char name[LAPSE_NODE_NAME_MAX]; /* the node's name: host:port, master name or "cluster" */
+    char addr[300];                 /* host:port connected to (or last tried) */
+    struct lapse_redis_node node;   /* deep copy of the config's entry */
+    const char *ns;                 /* the namespace (the config's) */
+    size_t sentinel_first;          /* the sentinel to ask first: the last that answered */
+    lapse_conn *sentinel_conn;      /* kept to confirm the primary (redis_sentinel_check) */
+    size_t sentinel_conn_at;        /* the sentinel it is connected to */
+    char moved[1024];               /* why it left a primary the sentinels replaced */
+    int moved_unread;               /* moved is news for lapse_redis_moved */
+    int64_t confirm_at_ms;          /* monotonic: when to confirm the primary next */
+    int confirm_failed;             /* confirmations in a row no sentinel answered */
+    int pending;                    /* replies owed on c (appended, not yet read) */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
-    int scripts_loaded;              /* 0: load before the next call */
-    int64_t next_attempt_ms;         /* monotonic: earliest reconnect */
-    struct lapse_backoff backoff;    /* between failed connects */
+    int scripts_loaded;           /* 0: load before the next call */
+    int64_t next_attempt_ms;      /* monotonic: earliest reconnect */
+    struct lapse_backoff backoff; /* between failed connects */
     int connected_once;
-    int refused;                     /* the last connect failed for good (redis.h) */
+    int refused; /* the last connect failed for good (redis.h) */
     uint64_t reconnects;
     char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
-    int accept_eviction;             /* redis.accept_eviction */
-    const char *policy_checked;      /* redis.policy_checked (the config's), or NULL */
-    int policy_state;                /* enum redis_policy_state: what to say */
-    int64_t policy_next_ms;          /* monotonic: when to say policy_msg again */
-    char policy_msg[512];            /* what lapse_redis_policy_news returns */
-    char policy_who[300];            /* the server policy_msg is about (a cluster
+    int accept_eviction;              /* redis.accept_eviction */
+    const char *policy_checked;       /* redis.policy_checked (the config's), or NULL */
+    int policy_state;                 /* enum redis_policy_state: what to say */
+    int64_t policy_next_ms;           /* monotonic: when to say policy_msg again */
+    char policy_msg[512];             /* what lapse_redis_policy_news returns */
+    char policy_who[300];             /* the server policy_msg is about (a cluster
                                       * handle has several primaries) */
     char errstr[512];
 };
@@ -149,8 +149,8 @@ int redis_cluster_ready(const lapse_redis *r); /* 1 while the slot map is known 
 int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
                          int key);
 /* ... with the slot given: to its owner (key: the key's index, or -1) */
-int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv,
-                              const size_t *argvlen, int key, uint16_t slot);
+int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
+                              int key, uint16_t slot);
 int redis_cluster_get_reply(lapse_redis *r, redisReply **reply);
 const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r);
 int redis_cluster_send(lapse_redis *r);

@@ -29,7 +29,8 @@
 static int sentinel_ask(lapse_redis *r, lapse_conn *c, char *host, size_t hsize, int *port,
                         char *one, size_t osize, int *refused)
 {
-    redisReply *reply = lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", r->node.master);
+    redisReply *reply =
+        lapse_conn_command(c, "SENTINEL get-master-addr-by-name %s", r->node.master);
     if (!reply)
         snprintf(one, osize, "%s", lapse_conn_errstr(c));
     else if (reply->type == REDIS_REPLY_ERROR)
@@ -60,8 +61,8 @@ static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int connect_ms, int r
     one[0] = '\0';
     if (redis_split_addr(n->sentinels[i], sh, sizeof sh, &sp) < 0)
         snprintf(one, osize, "not host:port");
-    else if (!(c = lapse_conn_open(sh, sp, n->tls ? r->tls : NULL, connect_ms, reply_ms,
-                                   &gone, one, osize)))
+    else if (!(c = lapse_conn_open(sh, sp, n->tls ? r->tls : NULL, connect_ms, reply_ms, &gone, one,
+                                   osize)))
         *refused |= gone;
     else if ((rc = redis_auth(c, n->sentinel_username, n->sentinel_password, one, osize))) {
         *refused |= rc == -2;
@@ -99,7 +100,8 @@ int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
             }
             return 0;
         }
-        int w = snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", n->sentinels[i], one);
+        int w =
+            snprintf(why + wl, sizeof why - wl, "%s%s: %s", wl ? "; " : "", n->sentinels[i], one);
         if (w > 0)
             wl = wl + (size_t)w < sizeof why ? wl + (size_t)w : sizeof why - 1;
     }
@@ -124,13 +126,14 @@ static int sentinel_confirm(lapse_redis *r, char *named, size_t size)
 {
     char host[256], one[200];
     int port, refused = 0;
-    int ms = r->connect_timeout_ms < CONFIRM_TIMEOUT_MS ? r->connect_timeout_ms : CONFIRM_TIMEOUT_MS;
+    int ms =
+        r->connect_timeout_ms < CONFIRM_TIMEOUT_MS ? r->connect_timeout_ms : CONFIRM_TIMEOUT_MS;
     if (!r->sentinel_conn) {
         r->sentinel_conn = sentinel_open(r, r->sentinel_first, ms, ms, one, sizeof one, &refused);
         r->sentinel_conn_at = r->sentinel_first;
     }
-    if (r->sentinel_conn &&
-        sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
+    if (r->sentinel_conn && sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one,
+                                         sizeof one, &refused) == 0) {
         snprintf(named, size, "%s:%d", host, port);
         return strcmp(named, r->addr) == 0;
     }
@@ -167,7 +170,8 @@ int redis_sentinel_check(lapse_redis *r)
         return 0;
     snprintf(r->moved, sizeof r->moved,
              "redis %s: the sentinels now name %s as the primary, not %s (failed over): "
-             "following", r->name, named, r->addr);
+             "following",
+             r->name, named, r->addr);
     r->moved_unread = 1;
     lapse_redis_disconnect(r);
     r->next_attempt_ms = 0; /* (nothing failed: connect now) */

@@ -67,53 +67,54 @@ static int split_write(lapse_redis *home, const struct lapse_config *cfg, const 
 static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
                        const struct lapse_layout *l, char *errstr, size_t size)
 {
-    static const char lua[] = "for i = 1, #KEYS do\n"
-                              "  if tonumber(redis.call('GET', KEYS[i]) or 0) < tonumber(ARGV[1]) then\n"
-                              "    redis.call('SET', KEYS[i], ARGV[1])\n"
-                              "  end\n"
-                              "end\n"
-                              "return #KEYS\n";
+    static const char lua[] =
+        "for i = 1, #KEYS do\n"
+        "  if tonumber(redis.call('GET', KEYS[i]) or 0) < tonumber(ARGV[1]) then\n"
+        "    redis.call('SET', KEYS[i], ARGV[1])\n"
+        "  end\n"
+        "end\n"
+        "return #KEYS\n";
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
     /* one call per node; per shard on a cluster, where each has its own slot */
     uint32_t calls = cfg->cluster ? l->shards : 1;
     for (size_t n = 0; n < cfg->nnodes; n++)
-    for (uint32_t only = 0; only < calls; only++) {
-        const char **argv = malloc((l->shards + 4) * sizeof *argv);
-        size_t *lens = malloc((l->shards + 4) * sizeof *lens);
-        char(*keys)[KEY_MAX] = malloc(l->shards * sizeof *keys);
-        if (!argv || !lens || !keys) {
+        for (uint32_t only = 0; only < calls; only++) {
+            const char **argv = malloc((l->shards + 4) * sizeof *argv);
+            size_t *lens = malloc((l->shards + 4) * sizeof *lens);
+            char(*keys)[KEY_MAX] = malloc(l->shards * sizeof *keys);
+            if (!argv || !lens || !keys) {
+                free(argv);
+                free(lens);
+                free(keys);
+                snprintf(errstr, size, "out of memory");
+                return -1;
+            }
+            int argc = 3;
+            for (uint32_t s = 0; s < l->shards; s++)
+                if (l->node_of[s] == n && (!cfg->cluster || s == only)) {
+                    lens[argc] = (size_t)lapse_key(keys[s], KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
+                    argv[argc++] = keys[s];
+                }
+            char nkeys[16];
+            snprintf(nkeys, sizeof nkeys, "%d", argc - 3);
+            argv[0] = "EVAL", lens[0] = 4;
+            argv[1] = lua, lens[1] = strlen(lua);
+            argv[2] = nkeys, lens[2] = strlen(nkeys);
+            argv[argc] = epoch, lens[argc++] = strlen(epoch);
+            redisReply *r = argc > 4 ? lapse_redis_command_argv(nodes[n], argc, argv, lens) : NULL;
+            int ok = argc <= 4 || (r && r->type == REDIS_REPLY_INTEGER);
+            if (!ok)
+                snprintf(errstr, size, "%s: fencing epoch %lld: %s", lapse_redis_name(nodes[n]),
+                         (long long)l->epoch, r ? r->str : lapse_redis_errstr(nodes[n]));
+            if (r)
+                freeReplyObject(r);
             free(argv);
             free(lens);
             free(keys);
-            snprintf(errstr, size, "out of memory");
-            return -1;
+            if (!ok || (argc > 4 && split_durable(nodes[n], cfg, "fencing", errstr, size) < 0))
+                return -1;
         }
-        int argc = 3;
-        for (uint32_t s = 0; s < l->shards; s++)
-            if (l->node_of[s] == n && (!cfg->cluster || s == only)) {
-                lens[argc] = (size_t)lapse_key(keys[s], KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
-                argv[argc++] = keys[s];
-            }
-        char nkeys[16];
-        snprintf(nkeys, sizeof nkeys, "%d", argc - 3);
-        argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = lua, lens[1] = strlen(lua);
-        argv[2] = nkeys, lens[2] = strlen(nkeys);
-        argv[argc] = epoch, lens[argc++] = strlen(epoch);
-        redisReply *r = argc > 4 ? lapse_redis_command_argv(nodes[n], argc, argv, lens) : NULL;
-        int ok = argc <= 4 || (r && r->type == REDIS_REPLY_INTEGER);
-        if (!ok)
-            snprintf(errstr, size, "%s: fencing epoch %lld: %s", lapse_redis_name(nodes[n]),
-                     (long long)l->epoch, r ? r->str : lapse_redis_errstr(nodes[n]));
-        if (r)
-            freeReplyObject(r);
-        free(argv);
-        free(lens);
-        free(keys);
-        if (!ok || (argc > 4 && split_durable(nodes[n], cfg, "fencing", errstr, size) < 0))
-            return -1;
-    }
     return 0;
 }
 
@@ -123,10 +124,11 @@ static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
 {
     if (split_fence(nodes, cfg, next, errstr, size) < 0)
         return -1;
-    static const char lua[] = "redis.call('HSET', KEYS[1], unpack(redis.call('HGETALL', KEYS[2])))\n"
-                              "redis.call('DEL', KEYS[2])\n"
-                              "redis.call('PUBLISH', KEYS[1], ARGV[1])\n"
-                              "return 1\n";
+    static const char lua[] =
+        "redis.call('HSET', KEYS[1], unpack(redis.call('HGETALL', KEYS[2])))\n"
+        "redis.call('DEL', KEYS[2])\n"
+        "redis.call('PUBLISH', KEYS[1], ARGV[1])\n"
+        "return 1\n";
     char layout[KEY_MAX], nextkey[KEY_MAX];
     lapse_key_layout(layout, sizeof layout, cfg, "layout");
     lapse_key_layout(nextkey, sizeof nextkey, cfg, "layout:next");
@@ -163,8 +165,10 @@ int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const
         goto fail;
     if (rc == 1) { /* a fresh split */
         if (cur.splitting) {
-            snprintf(errstr, size, "namespace \"%s\" is already splitting (%u -> %u shards): "
-                     "run finish first", cfg->ns, cur.prev_shards, cur.shards);
+            snprintf(errstr, size,
+                     "namespace \"%s\" is already splitting (%u -> %u shards): "
+                     "run finish first",
+                     cfg->ns, cur.prev_shards, cur.shards);
             goto fail;
         }
         if (cur.shards * 2 > LAPSE_MAX_SHARDS) {
@@ -182,8 +186,8 @@ int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const
         }
         for (uint32_t i = 0; i < next.shards; i++)
             next.node_of[i] = i < cur.shards ? cur.node_of[i]
-                              : nto         ? to[(i - cur.shards) % nto]
-                                            : cur.node_of[i - cur.shards];
+                              : nto          ? to[(i - cur.shards) % nto]
+                                             : cur.node_of[i - cur.shards];
         if (split_write(nodes[0], cfg, "layout:next", &next, errstr, size) < 0)
             goto fail_next;
     } else if (!next.splitting) {
@@ -247,8 +251,7 @@ static int split_buckets(lapse_redis *r, const struct lapse_config *cfg, uint32_
     lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, shard);
     redisReply *rep = lapse_redis_command(r, "GET %s", k);
     int ok = rep && (rep->type == REDIS_REPLY_NIL ||
-                     (rep->type == REDIS_REPLY_STRING &&
-                      lapse_buckets_parse(rep->str, bk) == 0));
+                     (rep->type == REDIS_REPLY_STRING && lapse_buckets_parse(rep->str, bk) == 0));
     if (ok && rep->type == REDIS_REPLY_NIL)
         lapse_buckets_parse(NULL, bk);
     if (!ok)
@@ -415,7 +418,8 @@ static void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_
         int argc = 1;
         argv[0] = "UNLINK", lens[0] = 6;
         for (uint64_t b = from; b < count && b < from + BATCH; b++) {
-            lens[argc] = (size_t)lapse_bucket_key(keys[argc - 1], sizeof keys[0], &bk, m, (uint32_t)b);
+            lens[argc] =
+                (size_t)lapse_bucket_key(keys[argc - 1], sizeof keys[0], &bk, m, (uint32_t)b);
             argv[argc] = keys[argc - 1];
             argc++;
         }
@@ -432,8 +436,8 @@ static void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_
  * -1 with errstr; *busy counts the ones in flight (left for later).
  */
 static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
-                       const struct lapse_layout *l, uint32_t i, char **ids, size_t *lens,
-                       size_t n, size_t *busy, char *errstr, size_t size)
+                       const struct lapse_layout *l, uint32_t i, char **ids, size_t *lens, size_t n,
+                       size_t *busy, char *errstr, size_t size)
 {
     struct shard_keys ki, kj;
     shard_keys(cfg, i, &ki);
@@ -448,7 +452,8 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
     args[1] = lease, alen[1] = strlen(lease);
     for (size_t k = 0; k < n; k++)
         args[2 + k] = ids[k], alen[2 + k] = lens[k];
-    redisReply *took = split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
+    redisReply *took =
+        split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
     if (!took)
         return -1;
     if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + 5 * n) {
@@ -457,7 +462,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         return -1;
     }
     /* seed: id, deadline, has_payload, payload, repeat for each taken twin */
-    char (*dl)[24] = malloc(n * sizeof *dl);
+    char(*dl)[24] = malloc(n * sizeof *dl);
     const char *drop[2 * MOVE_CHUNK];
     size_t dlen[2 * MOVE_CHUNK];
     int seeds = 1, drops = 0;
@@ -519,8 +524,8 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
             found += list.n;
             for (size_t k = 0; k < list.n; k += MOVE_CHUNK) {
                 size_t n = list.n - k < MOVE_CHUNK ? list.n - k : MOVE_CHUNK;
-                long m = split_move(nodes, cfg, l, i, list.ids + k, list.lens + k, n, &busy,
-                                    errstr, size);
+                long m = split_move(nodes, cfg, l, i, list.ids + k, list.lens + k, n, &busy, errstr,
+                                    size);
                 if (m < 0) {
                     list_free(&list);
                     return -1;
@@ -577,8 +582,7 @@ static redisReply *split_watch_call(lapse_redis **nodes, const struct lapse_conf
  * 0, or -1 with errstr.
  */
 static int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
-                            const struct lapse_layout *l, uint32_t shard, char *errstr,
-                            size_t size)
+                            const struct lapse_layout *l, uint32_t shard, char *errstr, size_t size)
 {
     char cursor[32] = "0", count[16];
     snprintf(count, sizeof count, "%d", MOVE_CHUNK);
@@ -587,13 +591,15 @@ static int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
         size_t ll[] = {4, strlen(cursor), strlen(count)};
         redisReply *rep = split_watch_call(nodes, cfg, l, shard, 3, la, ll);
         int ok = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements % 2 == 1 &&
-                 rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len < sizeof cursor;
+                 rep->element[0]->type == REDIS_REPLY_STRING &&
+                 rep->element[0]->len < sizeof cursor;
         for (size_t i = 1; ok && i < rep->elements; i++)
             ok = rep->element[i]->type == REDIS_REPLY_STRING;
         if (!ok) {
             snprintf(errstr, size, "shard %u: watch records: %s", shard,
                      rep && rep->type == REDIS_REPLY_ERROR ? rep->str
-                     : rep ? "unexpected reply" : lapse_redis_errstr(nodes[l->node_of[shard]]));
+                     : rep                                 ? "unexpected reply"
+                           : lapse_redis_errstr(nodes[l->node_of[shard]]));
             if (rep)
                 freeReplyObject(rep);
             return -1;
@@ -674,7 +680,8 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
         *left += l.ids;
     }
     if (*left) {
-        snprintf(errstr, size, "%llu IDs in old shards still belong to new shards; "
+        snprintf(errstr, size,
+                 "%llu IDs in old shards still belong to new shards; "
                  "wait until they fall due or run finish --drain",
                  (unsigned long long)*left);
         lapse_layout_free(&cur);

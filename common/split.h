@@ -39,8 +39,8 @@ int lapse_split_start(lapse_redis **nodes, const struct lapse_config *cfg, const
 
 /* What is left to move out of one old shard. */
 struct lapse_split_left {
-    uint64_t ids;         /* moving IDs still in the old shard */
-    int64_t last_due_ms;  /* the latest deadline among them, -1 if none */
+    uint64_t ids;        /* moving IDs still in the old shard */
+    int64_t last_due_ms; /* the latest deadline among them, -1 if none */
 };
 
 /* Counts old shard `shard`'s moving IDs (a full ZSCAN, hashing each ID; of

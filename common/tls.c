@@ -109,8 +109,10 @@ lapse_tls *lapse_tls_new(const char *ca_file, const char *cert_file, const char 
         char why[300];
         tls_error(what, 0, why, sizeof why);
         snprintf(err, size, "%s %s", why,
-                 !strcmp(what, "ca_file") ? ca_file : !strcmp(what, "cert_file") ? cert_file
-                 : !strcmp(what, "key_file") ? key_file : "");
+                 !strcmp(what, "ca_file")     ? ca_file
+                 : !strcmp(what, "cert_file") ? cert_file
+                 : !strcmp(what, "key_file")  ? key_file
+                                              : "");
         lapse_tls_free(t);
         return NULL;
     }
@@ -143,8 +145,8 @@ static int tls_plain(int fd)
     return read(fd, &c, 1) == 1 && c == '-';
 }
 
-lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *refused,
-                                   char *err, size_t size)
+lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *refused, char *err,
+                                   size_t size)
 {
     *refused = 0;
     lapse_tls_session *s = calloc(1, sizeof *s);
@@ -177,8 +179,9 @@ lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *
         else if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
                   (e == SSL_ERROR_SYSCALL && (e0 == EAGAIN || e0 == EWOULDBLOCK))) &&
                  tls_plain(fd)) /* timed out: the socket's timeout ran out */
-            *refused = 1, snprintf(err, size, "TLS handshake: the server answers plain Redis "
-                                              "protocol: no TLS on this port");
+            *refused = 1, snprintf(err, size,
+                                   "TLS handshake: the server answers plain Redis "
+                                   "protocol: no TLS on this port");
         else
             tls_error("TLS handshake", e == SSL_ERROR_WANT_READ ? EAGAIN : e0, err, size);
         SSL_free(s->ssl);
@@ -194,7 +197,10 @@ lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *
     return s;
 }
 
-int lapse_tls_broken(const lapse_tls_session *s) { return s->broken; }
+int lapse_tls_broken(const lapse_tls_session *s)
+{
+    return s->broken;
+}
 
 void lapse_tls_end(lapse_tls_session *s)
 {

@@ -36,8 +36,8 @@ void lapse_tls_free(lapse_tls *t); /* accepts NULL */
  * *refused set when trying again cannot help (a certificate that does not
  * verify, a peer that speaks no TLS), not when the connection broke. The
  * session does not own fd. */
-lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *refused,
-                                   char *err, size_t size);
+lapse_tls_session *lapse_tls_start(lapse_tls *t, int fd, const char *host, int *refused, char *err,
+                                   size_t size);
 void lapse_tls_end(lapse_tls_session *s); /* sends close_notify if it can; accepts NULL */
 
 /* 1 once a read or write failed on a TLS protocol error (an alert from the

@@ -49,8 +49,8 @@
 /* One ID's state: the latest deadline seen for it, and whether it is
  * offline for that deadline (no "recovered" for it came). */
 struct entry {
-    char *id;          /* the printed ID ("id") */
-    char *key;         /* what tells IDs apart: "id_b64" when present, else "id" */
+    char *id;  /* the printed ID ("id") */
+    char *key; /* what tells IDs apart: "id_b64" when present, else "id" */
     long long deadline_ms;
     long long since_ms; /* offline: the timeout's fired_ms (the earliest seen) */
     int offline;
@@ -62,7 +62,11 @@ static struct entry *table[NBUCKETS];
 static size_t nentries;
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 static long long mono_ms(void)
 {
@@ -121,8 +125,9 @@ static int apply(const char *val, size_t len)
     }
     if (is_timeout && !json_is_integer(fired))
         goto out;
-    struct entry *e = entry_get(json_is_string(b64) ? json_string_value(b64) : json_string_value(id),
-                                json_string_value(id));
+    struct entry *e =
+        entry_get(json_is_string(b64) ? json_string_value(b64) : json_string_value(id),
+                  json_string_value(id));
     if (!e)
         goto out;
     long long d = json_integer_value(dl);
@@ -183,7 +188,8 @@ static void print_set(int as_json)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: " PROG " -b BROKERS -t TOPIC [-g GROUP] [--json] [--idle-ms N] [-X key=value]...\n"
+    fprintf(f, "usage: " PROG
+               " -b BROKERS -t TOPIC [-g GROUP] [--json] [--idle-ms N] [-X key=value]...\n"
                "Keeps the set of IDs offline from lapse's timeout/recovered events; on SIGTERM,\n"
                "or after N ms without a new event once it has its partitions, prints it\n"
                "(id<TAB>since_ms a line, or --json) and exits 0. GROUP: lapse-offline.\n");
@@ -197,18 +203,29 @@ int main(int argc, char **argv)
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     static const struct option lo[] = {
-        {"brokers", required_argument, NULL, 'b'}, {"topic", required_argument, NULL, 't'},
-        {"group", required_argument, NULL, 'g'},   {"json", no_argument, NULL, 'j'},
-        {"idle-ms", required_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'},
+        {"brokers", required_argument, NULL, 'b'},
+        {"topic", required_argument, NULL, 't'},
+        {"group", required_argument, NULL, 'g'},
+        {"json", no_argument, NULL, 'j'},
+        {"idle-ms", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "b:t:g:X:h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'b': brokers = optarg; break;
-        case 't': topic = optarg; break;
-        case 'g': group = optarg; break;
-        case 'j': as_json = 1; break;
+        case 'b':
+            brokers = optarg;
+            break;
+        case 't':
+            topic = optarg;
+            break;
+        case 'g':
+            group = optarg;
+            break;
+        case 'j':
+            as_json = 1;
+            break;
         case 'i':
             idle_ms = atoll(optarg);
             if (idle_ms < 1) {
@@ -229,8 +246,12 @@ int main(int argc, char **argv)
             }
             break;
         }
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (!brokers || !topic || optind != argc) {
@@ -238,10 +259,13 @@ int main(int argc, char **argv)
         return 2;
     }
     /* commits are ours, after processing; a new group reads from the start */
-    const char *props[][2] = {{"bootstrap.servers", brokers}, {"group.id", group},
-                              {"enable.auto.commit", "false"}, {"auto.offset.reset", "earliest"}};
+    const char *props[][2] = {{"bootstrap.servers", brokers},
+                              {"group.id", group},
+                              {"enable.auto.commit", "false"},
+                              {"auto.offset.reset", "earliest"}};
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], err, sizeof err) != RD_KAFKA_CONF_OK) {
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], err, sizeof err) !=
+            RD_KAFKA_CONF_OK) {
             fprintf(stderr, PROG ": %s: %s\n", props[i][0], err);
             return 2;
         }

@@ -19,8 +19,8 @@
 /* JSON_ALLOW_NUL: a payload is bytes; the ID check refuses NUL itself. */
 #define LOAD_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
 
-__attribute__((format(printf, 3, 4))) static int fail(char *errstr, size_t size,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *errstr, size_t size, const char *fmt,
+                                                      ...)
 {
     if (errstr && size > 0) {
         va_list ap;
@@ -60,11 +60,8 @@ static const struct {
     enum lapse_op op;
     const char *name;
 } ops[] = {
-    {LAPSE_OP_TOUCH, "touch"},
-    {LAPSE_OP_EXTEND, "extend"},
-    {LAPSE_OP_REPEAT, "repeat"},
-    {LAPSE_OP_CANCEL, "cancel"},
-    {LAPSE_OP_WATCH, "watch"},
+    {LAPSE_OP_TOUCH, "touch"},   {LAPSE_OP_EXTEND, "extend"}, {LAPSE_OP_REPEAT, "repeat"},
+    {LAPSE_OP_CANCEL, "cancel"}, {LAPSE_OP_WATCH, "watch"},
 };
 
 /* The member `name`, or NULL when it is missing or null. */
@@ -84,8 +81,7 @@ static int get_ms(const json_t *v, const char *name, int64_t min, int64_t *out, 
     if (!json_is_integer(v) || json_integer_value(v) < min)
         return min > 0 ? fail(errstr, size, "field \"%s\": expected an integer >= %lld", name,
                               (long long)min)
-                       : fail(errstr, size, "field \"%s\": expected a non-negative integer",
-                              name);
+                       : fail(errstr, size, "field \"%s\": expected a non-negative integer", name);
     if (json_integer_value(v) > LAPSE_WHEN_MAX)
         return fail(errstr, size, "field \"%s\": out of range (max %lld ms)", name,
                     (long long)LAPSE_WHEN_MAX);
@@ -130,8 +126,8 @@ static int parse_id(const json_t *obj, struct lapse_cmd *cmd, char *errstr, size
         if (c == ' ')
             return fail(errstr, size, "field \"id\": contains a space at offset %zu", i);
         if (c < 0x20 || c == 0x7f)
-            return fail(errstr, size, "field \"id\": contains control byte 0x%02x at offset %zu",
-                        c, i);
+            return fail(errstr, size, "field \"id\": contains control byte 0x%02x at offset %zu", c,
+                        i);
     }
     cmd->id = s;
     cmd->id_len = n;

@@ -58,8 +58,8 @@ int confirm_done(const lapse_producer *p, size_t k)
 {
     for (size_t n = 0; n < p->cfg->nnodes; n++) {
         uint64_t witness = p->witness[k * p->cfg->nnodes + n];
-        if (witness && (p->waiters[n].confirmed < p->read_no[k] ||
-                        p->waiters[n].confirmed_witness != witness))
+        if (witness &&
+            (p->waiters[n].confirmed < p->read_no[k] || p->waiters[n].confirmed_witness != witness))
             return 0;
     }
     return 1;

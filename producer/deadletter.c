@@ -23,10 +23,10 @@
 struct lapse_deadletter {
     const struct lapse_config *cfg;
     rd_kafka_t *rk;
-    long inflight;          /* queued, not yet reported */
-    long failed;            /* refused since the last wait */
-    char err[256];          /* the last refusal */
-    uint64_t acked;         /* acknowledged since the start */
+    long inflight;  /* queued, not yet reported */
+    long failed;    /* refused since the last wait */
+    char err[256];  /* the last refusal */
+    uint64_t acked; /* acknowledged since the start */
     struct lapse_log_limit lim;
 };
 
@@ -48,8 +48,8 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 {
     lapse_deadletter *d = rd_kafka_opaque(rk);
     if (level <= 4)
-        lapse_log_limited(&d->lim, 10, LAPSE_LOG_WARN, "ingress: dead letters: kafka: %s: %s",
-                          fac, buf);
+        lapse_log_limited(&d->lim, 10, LAPSE_LOG_WARN, "ingress: dead letters: kafka: %s: %s", fac,
+                          buf);
     else
         log_debug("ingress: dead letters: kafka: %s: %s", fac, buf);
 }
@@ -59,9 +59,7 @@ lapse_deadletter *lapse_deadletter_new(const struct lapse_config *cfg, char *err
     /* Not idempotent: a batch read again copies its messages again anyway,
      * and an idempotent producer adds fatal errors that would stop us. */
     static const struct lapse_kv defaults[] = {
-        {"enable.idempotence", "false"},
-        {"acks", "all"},
-        {"linger.ms", "5"},
+        {"enable.idempotence", "false"}, {"acks", "all"}, {"linger.ms", "5"},
         {"message.timeout.ms", "10000"}, /* bounds lapse_deadletter_wait */
         {"log.queue", "true"},
     };
@@ -118,12 +116,11 @@ void lapse_deadletter_send(lapse_deadletter *d, const rd_kafka_message_t *m, con
     rd_kafka_resp_err_t err;
     int64_t give_up = lapse_clock_mono_ms() + 10000;
     for (;;) {
-        err = rd_kafka_producev(d->rk, RD_KAFKA_V_TOPIC(d->cfg->ingress_dead_letter_topic),
-                                RD_KAFKA_V_KEY(m->key, m->key_len),
-                                RD_KAFKA_V_VALUE(m->payload, m->len),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_HEADERS(h),
-                                RD_KAFKA_V_END);
+        err = rd_kafka_producev(
+            d->rk, RD_KAFKA_V_TOPIC(d->cfg->ingress_dead_letter_topic),
+            RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+            RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || lapse_clock_mono_ms() >= give_up)
             break;
         rd_kafka_poll(d->rk, 100); /* back-pressure: let deliveries drain */
@@ -138,7 +135,10 @@ void lapse_deadletter_send(lapse_deadletter *d, const rd_kafka_message_t *m, con
              rd_kafka_err2str(err));
 }
 
-void lapse_deadletter_poll(lapse_deadletter *d, int ms) { rd_kafka_poll(d->rk, ms); }
+void lapse_deadletter_poll(lapse_deadletter *d, int ms)
+{
+    rd_kafka_poll(d->rk, ms);
+}
 
 int lapse_deadletter_wait(lapse_deadletter *d, volatile sig_atomic_t *stop, int stop_wait_ms,
                           char *errstr, size_t size)
@@ -161,4 +161,7 @@ int lapse_deadletter_wait(lapse_deadletter *d, volatile sig_atomic_t *stop, int 
     return rc;
 }
 
-uint64_t lapse_deadletter_acked(const lapse_deadletter *d) { return d->acked; }
+uint64_t lapse_deadletter_acked(const lapse_deadletter *d)
+{
+    return d->acked;
+}

@@ -31,19 +31,19 @@
 #include "queue.h"
 #include "slot.h"
 
-#define PROBE_MIN_MS 250   /* the wait before a failing primary is tried again: */
-#define PROBE_MAX_MS 5000  /* doubling, jittered (backoff.h) */
-#define FORGET_MS 30000    /* an entry no write went near for this long is dropped */
+#define PROBE_MIN_MS 250  /* the wait before a failing primary is tried again: */
+#define PROBE_MAX_MS 5000 /* doubling, jittered (backoff.h) */
+#define FORGET_MS 30000   /* an entry no write went near for this long is dropped */
 
 struct degrade_primary {
-    size_t node;               /* index of cfg->nodes */
-    char addr[300];            /* the primary's "host:port" */
-    int64_t since;             /* monotonic: the first WAIT in a row that fell short */
-    int64_t last;              /* monotonic: the last one */
-    int64_t probe_at;          /* once the window closed: when to try it again */
-    int down;                  /* the last failure: it did not answer (else: WAIT fell short) */
+    size_t node;      /* index of cfg->nodes */
+    char addr[300];   /* the primary's "host:port" */
+    int64_t since;    /* monotonic: the first WAIT in a row that fell short */
+    int64_t last;     /* monotonic: the last one */
+    int64_t probe_at; /* once the window closed: when to try it again */
+    int down;         /* the last failure: it did not answer (else: WAIT fell short) */
     struct lapse_backoff backoff;
-    char why[256];             /* what that WAIT said */
+    char why[256]; /* what that WAIT said */
 };
 
 const char *degrade_addr(lapse_producer *p, uint32_t shard)
@@ -89,9 +89,10 @@ const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t 
         snprintf(why, size, "primary %s has not answered for %lld ms: %s", addr,
                  (long long)(now - d->since), d->why);
     else
-        snprintf(why, size, "primary %s has had fewer than %d replicas for %lld ms "
-             "(redis.wait_replicas): %s", addr, p->cfg->redis_wait_replicas,
-             (long long)(now - d->since), d->why);
+        snprintf(why, size,
+                 "primary %s has had fewer than %d replicas for %lld ms "
+                 "(redis.wait_replicas): %s",
+                 addr, p->cfg->redis_wait_replicas, (long long)(now - d->since), d->why);
     return why;
 }
 
@@ -144,8 +145,8 @@ void degrade_ok(lapse_producer *p, size_t n, const char *addr)
      * too); a cluster's other primaries may still be (its pipeline failed
      * as a whole, so they are judged by their own probes) */
     for (size_t i = 0; i < p->ndegraded;)
-        if (p->degraded[i].node == n && ((p->degraded[i].down && !p->cfg->cluster) ||
-                                         strcmp(p->degraded[i].addr, addr) == 0))
+        if (p->degraded[i].node == n &&
+            ((p->degraded[i].down && !p->cfg->cluster) || strcmp(p->degraded[i].addr, addr) == 0))
             degrade_drop(p, &p->degraded[i]);
         else
             i++;

@@ -28,10 +28,10 @@
 #include "log.h"
 #include "watchdog.h"
 
-#define POLL_IDLE_MS 100      /* longest consumer wait: how soon a stop is seen */
-#define BACKOFF_MIN_MS 200    /* first wait before reading a failed batch again */
-#define BACKOFF_MAX_MS 5000   /* the back-off doubles up to this */
-#define STATS_EVERY_MS 60000  /* a counters line at most this often, when they moved */
+#define POLL_IDLE_MS 100     /* longest consumer wait: how soon a stop is seen */
+#define BACKOFF_MIN_MS 200   /* first wait before reading a failed batch again */
+#define BACKOFF_MAX_MS 5000  /* the back-off doubles up to this */
+#define STATS_EVERY_MS 60000 /* a counters line at most this often, when they moved */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -109,7 +109,8 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
         {"log.queue", "true"},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag */
     };
-    const struct lapse_kv forced[] = { /* the commit rule depends on these */
+    const struct lapse_kv forced[] = {
+        /* the commit rule depends on these */
         {"group.id", cfg->ingress_group},
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
@@ -230,15 +231,16 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
         rd_kafka_timestamp_type_t tstype;
         struct lapse_signal sig = {m->key, m->key_len, j, j ? NULL : jerr,
                                    rd_kafka_message_timestamp(m, &tstype)};
-        rc = lapse_watchdog_apply(ing->cfg->ingress_rules, ing->cfg->ningress_rules, &sig, &wr,
-                                  why, sizeof why);
+        rc = lapse_watchdog_apply(ing->cfg->ingress_rules, ing->cfg->ningress_rules, &sig, &wr, why,
+                                  sizeof why);
         cmd = wr.cmd;
     }
     if (rc < 0) {
         json_decref(j);
-        ingress_mark_bad(ing, i, why, is_cmd       ? LAPSE_REJECT_BAD_COMMAND
-                                      : rc == -2 ? LAPSE_REJECT_BAD_SIGNAL
-                                                 : LAPSE_REJECT_NO_RULE);
+        ingress_mark_bad(ing, i, why,
+                         is_cmd     ? LAPSE_REJECT_BAD_COMMAND
+                         : rc == -2 ? LAPSE_REJECT_BAD_SIGNAL
+                                    : LAPSE_REJECT_NO_RULE);
         return;
     }
     rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);

@@ -47,7 +47,10 @@ void ingress_release(lapse_ingress *ing)
     ing->n = 0;
 }
 
-static const char *topic_of(const rd_kafka_message_t *m) { return rd_kafka_topic_name(m->rkt); }
+static const char *topic_of(const rd_kafka_message_t *m)
+{
+    return rd_kafka_topic_name(m->rkt);
+}
 
 static void set_why(struct slot *s, const char *why)
 {
@@ -105,8 +108,7 @@ static int seek_back(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l)
     int64_t end = lapse_clock_mono_ms() + SEEK_MS;
     rd_kafka_error_t *e;
     while ((e = rd_kafka_seek_partitions(ing->rk, l, SEEK_MS)) &&
-           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
-           lapse_clock_mono_ms() < end) {
+           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT && lapse_clock_mono_ms() < end) {
         rd_kafka_error_destroy(e);
         for (int i = 0; i < l->cnt; i++)
             l->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -146,7 +148,8 @@ int ingress_batch_failed(lapse_ingress *ing, const char *why)
     ing->backoff_ms = lapse_backoff_next(&ing->backoff);
     lapse_log_limited(&ing->lim_retry, 1, LAPSE_LOG_WARN,
                       "ingress: %zu messages not applied (%s): not committed, reading them "
-                      "again in %d ms", ing->n, why, ing->backoff_ms);
+                      "again in %d ms",
+                      ing->n, why, ing->backoff_ms);
     if (seek_back(ing, first_offsets(ing, 0)) < 0)
         ing->fatal = 1;
     ingress_release(ing);
@@ -210,8 +213,8 @@ static int ingress_batch_partial(lapse_ingress *ing, const char *why, int sync)
 static int transient(const char *why)
 {
     static const char *const prefixes[] = {
-        "OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
-        "NOREPLICAS", "MISCONF",
+        "OOM",      "BUSY",        "LOADING",    "READONLY", "MASTERDOWN",
+        "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF",
     };
     for (size_t i = 0; why && i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(why, prefixes[i], strlen(prefixes[i])) == 0)
@@ -288,8 +291,8 @@ int ingress_settle(lapse_ingress *ing, int sync)
         for (size_t i = 0; i < ing->n; i++)
             refused += ing->batch[i].refused && !ing->batch[i].bad;
         if (refused == 0 || refused == ing->n ||
-            (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why,
-                                               sizeof why) < 0))
+            (ing->dlq &&
+             lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0))
             return ingress_batch_failed(ing, why);
         return ingress_batch_partial(ing, why, sync);
     }
@@ -305,7 +308,8 @@ int ingress_settle(lapse_ingress *ing, int sync)
             snprintf(why, sizeof why, "refused by Redis: %s", ing->batch[i].why);
             ingress_mark_bad(ing, i, why, LAPSE_REJECT_REDIS_REFUSED);
         }
-    if (ing->dlq && lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
+    if (ing->dlq &&
+        lapse_deadletter_wait(ing->dlq, ing->stop, DLQ_STOP_WAIT_MS, why, sizeof why) < 0)
         return ingress_batch_failed(ing, why);
     commit(ing, sync);
     size_t kinds[2] = {0, 0}; /* commands, signals applied */

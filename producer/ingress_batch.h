@@ -23,8 +23,8 @@
 #include "log.h"
 #include "producer.h"
 
-#define LOG_PER_SEC 10        /* rate limit of each input-triggered log line */
-#define WHY_MAX 512           /* a reason, as logged and put in the header */
+#define LOG_PER_SEC 10 /* rate limit of each input-triggered log line */
+#define WHY_MAX 512    /* a reason, as logged and put in the header */
 
 struct slot {
     rd_kafka_message_t *m; /* owned until the batch is released */
@@ -43,16 +43,16 @@ struct lapse_ingress {
     volatile sig_atomic_t *stop; /* set by serve */
     struct slot *batch;          /* the current batch, in consumer order */
     size_t n, cap;
-    int backoff_ms;              /* the last back-off; 0 after a settled batch */
+    int backoff_ms;               /* the last back-off; 0 after a settled batch */
     struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
-    int in_rebalance;            /* ingress_settle() called from the rebalance callback */
-    int fatal;                   /* stop serving and commit nothing more */
+    int in_rebalance;             /* ingress_settle() called from the rebalance callback */
+    int fatal;                    /* stop serving and commit nothing more */
     struct lapse_ingress_stats st, st_logged;
-    int64_t stats_at;            /* monotonic ms of the last counters line */
+    int64_t stats_at; /* monotonic ms of the last counters line */
     struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
     struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
-    lapse_httpd *httpd;          /* ingress.metrics_port, or NULL */
-    int64_t batch_ms;            /* monotonic ms the batch's first message was taken */
+    lapse_httpd *httpd;                    /* ingress.metrics_port, or NULL */
+    int64_t batch_ms;                      /* monotonic ms the batch's first message was taken */
 };
 
 #define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)

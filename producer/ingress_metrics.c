@@ -10,14 +10,12 @@
 #include "httpd.h"
 #include "prom.h"
 
-const int64_t lapse_apply_bounds[LAPSE_APPLY_BUCKETS] = {1,   3,    5,    10,   25,    50,    100,
+const int64_t lapse_apply_bounds[LAPSE_APPLY_BUCKETS] = {1,   3,   5,    10,   25,   50,    100,
                                                          250, 500, 1000, 2500, 5000, 10000, 30000};
 
 static const char *const reasons[LAPSE_REJECT_COUNT] = {
-    [LAPSE_REJECT_BAD_COMMAND] = "bad_command",
-    [LAPSE_REJECT_NO_RULE] = "no_rule",
-    [LAPSE_REJECT_BAD_SIGNAL] = "bad_signal",
-    [LAPSE_REJECT_INVALID] = "invalid",
+    [LAPSE_REJECT_BAD_COMMAND] = "bad_command",     [LAPSE_REJECT_NO_RULE] = "no_rule",
+    [LAPSE_REJECT_BAD_SIGNAL] = "bad_signal",       [LAPSE_REJECT_INVALID] = "invalid",
     [LAPSE_REJECT_REDIS_REFUSED] = "redis_refused",
 };
 
@@ -128,8 +126,10 @@ int lapse_ingress_metrics_stats(struct lapse_ingress_metrics *m, const char *jso
     struct lapse_ingress_lag *lag = NULL;
     const char *tname, *pname;
     json_t *t, *part;
-    json_object_foreach(topics, tname, t) {
-        json_object_foreach(json_object_get(t, "partitions"), pname, part) {
+    json_object_foreach(topics, tname, t)
+    {
+        json_object_foreach(json_object_get(t, "partitions"), pname, part)
+        {
             int64_t p = stat_int(part, "partition");
             if (p < 0 || !fetching(part)) /* -1: librdkafka's internal UA partition */
                 continue;
@@ -176,18 +176,17 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
     lapse_prom_init(&o, buf, size);
     lapse_prom_escape(ns, sizeof ns, m->ns);
     snprintf(labels, sizeof labels, "ns=\"%s\"", ns);
-#define ONE(n, type, help, f)                                                                      \
-    do {                                                                                           \
-        lapse_prom_family(&o, "lapse_ingress_" n, type, help);                                     \
-        lapse_prom_printf(&o, "lapse_ingress_" n "{%s} %lld\n", labels, LOAD(m->f));               \
+#define ONE(n, type, help, f)                                                        \
+    do {                                                                             \
+        lapse_prom_family(&o, "lapse_ingress_" n, type, help);                       \
+        lapse_prom_printf(&o, "lapse_ingress_" n "{%s} %lld\n", labels, LOAD(m->f)); \
     } while (0)
     ONE("messages_total", "counter", "Messages taken from Kafka (a batch read again counts again).",
         messages);
     ONE("commands_applied_total", "counter", "Command messages whose writes were applied.",
         commands_applied);
     ONE("signals_extended_total", "counter",
-        "Signals turned into an applied extend (absorbed ones too).",
-        signals_extended);
+        "Signals turned into an applied extend (absorbed ones too).", signals_extended);
     ONE("absorbed_total", "counter",
         "Extends absorbed by producer slack: covered by an earlier write, none sent.", absorbed);
     ONE("dead_lettered_total", "counter",
@@ -198,8 +197,7 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
         lapse_prom_printf(&o, "lapse_ingress_rejected_total{%s,reason=\"%s\"} %lld\n", labels,
                           reasons[r], LOAD(m->rejected[r]));
     ONE("redis_errors_total", "counter",
-        "Batches not applied because Redis was unreachable or answered \"not now\".",
-        redis_errors);
+        "Batches not applied because Redis was unreachable or answered \"not now\".", redis_errors);
     ONE("redis_reconnects_total", "counter", "Redis reconnections.", redis_reconnects);
     ONE("redis_up", "gauge", "1 if Redis answered the last write or probe, else 0.", redis_up);
 #undef ONE
@@ -228,7 +226,8 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
 
     struct lapse_prom_hist apply = apply_hist(m);
     lapse_prom_histogram(&o, "lapse_ingress_batch_apply_seconds",
-                         "Time from a batch's first message to its writes applied.", labels, &apply);
+                         "Time from a batch's first message to its writes applied.", labels,
+                         &apply);
     return lapse_prom_end(&o);
 }
 

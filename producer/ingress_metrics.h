@@ -58,9 +58,9 @@ struct lapse_ingress_metrics {
     atomic_int_fast64_t consuming;         /* 1: subscribed, with partitions or waiting */
     atomic_uint_fast64_t apply[LAPSE_APPLY_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t apply_sum_ms;
-    int64_t probe_ms;                      /* consuming thread only: the last probe */
-    pthread_mutex_t lock;                  /* guards lag, nlag, unconfirmed, nunconfirmed */
-    struct lapse_ingress_lag *lag;         /* owned; replaced by set_lag */
+    int64_t probe_ms;              /* consuming thread only: the last probe */
+    pthread_mutex_t lock;          /* guards lag, nlag, unconfirmed, nunconfirmed */
+    struct lapse_ingress_lag *lag; /* owned; replaced by set_lag */
     size_t nlag;
     char unconfirmed[LAPSE_INGRESS_UNCONFIRMED_MAX][300]; /* primaries short of replicas */
     size_t nunconfirmed;

@@ -83,8 +83,8 @@ void lapse_quote(char *out, const char *p, size_t n)
     out[o] = '\0';
 }
 
-__attribute__((format(printf, 3, 4)))
-static enum lapse_line_result fail(char *errstr, size_t size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static enum lapse_line_result fail(char *errstr, size_t size,
+                                                                         const char *fmt, ...)
 {
     if (errstr && size > 0) {
         va_list ap;
@@ -276,10 +276,12 @@ int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size)
         return fail(errstr, size, "%s needs a time", lapse_op_name(cmd->op)), -1;
     if (cmd->when_ms < 0 || cmd->when_ms > LAPSE_WHEN_MAX)
         return fail(errstr, size, "time %lld out of range (0..%lld ms)", (long long)cmd->when_ms,
-                    (long long)LAPSE_WHEN_MAX), -1;
+                    (long long)LAPSE_WHEN_MAX),
+               -1;
     if (cmd->op == LAPSE_OP_REPEAT && (cmd->period_ms < 1 || cmd->period_ms > LAPSE_WHEN_MAX))
         return fail(errstr, size, "period %lld out of range (1..%lld ms)",
-                    (long long)cmd->period_ms, (long long)LAPSE_WHEN_MAX), -1;
+                    (long long)cmd->period_ms, (long long)LAPSE_WHEN_MAX),
+               -1;
     if (cmd->payload && cmd->payload_len > LAPSE_PAYLOAD_MAX)
         return fail(errstr, size, "payload longer than %d bytes", LAPSE_PAYLOAD_MAX), -1;
     return 0;

@@ -25,9 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LAPSE_ID_MAX      512
+#define LAPSE_ID_MAX 512
 #define LAPSE_PAYLOAD_MAX 65536
-#define LAPSE_WHEN_MAX    INT64_C(8640000000000000) /* ms; the limit of JS Date */
+#define LAPSE_WHEN_MAX INT64_C(8640000000000000) /* ms; the limit of JS Date */
 
 enum lapse_op {
     LAPSE_OP_TOUCH = 1,
@@ -45,19 +45,19 @@ enum lapse_when_kind {
 
 struct lapse_cmd {
     enum lapse_op op;
-    const char *id;       /* points into the line */
+    const char *id; /* points into the line */
     size_t id_len;
     enum lapse_when_kind when_kind;
-    int64_t when_ms;      /* 0..LAPSE_WHEN_MAX */
-    int64_t period_ms;    /* repeat only, >= 1 */
-    const char *payload;  /* NULL when the line has none */
+    int64_t when_ms;     /* 0..LAPSE_WHEN_MAX */
+    int64_t period_ms;   /* repeat only, >= 1 */
+    const char *payload; /* NULL when the line has none */
     size_t payload_len;
 };
 
 enum lapse_line_result {
     LAPSE_LINE_OK = 0,
-    LAPSE_LINE_BLANK,     /* empty or only spaces: ignore it */
-    LAPSE_LINE_ERROR,     /* errstr says why */
+    LAPSE_LINE_BLANK, /* empty or only spaces: ignore it */
+    LAPSE_LINE_ERROR, /* errstr says why */
 };
 
 /*

@@ -27,7 +27,6 @@
 /* The longest line we accept: op, id, when, period, payload and separators. */
 #define LINE_MAX_BYTES (LAPSE_PAYLOAD_MAX + LAPSE_ID_MAX + 256)
 
-
 /* Parsed lines between their prefetch hint and their submission: enough to
  * overlap a few cache misses, few enough to stay in L1. */
 #define PIPELINE 16
@@ -36,9 +35,9 @@ struct run {
     lapse_producer *p;
     unsigned long long rejected; /* lines refused, by us or by Redis */
     struct {
-        struct lapse_cmd cmd;    /* points into the read buffer */
+        struct lapse_cmd cmd; /* points into the read buffer */
         unsigned long long lineno;
-    } pending[PIPELINE];         /* a ring: `first`, then npending - 1 more */
+    } pending[PIPELINE]; /* a ring: `first`, then npending - 1 more */
     size_t first, npending;
 };
 
@@ -236,8 +235,8 @@ static int serve_kafka(const struct lapse_config *cfg)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    lapse_producer *p = lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing,
-                                                   err, sizeof err);
+    lapse_producer *p =
+        lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing, err, sizeof err);
     if (!p) {
         int rc = start_failed(err);
         lapse_ingress_free(ing);
@@ -274,7 +273,8 @@ int main(int argc, char **argv)
         }
     }
     if (!path || optind != argc) {
-        fprintf(stderr, "lapse-producer: %s\n", path ? "unexpected argument" : "-c FILE is required");
+        fprintf(stderr, "lapse-producer: %s\n",
+                path ? "unexpected argument" : "-c FILE is required");
         return 2;
     }
     lapse_log_init("lapse-producer", LAPSE_LOG_INFO);

@@ -28,16 +28,17 @@
 #include "slack.h"
 #include "stop.h"
 
-lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
-                                   void *ctx, char *errstr, size_t size)
+lapse_producer *lapse_producer_new(const struct lapse_config *cfg,
+                                   lapse_producer_error_cb *on_error, void *ctx, char *errstr,
+                                   size_t size)
 {
     return lapse_producer_new_waiting(cfg, on_error, NULL, ctx, errstr, size);
 }
 
 lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
                                            lapse_producer_error_cb *on_error,
-                                           lapse_producer_wait_cb *on_wait, void *ctx,
-                                           char *errstr, size_t size)
+                                           lapse_producer_wait_cb *on_wait, void *ctx, char *errstr,
+                                           size_t size)
 {
     int why = EIO; /* errno on failure */
     lapse_producer *p = calloc(1, sizeof *p);
@@ -256,8 +257,10 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
 static int producer_fill(lapse_producer *p, struct producer_op *op, const struct lapse_cmd *y,
                          int64_t when, uint64_t tag)
 {
-    static const char codes[] = {[LAPSE_OP_TOUCH] = 't', [LAPSE_OP_EXTEND] = 'e',
-                                 [LAPSE_OP_REPEAT] = 'r', [LAPSE_OP_CANCEL] = 'c',
+    static const char codes[] = {[LAPSE_OP_TOUCH] = 't',
+                                 [LAPSE_OP_EXTEND] = 'e',
+                                 [LAPSE_OP_REPEAT] = 'r',
+                                 [LAPSE_OP_CANCEL] = 'c',
                                  [LAPSE_OP_WATCH] = 'e'};
     op->op = codes[y->op];
     op->recover = y->op == LAPSE_OP_WATCH;
@@ -524,8 +527,8 @@ int lapse_producer_extend(lapse_producer *p, const char *id, size_t id_len,
                           enum lapse_when_kind kind, int64_t when_ms, const char *payload,
                           size_t payload_len, uint64_t tag, char *errstr, size_t size)
 {
-    return producer_cmd(p, LAPSE_OP_EXTEND, id, id_len, kind, when_ms, 0, payload, payload_len,
-                        tag, errstr, size);
+    return producer_cmd(p, LAPSE_OP_EXTEND, id, id_len, kind, when_ms, 0, payload, payload_len, tag,
+                        errstr, size);
 }
 
 int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
@@ -548,8 +551,8 @@ int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size)
 {
-    return producer_cmd(p, LAPSE_OP_CANCEL, id, id_len, LAPSE_WHEN_NONE, 0, 0, NULL, 0, tag,
-                        errstr, size);
+    return producer_cmd(p, LAPSE_OP_CANCEL, id, id_len, LAPSE_WHEN_NONE, 0, 0, NULL, 0, tag, errstr,
+                        size);
 }
 
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)

@@ -72,8 +72,9 @@ typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason
  * stopped by a signal, EINVAL for a config lapse_producer_open could not
  * load, ENOMEM, or EIO for anything else (the namespace not initialised).
  */
-lapse_producer *lapse_producer_new(const struct lapse_config *cfg, lapse_producer_error_cb *on_error,
-                                   void *ctx, char *errstr, size_t size);
+lapse_producer *lapse_producer_new(const struct lapse_config *cfg,
+                                   lapse_producer_error_cb *on_error, void *ctx, char *errstr,
+                                   size_t size);
 
 /* Called by lapse_producer_new_waiting before each wait for Redis at start:
  * why the last attempt failed and how long it waits now (ms). */
@@ -83,8 +84,8 @@ typedef void lapse_producer_wait_cb(void *ctx, const char *why, int wait_ms);
  * wait for Redis, so the caller can say why it has not started yet. */
 lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
                                            lapse_producer_error_cb *on_error,
-                                           lapse_producer_wait_cb *on_wait, void *ctx,
-                                           char *errstr, size_t size);
+                                           lapse_producer_wait_cb *on_wait, void *ctx, char *errstr,
+                                           size_t size);
 
 /* The same from a config file, which the handle loads and owns (errno
  * EINVAL when it cannot: errstr names the file, line and key). */

@@ -30,14 +30,14 @@
 #define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
 #define PIPELINE 4      /* of those, sent and not read yet, at most */
 #define KEY_MAX LAPSE_KEY_MAX
-#define MOVED_SLOTS (1u << 18)       /* moved-ID cache (send_split.c): table slots, a power of two */
-#define MOVED_MAX (MOVED_SLOTS / 2)  /* IDs it holds at most: probes stay short */
+#define MOVED_SLOTS (1u << 18)      /* moved-ID cache (send_split.c): table slots, a power of two */
+#define MOVED_MAX (MOVED_SLOTS / 2) /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
 
 struct producer_op {
-    uint64_t hash;             /* lapse_hash of the ID */
-    char op;                   /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
-    int recover;               /* with 'e': a watch, recovery on (apply.lua's flag W) */
+    uint64_t hash; /* lapse_hash of the ID */
+    char op;       /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
+    int recover;   /* with 'e': a watch, recovery on (apply.lua's flag W) */
     int has_payload;
     enum lapse_when_kind kind; /* of when_ms */
     int64_t when_ms;           /* as sent (slack included) */
@@ -46,27 +46,27 @@ struct producer_op {
     size_t pl_off, pl_len;     /* in the arena */
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
-    int shared;                /* another op of the same ID is in the batch */
-    int done;                  /* producer_send: applied (confirmed), or reported (send_fail.c) */
+    int shared; /* another op of the same ID is in the batch */
+    int done;   /* producer_send: applied (confirmed), or reported (send_fail.c) */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
-    uint32_t shard;            /* where the op applies */
-    uint32_t old_shard;        /* during a split: the ID's shard before it */
-    int moving;                /* during a split: shard != old_shard */
-    int local;                 /* moving, and both shards on one node: apply.lua
+    uint32_t shard;        /* where the op applies */
+    uint32_t old_shard;    /* during a split: the ID's shard before it */
+    int moving;            /* during a split: shard != old_shard */
+    int local;             /* moving, and both shards on one node: apply.lua
                                   finds the twin itself ("M ?"), no take/seed/drop */
-    char twin;                 /* take.lua's verdict: 0 not asked, 'a', 't', 'b'; 'f' taken
+    char twin;             /* take.lua's verdict: 0 not asked, 'a', 't', 'b'; 'f' taken
                                   but the seed call failed (left to the lease) */
-    int64_t twin_deadline;     /* 't'/'b': the twin's deadline */
-    int twin_has_pl;           /* 't': the twin's payload, repeat and lease */
+    int64_t twin_deadline; /* 't'/'b': the twin's deadline */
+    int twin_has_pl;       /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
-    int has_watch;             /* take.lua found the ID's watch record in the old shard: */
-    size_t watch_off, watch_len; /* it goes to the new one (apply's flag O), then drop */
+    int has_watch;                   /* take.lua found the ID's watch record in the old shard: */
+    size_t watch_off, watch_len;     /* it goes to the new one (apply's flag O), then drop */
 };
 
 struct moved_slot {
-    uint64_t hash;             /* lapse_hash of the ID */
-    uint32_t off, len;         /* its bytes in moved_ids; len 0: empty slot */
+    uint64_t hash;     /* lapse_hash of the ID */
+    uint32_t off, len; /* its bytes in moved_ids; len 0: empty slot */
 };
 
 /*
@@ -78,10 +78,10 @@ struct moved_slot {
  * does.
  */
 struct producer_routes {
-    struct moved_slot *moved;  /* MOVED_SLOTS slots; NULL when not splitting */
-    char *moved_ids;           /* MOVED_BYTES bytes */
-    size_t moved_n;            /* IDs held */
-    size_t moved_len;          /* bytes of moved_ids used */
+    struct moved_slot *moved;                /* MOVED_SLOTS slots; NULL when not splitting */
+    char *moved_ids;                         /* MOVED_BYTES bytes */
+    size_t moved_n;                          /* IDs held */
+    size_t moved_len;                        /* bytes of moved_ids used */
     char keys[][LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
 };
 
@@ -91,7 +91,7 @@ struct producer_batch {
     size_t nops, cap_ops;
     char *arena;
     size_t arena_len, arena_cap;
-    uint32_t seq;              /* which batch it is (slack marks) */
+    uint32_t seq; /* which batch it is (slack marks) */
 };
 
 /* An extend bounded slack absorbed while the write covering it (batch seq)
@@ -104,19 +104,19 @@ struct producer_absorbed {
 
 struct lapse_producer {
     const struct lapse_config *cfg;
-    struct lapse_config owned_cfg;  /* when opened from a file */
+    struct lapse_config owned_cfg; /* when opened from a file */
     int owns_cfg;
-    lapse_redis **nodes;            /* one per cfg->nodes entry */
+    lapse_redis **nodes; /* one per cfg->nodes entry */
     struct lapse_layout layout;
-    int64_t layout_read_ms;         /* monotonic: when the layout was read */
-    struct producer_routes *keys;   /* key names and moved-ID cache (see above) */
+    int64_t layout_read_ms;       /* monotonic: when the layout was read */
+    struct producer_routes *keys; /* key names and moved-ID cache (see above) */
     struct producer_op *ops;
     size_t nops, cap_ops;
-    uint32_t *index;                /* op index + 1 of the latest op per ID; 0 = empty */
-    size_t index_mask;              /* slots - 1 (a power of two >= 2 * batch) */
+    uint32_t *index;   /* op index + 1 of the latest op per ID; 0 = empty */
+    size_t index_mask; /* slots - 1 (a power of two >= 2 * batch) */
     char *arena;
     size_t arena_len, arena_cap;
-    uint32_t seq, last_seq;         /* the queue's batch number; the last one given */
+    uint32_t seq, last_seq; /* the queue's batch number; the last one given */
     /* Full batches sent and not confirmed yet (flight.c): a ring, oldest at
      * flight_first, nflight of them, the oldest nread of which were read
      * (applied; with redis.wait_replicas waiting for confirm.c).
@@ -129,11 +129,11 @@ struct lapse_producer {
     uint64_t read_no[FLIGHTS];
     uint64_t *witness;
     size_t flight_first, nflight, nread;
-    uint64_t reads;                 /* batches read so far */
-    struct confirm_waiter *waiters; /* per node, with redis.wait_replicas (confirm.c) */
+    uint64_t reads;                   /* batches read so far */
+    struct confirm_waiter *waiters;   /* per node, with redis.wait_replicas (confirm.c) */
     struct degrade_primary *degraded; /* primaries down or short of WAIT (degrade.c) */
     size_t ndegraded, cap_degraded;
-    lapse_slack *slack;             /* NULL unless producer.slack_ms > 0 */
+    lapse_slack *slack;                 /* NULL unless producer.slack_ms > 0 */
     struct producer_absorbed *absorbed; /* while their covering write is unsettled */
     size_t nabsorbed, cap_absorbed;
     struct lapse_producer_stats stats;
@@ -190,42 +190,47 @@ void producer_send_abandon(struct send *s);
  * (which sends them and reads the replies), send_plan.c (which plans them)
  * and send_split.c (which reads a split's replies into the ops).
  */
-enum { SEND_OK = 0, SEND_RETRY = -1, SEND_STALE = -2, SEND_SHORT = -3 /* some primaries'
+enum {
+    SEND_OK = 0,
+    SEND_RETRY = -1,
+    SEND_STALE = -2,
+    SEND_SHORT = -3 /* some primaries'
     WAITs saw too few replicas, or some nodes failed (send->short_shard, down); the
-    others applied theirs */ };
+    others applied theirs */
+};
 
 struct send_call {
     enum lapse_script script;
-    uint32_t shard;        /* whose keys the call takes */
-    int with_old;          /* apply: also the old shard's keys (a local move) */
-    const size_t *ops;     /* the op indices it carries (into order or picked) */
+    uint32_t shard;    /* whose keys the call takes */
+    int with_old;      /* apply: also the old shard's keys (a local move) */
+    const size_t *ops; /* the op indices it carries (into order or picked) */
     size_t count;
 };
 
 /* Scratch memory of one send, sized for the batch. */
 struct send {
     lapse_producer *p;
-    size_t *order;          /* op indices grouped by shard */
-    size_t *picked;         /* op indices of filtered calls (seed, drop) */
+    size_t *order;  /* op indices grouped by shard */
+    size_t *picked; /* op indices of filtered calls (seed, drop) */
     size_t npicked;
-    size_t *start;          /* per shard: first index in order[] (+1 entry) */
+    size_t *start; /* per shard: first index in order[] (+1 entry) */
     struct send_call *calls;
     size_t ncalls;
     const char **argv;
     size_t *argvlen;
-    char (*nums)[3][32];    /* per op of a call: number strings */
-    size_t *sent;           /* per node: calls sent, replies not yet read */
-    unsigned char *waits;   /* per node: a WAIT follows them */
-    int confirm;            /* append WAITs (redis.wait_replicas); not when pipelined */
-    uint64_t *witness;      /* pipelined: per node, confirm_witness() when sent */
-    uint64_t *conn;         /* pipelined: per node, the connection the calls went out
+    char (*nums)[3][32];        /* per op of a call: number strings */
+    size_t *sent;               /* per node: calls sent, replies not yet read */
+    unsigned char *waits;       /* per node: a WAIT follows them */
+    int confirm;                /* append WAITs (redis.wait_replicas); not when pipelined */
+    uint64_t *witness;          /* pipelined: per node, confirm_witness() when sent */
+    uint64_t *conn;             /* pipelined: per node, the connection the calls went out
                                on (lapse_redis_reconnects) */
     unsigned char *short_shard; /* per shard: its primary's WAIT saw too few replicas,
                                    or (down) its node's calls failed */
-    unsigned char *down;    /* per node: its calls failed this round (send_calls) */
-    char (*down_why)[256];  /* per node: why (lapse_redis_errstr then) */
+    unsigned char *down;        /* per node: its calls failed this round (send_calls) */
+    char (*down_why)[256];      /* per node: why (lapse_redis_errstr then) */
     char epoch[24];
-    char plain[24];         /* apply.lua's count of plain pairs */
+    char plain[24]; /* apply.lua's count of plain pairs */
 };
 
 /* send_plan.c: turning the queue into calls (see each definition). */
@@ -266,10 +271,10 @@ void send_settled(struct send *s, const struct send_call *c, const redisReply *r
  * until the WAIT answered (so no restart or failover came in between).
  */
 struct confirm_waiter {
-    lapse_redis *r;            /* the second connection to the node */
-    uint64_t asked;            /* reads covered by the WAIT in flight; 0: none */
-    uint64_t asked_witness;    /* the connection it was sent on */
-    uint64_t confirmed;        /* reads covered by the last WAIT that succeeded */
+    lapse_redis *r;         /* the second connection to the node */
+    uint64_t asked;         /* reads covered by the WAIT in flight; 0: none */
+    uint64_t asked_witness; /* the connection it was sent on */
+    uint64_t confirmed;     /* reads covered by the last WAIT that succeeded */
     uint64_t confirmed_witness;
 };
 

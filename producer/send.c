@@ -58,9 +58,15 @@
 #define RETRY_MAX_MS 500      /* jittered (backoff.h), within redis.retry_timeout_ms */
 #define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 7 * APPLY_CHUNK)
 
-static int want_taken(const struct producer_op *op) { return op->twin == 't'; }
+static int want_taken(const struct producer_op *op)
+{
+    return op->twin == 't';
+}
 /* what drop.lua removes: a taken twin, and a watch record carried over */
-static int want_dropped(const struct producer_op *op) { return op->twin == 't' || op->has_watch; }
+static int want_dropped(const struct producer_op *op)
+{
+    return op->twin == 't' || op->has_watch;
+}
 
 static int send_stale(const redisReply *r)
 {
@@ -119,8 +125,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
             send_report(s, call, reply->str);
             for (size_t i = 0; i < call->count; i++)
                 p->ops[call->ops[i]].done = 1; /* reported: never sent or reported again */
-        }
-        else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
+        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
             send_unseeded(s, call);
         else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
             send_settled(s, call, reply);
@@ -308,8 +313,7 @@ struct send *producer_send_start(lapse_producer *p)
      * cluster has no one address to confirm from: there the WAITs follow
      * the calls in their own pipeline (redis.h). */
     s->confirm = p->cfg->cluster;
-    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && !p->cfg->cluster && c < s->ncalls;
-         c++) {
+    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && !p->cfg->cluster && c < s->ncalls; c++) {
         size_t n = p->layout.node_of[s->calls[c].shard];
         if (!s->witness[n] && (s->witness[n] = confirm_witness(p, n)) == 0) {
             send_free(s);
@@ -356,7 +360,10 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
     return -1;
 }
 
-void producer_send_abandon(struct send *s) { send_free(s); }
+void producer_send_abandon(struct send *s)
+{
+    send_free(s);
+}
 
 /*
  * The careful way. STALE and the like send every op not done again, with
@@ -378,7 +385,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     }
     int64_t give_up = lapse_clock_mono_ms() + p->cfg->redis_retry_timeout_ms;
     int step = 0, stale = lapse_clock_mono_ms() - p->layout_read_ms >= LAYOUT_REREAD_MS;
-    int fenced = 0; /* a shard answered STALE: our layout is old */
+    int fenced = 0;    /* a shard answered STALE: our layout is old */
     size_t failed = 0; /* ops reported failed by node or primary (send_fail.c) */
     struct lapse_backoff backoff;
     lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
@@ -437,7 +444,8 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         if (lapse_clock_mono_ms() >=
             give_up + (res == SEND_SHORT ? p->cfg->redis_retry_timeout_ms : 0)) {
             if (res == SEND_STALE)
-                snprintf(errstr, size, "the layout of \"%s\" changed and the new one was not "
+                snprintf(errstr, size,
+                         "the layout of \"%s\" changed and the new one was not "
                          "published within %d ms (an interrupted split? run lapse-scale split)",
                          p->cfg->ns, p->cfg->redis_retry_timeout_ms);
             /* the first node that did not answer, else the first with an error */

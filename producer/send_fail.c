@@ -82,8 +82,7 @@ void send_report(struct send *s, const struct send_call *c, const char *reason)
 
 /* Reports `count` ops (indices in ops) failed with reason, and marks them
  * done; their count is added to *failed. */
-void send_fail_ops(struct send *s, size_t *ops, size_t count, const char *reason,
-                          size_t *failed)
+void send_fail_ops(struct send *s, size_t *ops, size_t count, const char *reason, size_t *failed)
 {
     struct send_call call = {LAPSE_SCRIPT_APPLY, 0, 0, ops, count};
     send_report(s, &call, reason);
@@ -169,7 +168,9 @@ size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
                               : degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
             const char *reason = degrade_gate(p, n, addr, now, why, sizeof why);
             snprintf(errstr, size, "%s",
-                     reason ? reason : s->down[n] ? s->down_why[n] : lapse_redis_errstr(p->nodes[n]));
+                     reason       ? reason
+                     : s->down[n] ? s->down_why[n]
+                                  : lapse_redis_errstr(p->nodes[n]));
             send_fail_shard(s, k, errstr, failed);
         } else {
             left += count;

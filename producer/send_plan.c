@@ -20,7 +20,8 @@
 
 /* Key names (and, while splitting, an empty moved-ID cache) for layout l;
  * NULL if out of memory. */
-static struct producer_routes *send_routes_new(const lapse_producer *p, const struct lapse_layout *l)
+static struct producer_routes *send_routes_new(const lapse_producer *p,
+                                               const struct lapse_layout *l)
 {
     size_t head = offsetof(struct producer_routes, keys) + l->shards * sizeof p->keys->keys[0];
     head = (head + _Alignof(struct moved_slot) - 1) / _Alignof(struct moved_slot) *
@@ -80,8 +81,8 @@ void send_route(lapse_producer *p)
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
         /* on a cluster each shard has a slot of its own: a script never
          * takes two shards' keys */
-        op->local = op->moving && !p->cfg->cluster &&
-                    l->node_of[op->old_shard] == l->node_of[op->shard];
+        op->local =
+            op->moving && !p->cfg->cluster && l->node_of[op->old_shard] == l->node_of[op->shard];
         op->twin = 0;
         op->has_watch = 0;
     }
@@ -89,7 +90,10 @@ void send_route(lapse_producer *p)
 
 /* A moving op whose twin is handled by take, seed and drop: its old shard
  * is on another node (a local one is moved by apply.lua itself). */
-int send_taking(const struct producer_op *op) { return op->moving && !op->local; }
+int send_taking(const struct producer_op *op)
+{
+    return op->moving && !op->local;
+}
 
 /* Groups the ops not done (only send_taking ones if `moving`) by shard
  * (old shard if `old`) into s->order / s->start. Returns how many were
@@ -133,7 +137,8 @@ void send_plan(struct send *s, enum lapse_script script, int (*want)(const struc
         if (want)
             s->npicked += n;
         for (size_t done = 0; done < n; done += APPLY_CHUNK) {
-            struct send_call c = {script, k, 0, ops + done, n - done < APPLY_CHUNK ? n - done : APPLY_CHUNK};
+            struct send_call c = {script, k, 0, ops + done,
+                                  n - done < APPLY_CHUNK ? n - done : APPLY_CHUNK};
             for (size_t i = 0; script == LAPSE_SCRIPT_APPLY && i < c.count && !c.with_old; i++)
                 c.with_old = p->ops[c.ops[i]].local;
             s->calls[s->ncalls++] = c;

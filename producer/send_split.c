@@ -111,8 +111,10 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
         op->twin_pl_len = op->twin_has_pl ? e[2]->len : 0;
         op->twin_rep_len = e[3]->type == REDIS_REPLY_STRING ? e[3]->len : 0;
         op->lease_len = lease->len;
-        if ((op->twin_has_pl && producer_arena_put(p, e[2]->str, e[2]->len, &op->twin_pl_off) < 0) ||
-            (op->twin_rep_len && producer_arena_put(p, e[3]->str, e[3]->len, &op->twin_rep_off) < 0) ||
+        if ((op->twin_has_pl &&
+             producer_arena_put(p, e[2]->str, e[2]->len, &op->twin_pl_off) < 0) ||
+            (op->twin_rep_len &&
+             producer_arena_put(p, e[3]->str, e[3]->len, &op->twin_rep_off) < 0) ||
             producer_arena_put(p, lease->str, lease->len, &op->lease_off) < 0)
             return SEND_RETRY;
     }

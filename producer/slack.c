@@ -71,7 +71,10 @@ struct lapse_slack {
     size_t count;             /* slots in use */
 };
 
-static uint64_t slack_key(uint64_t hash) { return hash ? hash : SLACK_HASH0; }
+static uint64_t slack_key(uint64_t hash)
+{
+    return hash ? hash : SLACK_HASH0;
+}
 
 /* The out-of-line copy of a long ID. */
 static char *slot_ext(const struct slack_slot *sl)
@@ -134,8 +137,7 @@ void lapse_slack_free(lapse_slack *s)
 
 /* The slot holding the ID, or the empty slot ending its probe run (where it
  * would go). `key` is slack_key(hash). */
-static struct slack_slot *slack_find(const lapse_slack *s, uint64_t key, const char *id,
-                                     size_t len)
+static struct slack_slot *slack_find(const lapse_slack *s, uint64_t key, const char *id, size_t len)
 {
     size_t mask = s->nslots - 1;
     for (size_t i = key & mask;; i = (i + 1) & mask) {
@@ -252,7 +254,10 @@ void lapse_slack_forget(lapse_slack *s, uint64_t hash, const char *id, size_t le
     s->slots[hole].hash = 0;
 }
 
-size_t lapse_slack_count(const lapse_slack *s) { return s->count; }
+size_t lapse_slack_count(const lapse_slack *s)
+{
+    return s->count;
+}
 
 void lapse_slack_prefetch(const lapse_slack *s, uint64_t hash)
 {

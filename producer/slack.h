@@ -22,7 +22,7 @@
 
 typedef struct lapse_slack lapse_slack;
 
-lapse_slack *lapse_slack_new(void); /* NULL on allocation failure */
+lapse_slack *lapse_slack_new(void);    /* NULL on allocation failure */
 void lapse_slack_free(lapse_slack *s); /* accepts NULL */
 
 /* 1 if the deadline remembered for the ID is >= `at`, else 0. `hash` is

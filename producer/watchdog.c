@@ -147,8 +147,8 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
         }
     }
     /* 2. the prefix */
-    if (r->id_prefix && (id_len < strlen(r->id_prefix) ||
-                         memcmp(id, r->id_prefix, strlen(r->id_prefix)) != 0)) {
+    if (r->id_prefix &&
+        (id_len < strlen(r->id_prefix) || memcmp(id, r->id_prefix, strlen(r->id_prefix)) != 0)) {
         lapse_command_quote(q, id, id_len);
         put(miss, "rules[%zu]: ID \"%s\" lacks prefix \"%s\"; ", i, q, r->id_prefix);
         return MISS;
@@ -220,9 +220,12 @@ int lapse_watchdog_apply(const struct lapse_ingress_rule *rules, size_t n,
         why[0] = '\0';
         for (size_t i = 0; i < n; i++) {
             switch (try_rule(&rules[i], i, sig, res, &miss, &o)) {
-            case MATCH: return 0;
-            case BAD: return -2;
-            case MISS: break;
+            case MATCH:
+                return 0;
+            case BAD:
+                return -2;
+            case MISS:
+                break;
             }
         }
         if (miss.len >= 2 && strcmp(why + miss.len - 2, "; ") == 0)

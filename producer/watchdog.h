@@ -40,7 +40,7 @@
 
 /* What a rule can look at in one Kafka message. */
 struct lapse_signal {
-    const char *key;      /* message key bytes; NULL (or key_len 0) = none */
+    const char *key; /* message key bytes; NULL (or key_len 0) = none */
     size_t key_len;
     const json_t *json;   /* the value decoded, when it is a JSON object; else NULL */
     const char *json_err; /* when json is NULL: why, for the "no rule" reason; may be NULL */

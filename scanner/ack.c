@@ -53,7 +53,6 @@ void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
     scanner_batch_unref(b, 1);
 }
 
-
 /* A claim is settled once all of it is acknowledged (ack.lua then takes it
  * by its lease's score range, in one call), or once its first
  * acknowledgements waited ACK_WAIT_MS (a slow partition does not hold the

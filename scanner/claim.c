@@ -84,7 +84,8 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
     size_t argvlen[CLAIM_ARGC];
     int argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen);
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen) < 0 ||
+    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen) <
+            0 ||
         lapse_redis_send(s->ahead) < 0)
         return; /* (the next claim goes the usual way) */
     s->ahead_pending = 1;

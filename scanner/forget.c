@@ -24,7 +24,8 @@ void scanner_forget(lapse_scanner *s)
     if (!s->active || !s->node || now < s->forget_at_ms)
         return;
     char retention[24], slice[16];
-    snprintf(retention, sizeof retention, "%lld", (long long)s->cfg->scanner_offline_retention_s * 1000);
+    snprintf(retention, sizeof retention, "%lld",
+             (long long)s->cfg->scanner_offline_retention_s * 1000);
     snprintf(slice, sizeof slice, "%d", FORGET_SLICE);
     const char *argv[] = {s->keys[0], s->keys[5], s->token, retention, s->forget_cursor, slice};
     size_t lens[6];
@@ -35,7 +36,8 @@ void scanner_forget(lapse_scanner *s)
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[2]->type != REDIS_REPLY_INTEGER) {
-        if (!(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1)) /* ({ -1 }: fenced, the claim says so) */
+        if (!(r && r->type == REDIS_REPLY_ARRAY &&
+              r->elements == 1)) /* ({ -1 }: fenced, the claim says so) */
             scanner_redis_error(s, "forget", s->node, r);
         if (r)
             freeReplyObject(r);

@@ -24,8 +24,9 @@ void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *
 {
     INC(redis_errors);
     lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
-                      !r ? lapse_redis_errstr(from)
-                      : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+                      !r                             ? lapse_redis_errstr(from)
+                      : r->type == REDIS_REPLY_ERROR ? r->str
+                                                     : "unexpected reply");
 }
 
 void scanner_log_moved(lapse_scanner *s)
@@ -62,8 +63,8 @@ void scanner_memory(lapse_scanner *s)
     int want = s->cfg->redis_wait_replicas;
     SET(replicas, m.replicas);
     SET(replicas_missing, want <= 0 || m.replicas < 0 ? -1
-                          : m.replicas >= want   ? 0
-                                                 : want - m.replicas);
+                          : m.replicas >= want        ? 0
+                                                      : want - m.replicas);
 }
 
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */
@@ -82,8 +83,9 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     char err[512];
     int64_t give_up = lapse_clock_mono_ms() + s->cfg->redis_retry_timeout_ms;
     while (!*stop) {
-        int rc = lapse_redis_ensure(s->home) < 0 ? -2
-                 : lapse_layout_load(s->home, s->cfg, &s->layout, err, sizeof err);
+        int rc = lapse_redis_ensure(s->home) < 0
+                     ? -2
+                     : lapse_layout_load(s->home, s->cfg, &s->layout, err, sizeof err);
         if (rc == 0)
             break;
         if (rc == 1) {
@@ -146,13 +148,12 @@ void scanner_reload(lapse_scanner *s)
     char err[512];
     if (lapse_layout_load(s->home, s->cfg, &l, err, sizeof err) != 0) {
         INC(redis_errors);
-        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: layout: %s", s->shard,
-                          err);
+        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: layout: %s", s->shard, err);
         return;
     }
     if (l.epoch != s->layout.epoch)
-        log_info("shard %u: layout epoch %lld: %u shards%s", s->shard, (long long)l.epoch,
-                 l.shards, l.splitting ? ", splitting" : "");
+        log_info("shard %u: layout epoch %lld: %u shards%s", s->shard, (long long)l.epoch, l.shards,
+                 l.splitting ? ", splitting" : "");
     lapse_layout_free(&s->layout);
     s->layout = l;
     scanner_layout_gauges(s);
@@ -160,7 +161,7 @@ void scanner_reload(lapse_scanner *s)
 
 /* Runs a shard script with the shard's keys and lock, then `args`. */
 redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
-                                const size_t *lens, int nargs)
+                         const size_t *lens, int nargs)
 {
     const char *argv[NKEYS + 8];
     size_t argvlen[NKEYS + 8];
@@ -229,8 +230,8 @@ static void scanner_standby_log(lapse_scanner *s, const char *holder)
                      s->standby_holder, holder);
         snprintf(s->standby_holder, sizeof s->standby_holder, "%s", holder);
     } else if (now - s->standby_logged_ms >= STANDBY_SUMMARY_MS) {
-        log_info("shard %u: still standby; held by %s (%llu polls of the lock in %lld s)",
-                 s->shard, holder, (unsigned long long)s->standby_polls,
+        log_info("shard %u: still standby; held by %s (%llu polls of the lock in %lld s)", s->shard,
+                 holder, (unsigned long long)s->standby_polls,
                  (long long)(now - s->standby_logged_ms) / 1000);
     } else {
         return;

@@ -10,7 +10,6 @@
 #include "scanner.h"
 #include "stop.h"
 
-
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-scanner -c FILE --shard N\n"
@@ -56,8 +55,9 @@ int main(int argc, char **argv)
     }
     if (!path || shard < 0 || optind != argc) {
         fprintf(stderr, "lapse-scanner: %s\n",
-                optind != argc ? "unexpected argument" : !path ? "-c FILE is required"
-                                                               : "--shard N is required");
+                optind != argc ? "unexpected argument"
+                : !path        ? "-c FILE is required"
+                               : "--shard N is required");
         return 2;
     }
     lapse_log_init("lapse-scanner", LAPSE_LOG_INFO);

@@ -58,7 +58,8 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
     C("redis_reconnects_total", "Redis reconnections.", redis_reconnects);
     G("redis_up", "1 if the shard's Redis answered the last call, else 0.", redis_up);
     C("kafka_errors_total", "Kafka client errors (brokers down, timeouts).", kafka_errors);
-    C("naps_total", "Idle naps begun: nothing in flight, nothing due within the poll interval.", naps);
+    C("naps_total", "Idle naps begun: nothing in flight, nothing due within the poll interval.",
+      naps);
     C("woken_total", "Naps ended by a write that landed before the next deadline.", woken);
     G("splitting", "1 while the layout this scanner follows is splitting, else 0.", splitting);
     G("layout_epoch", "Epoch of the layout this scanner follows.", layout_epoch);

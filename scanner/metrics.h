@@ -20,7 +20,7 @@
 extern const int64_t lapse_lateness_bounds[LAPSE_LATENESS_BUCKETS];
 
 struct lapse_metrics {
-    const char *ns;                    /* labels */
+    const char *ns; /* labels */
     uint32_t shard;
     atomic_uint_fast64_t claimed;      /* IDs claimed */
     atomic_uint_fast64_t sent;         /* events handed to Kafka */
@@ -32,31 +32,32 @@ struct lapse_metrics {
     atomic_uint_fast64_t recovered;    /* IDs a takeover took back from a dead holder */
     atomic_uint_fast64_t redis_errors; /* failed Redis calls */
     atomic_uint_fast64_t redis_reconnects;
-    atomic_uint_fast64_t kafka_errors; /* librdkafka error callbacks */
-    atomic_uint_fast64_t naps;         /* idle naps begun (wake.c) */
-    atomic_uint_fast64_t woken;        /* naps a producer's write ended (the bell) */
-    atomic_int_fast64_t inflight;      /* sent, not yet answered */
-    atomic_int_fast64_t due;           /* due IDs left after the last claim */
+    atomic_uint_fast64_t kafka_errors;     /* librdkafka error callbacks */
+    atomic_uint_fast64_t naps;             /* idle naps begun (wake.c) */
+    atomic_uint_fast64_t woken;            /* naps a producer's write ended (the bell) */
+    atomic_int_fast64_t inflight;          /* sent, not yet answered */
+    atomic_int_fast64_t due;               /* due IDs left after the last claim */
     atomic_int_fast64_t oldest_overdue_ms; /* age of the oldest due ID, 0 if none */
-    atomic_int_fast64_t lease_held;    /* 1 while this scanner is the active one */
-    atomic_int_fast64_t redis_up;      /* 1: the shard's Redis answered the last call */
-    atomic_int_fast64_t attached;      /* 1 once the layout was read and the shard's node known */
-    atomic_int_fast64_t splitting;     /* 1 while the layout followed is splitting */
-    atomic_int_fast64_t layout_epoch;  /* epoch of the layout followed */
+    atomic_int_fast64_t lease_held;        /* 1 while this scanner is the active one */
+    atomic_int_fast64_t redis_up;          /* 1: the shard's Redis answered the last call */
+    atomic_int_fast64_t attached;     /* 1 once the layout was read and the shard's node known */
+    atomic_int_fast64_t splitting;    /* 1 while the layout followed is splitting */
+    atomic_int_fast64_t layout_epoch; /* epoch of the layout followed */
     /* the shard's Redis primary, read every LAPSE_MEMORY_EVERY_MS (INFO
      * memory); -1: not read, or not readable (not rendered then) */
-    atomic_int_fast64_t memory_used;   /* used_memory, bytes */
-    atomic_int_fast64_t memory_max;    /* maxmemory, bytes (0: no limit) */
-    atomic_int_fast64_t evicting;      /* 1: maxmemory-policy evicts keys, 0: noeviction */
-    atomic_int_fast64_t replicas;      /* connected_slaves of the shard's primary */
+    atomic_int_fast64_t memory_used;      /* used_memory, bytes */
+    atomic_int_fast64_t memory_max;       /* maxmemory, bytes (0: no limit) */
+    atomic_int_fast64_t evicting;         /* 1: maxmemory-policy evicts keys, 0: noeviction */
+    atomic_int_fast64_t replicas;         /* connected_slaves of the shard's primary */
     atomic_int_fast64_t replicas_missing; /* redis.wait_replicas less that, at least 0 */
     atomic_uint_fast64_t lateness[LAPSE_LATENESS_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t lateness_sum_ms;
-    atomic_uint_fast64_t written_past_due; /* events whose lateness counts from after the deadline */
-    atomic_uint_fast64_t recovered_sent;   /* "recovered" events handed to Kafka */
-    atomic_uint_fast64_t bad_records;      /* recovered events whose record was unreadable */
+    atomic_uint_fast64_t
+        written_past_due;                /* events whose lateness counts from after the deadline */
+    atomic_uint_fast64_t recovered_sent; /* "recovered" events handed to Kafka */
+    atomic_uint_fast64_t bad_records;    /* recovered events whose record was unreadable */
     atomic_uint_fast64_t offline_forgotten; /* offline IDs forgotten after the retention */
-    atomic_int_fast64_t offline;           /* IDs offline in the shard (-1: not read yet) */
+    atomic_int_fast64_t offline;            /* IDs offline in the shard (-1: not read yet) */
 };
 
 /* How often a scanner reads its Redis's memory (ms): often enough for an

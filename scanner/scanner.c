@@ -73,8 +73,8 @@ static void scanner_metrics_listen(lapse_scanner *s)
 {
     char err[sizeof s->metrics_err];
     s->metrics_retry_ms = lapse_clock_mono_ms() + METRICS_RETRY_MS;
-    s->httpd = lapse_metrics_serve(&s->metrics, s->cfg->scanner_metrics_bind, s->metrics_port,
-                                   err, sizeof err);
+    s->httpd = lapse_metrics_serve(&s->metrics, s->cfg->scanner_metrics_bind, s->metrics_port, err,
+                                   sizeof err);
     if (s->httpd) {
         int v6 = strchr(s->cfg->scanner_metrics_bind, ':') != NULL;
         log_info("shard %u: metrics on http://%s%s%s:%d/metrics%s", s->shard, v6 ? "[" : "",
@@ -139,8 +139,9 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
             return NULL;
         }
         if (!lapse_httpd_addr_ok(cfg->scanner_metrics_bind)) {
-            snprintf(errstr, size, "%s: scanner.metrics_bind: \"%s\" is not an IPv4 or IPv6 address",
-                     cfg->path, cfg->scanner_metrics_bind);
+            snprintf(errstr, size,
+                     "%s: scanner.metrics_bind: \"%s\" is not an IPv4 or IPv6 address", cfg->path,
+                     cfg->scanner_metrics_bind);
             lapse_scanner_free(s);
             return NULL;
         }
@@ -216,8 +217,8 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
                    ? LAPSE_SCANNER_REFUSED
                    : LAPSE_SCANNER_FAIL;
     }
-    log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease",
-             s->shard, s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));
+    log_info("shard %u of %u (namespace \"%s\", redis %s): waiting for the lease", s->shard,
+             s->layout.shards, s->cfg->ns, lapse_redis_name(s->node));
     /* The lock must be renewed well within the lease even when idle. */
     int max_wait = s->cfg->scanner_lease_ms / 3;
     if (max_wait > s->cfg->scanner_poll_ms)

@@ -29,11 +29,12 @@
 #include "scanner.h"
 #include "sink.h"
 
-#define ACK_CHUNK 1024             /* IDs per ack.lua call */
-#define ACK_WAIT_MS 100            /* longest a claim's first acked ID waits for the rest of it:
+#define ACK_CHUNK 1024 /* IDs per ack.lua call */
+#define ACK_WAIT_MS \
+    100                        /* longest a claim's first acked ID waits for the rest of it:
                                     * more than linger.ms (sink.c), whose batches
                                     * answer a claim over several round trips */
-#define SHUTDOWN_WAIT_MS 10000     /* longest wait for in-flight events on stop */
+#define SHUTDOWN_WAIT_MS 10000 /* longest wait for in-flight events on stop */
 #define KEY_MAX LAPSE_KEY_MAX
 #define NKEYS LAPSE_SHARD_NKEYS
 
@@ -59,8 +60,8 @@ struct batch {
 /* One event handed to Kafka and not yet settled in Redis. */
 struct flight {
     struct batch *batch;
-    struct flight *next;     /* in batch->acked once acknowledged */
-    const char *id;          /* the ID's bytes, inside batch->reply (not NUL-terminated) */
+    struct flight *next; /* in batch->acked once acknowledged */
+    const char *id;      /* the ID's bytes, inside batch->reply (not NUL-terminated) */
     size_t id_len;
 };
 
@@ -70,61 +71,61 @@ struct flight {
 struct lapse_scanner {
     const struct lapse_config *cfg;
     uint32_t shard;
-    lapse_redis *home;           /* cfg->nodes[0]: the layout */
-    lapse_redis *node;           /* the shard's node (may be home) */
-    lapse_redis **peers;         /* other nodes by config index, opened on demand */
+    lapse_redis *home;   /* cfg->nodes[0]: the layout */
+    lapse_redis *node;   /* the shard's node (may be home) */
+    lapse_redis **peers; /* other nodes by config index, opened on demand */
     struct lapse_layout layout;
-    char keys[NKEYS][KEY_MAX];   /* the shard's keys (layout.h) */
-    char lease_key[KEY_MAX];     /* claim.lua's KEYS[8]: the shard's last lease */
-    char token[96];              /* ours in the lock: host:pid:random */
-    int active;                  /* we hold the lock */
-    uint64_t term;               /* bumped on every acquire: stale acks are dropped */
+    char keys[NKEYS][KEY_MAX]; /* the shard's keys (layout.h) */
+    char lease_key[KEY_MAX];   /* claim.lua's KEYS[8]: the shard's last lease */
+    char token[96];            /* ours in the lock: host:pid:random */
+    int active;                /* we hold the lock */
+    uint64_t term;             /* bumped on every acquire: stale acks are dropped */
     /* Claim ahead: while a backlog drains, the next claim goes out on a
      * second connection before this one's events are sent, so Redis runs
      * it meanwhile (claim.c: scanner_claim_ahead). */
-    lapse_redis *ahead;          /* opened on first use */
-    int ahead_pending;           /* a claim sent there, its reply not read */
-    int ahead_want;              /* its batch size */
-    int64_t ahead_lock_until;    /* as scanner_claim's lock_until */
-    int no_ahead;                /* stopping: no more claims ahead */
+    lapse_redis *ahead;       /* opened on first use */
+    int ahead_pending;        /* a claim sent there, its reply not read */
+    int ahead_want;           /* its batch size */
+    int64_t ahead_lock_until; /* as scanner_claim's lock_until */
+    int no_ahead;             /* stopping: no more claims ahead */
     lapse_sink *sink;
     int64_t sink_fatal_at[SINK_FATAL_MAX]; /* when the last Kafka fatal errors came */
     int sink_fatal_next;                   /* ... the oldest of them */
-    struct batch *settle;        /* batches with acknowledged IDs to settle */
+    struct batch *settle;                  /* batches with acknowledged IDs to settle */
     struct batch **settle_tail;
-    char *event;                 /* the event being encoded (reused) */
+    char *event; /* the event being encoded (reused) */
     size_t event_size;
-    size_t inflight;             /* sent and not yet answered by Kafka */
-    long long seen_below;        /* every ID with a deadline below this had been claimed */
-    long long seen_at;           /* ... by the claim at this Redis time (claim.c: scanner_seen) */
-    double backlog_tokens;       /* catch-up budget (scanner.catchup_rate) */
-    int64_t backlog_refill_ms;   /* monotonic time of the last refill */
+    size_t inflight;           /* sent and not yet answered by Kafka */
+    long long seen_below;      /* every ID with a deadline below this had been claimed */
+    long long seen_at;         /* ... by the claim at this Redis time (claim.c: scanner_seen) */
+    double backlog_tokens;     /* catch-up budget (scanner.catchup_rate) */
+    int64_t backlog_refill_ms; /* monotonic time of the last refill */
     struct lapse_metrics metrics;
-    lapse_httpd *httpd;          /* NULL while metrics are off or their port is taken */
-    int metrics_port;            /* scanner.metrics_port + shard; 0: off */
-    int64_t metrics_retry_ms;    /* monotonic time of the next try to listen */
-    char metrics_err[256];       /* why the last try failed, as logged; "" when none did */
-    int64_t metrics_warned_ms;   /* monotonic time that was logged */
-    int64_t memory_at_ms;        /* monotonic: when to read the Redis's memory next */
-    int64_t forget_at_ms;        /* monotonic: when to look for offline IDs to forget next */
-    char forget_cursor[24];      /* where the pass of forget.lua is ("0": a new one) */
+    lapse_httpd *httpd;        /* NULL while metrics are off or their port is taken */
+    int metrics_port;          /* scanner.metrics_port + shard; 0: off */
+    int64_t metrics_retry_ms;  /* monotonic time of the next try to listen */
+    char metrics_err[256];     /* why the last try failed, as logged; "" when none did */
+    int64_t metrics_warned_ms; /* monotonic time that was logged */
+    int64_t memory_at_ms;      /* monotonic: when to read the Redis's memory next */
+    int64_t forget_at_ms;      /* monotonic: when to look for offline IDs to forget next */
+    char forget_cursor[24];    /* where the pass of forget.lua is ("0": a new one) */
     struct lapse_log_limit lim_redis, lim_kafka;
     /* Idle naps (wake.c): the mark in NS:s:N, the bell NS:b:N blocked on
      * with BLPOP on a connection of its own. */
-    char sleep_key[KEY_MAX];     /* NS:s:N: the mark (sleep.lua) */
-    char bell_key[KEY_MAX];      /* NS:b:N: the bell (lib/wake.lua) */
-    lapse_redis *bell;           /* the connection blocked on the bell; opened on first use */
-    int bell_pending;            /* a BLPOP sent there, its reply not read */
-    int64_t bell_sent_ms;        /* monotonic: when */
-    char mark[32];               /* the mark we set, "" when not known (sleep.lua's ARGV[3]) */
-    int64_t mark_due_ms;         /* monotonic: when its score falls due (INT64_MAX: "inf") */
-    int64_t synced_ms;           /* monotonic: the last nap that read the zset and Redis time */
-    long long synced_redis_ms;   /* ... that Redis time */
-    int64_t renewed_ms;          /* monotonic: the lock's last renewal by a nap or claim */
-    uint64_t bell_reconnects;    /* the node's reconnects when the bell was opened */
-    char standby_holder[96];     /* the holder last logged while standing by; "" when active */
-    int64_t standby_logged_ms;   /* monotonic time of that line or the last summary */
-    uint64_t standby_polls;      /* lock polls since then */
+    char sleep_key[KEY_MAX];   /* NS:s:N: the mark (sleep.lua) */
+    char bell_key[KEY_MAX];    /* NS:b:N: the bell (lib/wake.lua) */
+    lapse_redis *bell;         /* the connection blocked on the bell; opened on first use */
+    int bell_pending;          /* a BLPOP sent there, its reply not read */
+    int64_t bell_sent_ms;      /* monotonic: when */
+    char mark[32];             /* the mark we set, "" when not known (sleep.lua's ARGV[3]) */
+    int64_t mark_due_ms;       /* monotonic: when its score falls due (INT64_MAX: "inf") */
+    int64_t synced_ms;         /* monotonic: the last nap that read the zset and Redis time */
+    long long synced_redis_ms; /* ... that Redis time */
+    int64_t renewed_ms;        /* monotonic: the lock's last renewal by a nap or claim */
+    uint64_t bell_reconnects;  /* the node's reconnects when the bell was opened */
+    char standby_holder[96];   /* the holder last logged while standing by; "" when active */
+    int64_t standby_logged_ms; /* monotonic time of that line or the last summary */
+    uint64_t standby_polls;    /* lock polls since then */
 };
 
 #define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)

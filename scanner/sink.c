@@ -32,7 +32,10 @@ static void sink_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *conf_opaq
 static void sink_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     struct lapse_sink *s = rd_kafka_opaque(rk);
-    lapse_log_limited(&s->lim_log, 5, level <= 3 ? LAPSE_LOG_ERROR : level <= 4 ? LAPSE_LOG_WARN : LAPSE_LOG_INFO,
+    lapse_log_limited(&s->lim_log, 5,
+                      level <= 3   ? LAPSE_LOG_ERROR
+                      : level <= 4 ? LAPSE_LOG_WARN
+                                   : LAPSE_LOG_INFO,
                       "kafka %s: %s", fac, buf);
 }
 
@@ -42,7 +45,8 @@ static void sink_error(rd_kafka_t *rk, int err, const char *reason, void *conf_o
     struct lapse_sink *s = conf_opaque;
     if (s->on_error)
         s->on_error(s->ctx);
-    lapse_log_limited(&s->lim_error, 1, LAPSE_LOG_WARN, "kafka: %s: %s", rd_kafka_err2name(err), reason);
+    lapse_log_limited(&s->lim_error, 1, LAPSE_LOG_WARN, "kafka: %s: %s", rd_kafka_err2name(err),
+                      reason);
 }
 
 lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_cb *cb,
@@ -62,14 +66,16 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
     const char *user = lapse_kafka_prop(cfg, "message.timeout.ms");
     if (user && (atol(user) <= 0 || atol(user) >= cfg->scanner_lease_ms)) {
         /* 0 would mean "retry forever": the lease would run out under it */
-        snprintf(errstr, size, "%s: kafka.properties: message.timeout.ms: must be 1..%d (below scanner.lease_ms)",
+        snprintf(errstr, size,
+                 "%s: kafka.properties: message.timeout.ms: must be 1..%d (below scanner.lease_ms)",
                  cfg->path, cfg->scanner_lease_ms - 1);
         free(s);
         return NULL;
     }
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%d",
-             cfg->scanner_lease_ms > 2000 ? cfg->scanner_lease_ms - 1000 : cfg->scanner_lease_ms / 2);
+             cfg->scanner_lease_ms > 2000 ? cfg->scanner_lease_ms - 1000
+                                          : cfg->scanner_lease_ms / 2);
     const struct lapse_kv defaults[] = {
         {"enable.idempotence", "true"},
         {"acks", "all"},
@@ -88,8 +94,8 @@ lapse_sink *lapse_sink_new(const struct lapse_config *cfg, lapse_sink_delivered_
          * held up by an outage should drain within a second of the return */
         {"reconnect.backoff.max.ms", "1000"},
     };
-    rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, sizeof defaults / sizeof *defaults,
-                                             errstr, size);
+    rd_kafka_conf_t *conf =
+        lapse_kafka_conf(cfg, defaults, sizeof defaults / sizeof *defaults, errstr, size);
     if (!conf) {
         free(s);
         return NULL;
@@ -143,7 +149,10 @@ int lapse_sink_send(lapse_sink *s, const char *key, size_t key_len, const char *
     return -1;
 }
 
-void lapse_sink_poll(lapse_sink *s, int timeout_ms) { rd_kafka_poll(s->rk, timeout_ms); }
+void lapse_sink_poll(lapse_sink *s, int timeout_ms)
+{
+    rd_kafka_poll(s->rk, timeout_ms);
+}
 
 void lapse_sink_push(lapse_sink *s, int timeout_ms)
 {

@@ -129,4 +129,3 @@ void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, con
         }
     }
 }
-

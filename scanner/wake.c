@@ -46,10 +46,10 @@
 #include "redis.h"
 #include "shard.h"
 
-#define STEP_MS 100         /* longest poll between looks at *stop and Kafka */
-#define RESYNC_MS 60000     /* the Redis clock and the zset read at least this often */
-#define BELL_NAPS 8         /* a BLPOP's timeout: this many renewals */
-#define BELL_GRACE_MS 2000  /* a BLPOP answered this late: its connection is dead */
+#define STEP_MS 100        /* longest poll between looks at *stop and Kafka */
+#define RESYNC_MS 60000    /* the Redis clock and the zset read at least this often */
+#define BELL_NAPS 8        /* a BLPOP's timeout: this many renewals */
+#define BELL_GRACE_MS 2000 /* a BLPOP answered this late: its connection is dead */
 
 /* The longest nap: scanner.idle_ms, at most half the lease, so the lock
  * (90 % of the lease) is renewed with a margin of 40 %. */
@@ -81,7 +81,7 @@ static int nap_renew(lapse_scanner *s, int full)
     snprintf(px, sizeof px, "%d", s->cfg->scanner_lease_ms * 9 / 10);
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->layout.epoch);
     /* (keys 0, 5, 6, 2 of lapse_shard_keys: z, the lock, the epoch, f) */
-    const char *argv[10] = {s->keys[0], s->keys[5], s->sleep_key, s->keys[6], s->lease_key,
+    const char *argv[10] = {s->keys[0], s->keys[5], s->sleep_key, s->keys[6],          s->lease_key,
                             s->keys[2], s->token,   px,           full ? "" : s->mark, epoch};
     size_t len[10];
     for (int i = 0; i < 10; i++)

@@ -135,8 +135,8 @@ static int committed(rd_kafka_t *rk, const char *topic, long long timeout)
             if (rd_kafka_query_watermark_offsets(rk, topic, l->elems[i].partition, &lo, &hi,
                                                  (int)timeout) != RD_KAFKA_RESP_ERR_NO_ERROR)
                 rc = 1;
-            printf("%d %lld %lld\n", (int)l->elems[i].partition,
-                   (long long)l->elems[i].offset, (long long)hi);
+            printf("%d %lld %lld\n", (int)l->elems[i].partition, (long long)l->elems[i].offset,
+                   (long long)hi);
         }
     }
     if (rc)
@@ -149,9 +149,12 @@ static int committed(rd_kafka_t *rk, const char *topic, long long timeout)
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        {"brokers", required_argument, NULL, 'b'}, {"topic", required_argument, NULL, 't'},
-        {"count", required_argument, NULL, 'c'}, {"timeout-ms", required_argument, NULL, 'w'},
-        {"committed", required_argument, NULL, 'g'}, {"help", no_argument, NULL, 'h'},
+        {"brokers", required_argument, NULL, 'b'},
+        {"topic", required_argument, NULL, 't'},
+        {"count", required_argument, NULL, 'c'},
+        {"timeout-ms", required_argument, NULL, 'w'},
+        {"committed", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *brokers = NULL, *topic = NULL, *of_group = NULL;
@@ -186,11 +189,13 @@ int main(int argc, char **argv)
         snprintf(group, sizeof group, "lapse-kafka-get-%ld", (long)getpid());
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *props[][2] = {
-        {"bootstrap.servers", brokers}, {"group.id", group}, {"enable.auto.commit", "false"},
-        {"enable.partition.eof", "false"}, {"fetch.wait.max.ms", "10"}, {"log_level", "2"},
+        {"bootstrap.servers", brokers},  {"group.id", group},
+        {"enable.auto.commit", "false"}, {"enable.partition.eof", "false"},
+        {"fetch.wait.max.ms", "10"},     {"log_level", "2"},
     };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], err, sizeof err) != RD_KAFKA_CONF_OK) {
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], err, sizeof err) !=
+            RD_KAFKA_CONF_OK) {
             fprintf(stderr, PROG ": %s\n", err);
             rd_kafka_conf_destroy(conf);
             return 2;

@@ -29,12 +29,12 @@
 
 struct opts {
     const char *brokers, *topic;
-    int partition;     /* RD_KAFKA_PARTITION_UA: by key (librdkafka's partitioner) */
-    long long ts;      /* message timestamp, unix ms; 0: now */
-    int no_key;        /* the whole line is the value */
+    int partition; /* RD_KAFKA_PARTITION_UA: by key (librdkafka's partitioner) */
+    long long ts;  /* message timestamp, unix ms; 0: now */
+    int no_key;    /* the whole line is the value */
 };
 
-static long long failed;  /* messages the brokers did not take */
+static long long failed; /* messages the brokers did not take */
 static char first_error[256];
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -56,9 +56,12 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
-        {"brokers", required_argument, NULL, 'b'}, {"topic", required_argument, NULL, 't'},
-        {"partition", required_argument, NULL, 'p'}, {"timestamp", required_argument, NULL, 'T'},
-        {"no-key", no_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+        {"brokers", required_argument, NULL, 'b'},
+        {"topic", required_argument, NULL, 't'},
+        {"partition", required_argument, NULL, 'p'},
+        {"timestamp", required_argument, NULL, 'T'},
+        {"no-key", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -67,9 +70,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->partition = RD_KAFKA_PARTITION_UA;
     while ((ch = getopt_long(argc, argv, "b:t:p:T:nh", lo, NULL)) != -1) {
         switch (ch) {
-        case 'b': o->brokers = optarg; break;
-        case 't': o->topic = optarg; break;
-        case 'n': o->no_key = 1; break;
+        case 'b':
+            o->brokers = optarg;
+            break;
+        case 't':
+            o->topic = optarg;
+            break;
+        case 'n':
+            o->no_key = 1;
+            break;
         case 'p':
             o->partition = (int)strtol(optarg, &end, 10);
             if (*end || o->partition < 0) {
@@ -84,8 +93,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
             }
             break;
-        case 'h': usage(stdout); return 1;
-        default: usage(stderr); return -1;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (!o->brokers || !o->topic || optind != argc) {
@@ -98,12 +111,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static rd_kafka_t *producer_new(const struct opts *o)
 {
     static const char *const props[][2] = {
-        {"enable.idempotence", "false"}, {"max.in.flight", "1"}, {"acks", "all"}, {"linger.ms", "1"},
-        {"message.timeout.ms", "20000"}, {"log_level", "3"},
+        {"enable.idempotence", "false"},
+        {"max.in.flight", "1"},
+        {"acks", "all"},
+        {"linger.ms", "1"},
+        {"message.timeout.ms", "20000"},
+        {"log_level", "3"},
     };
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", o->brokers, err, sizeof err) != RD_KAFKA_CONF_OK)
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", o->brokers, err, sizeof err) !=
+        RD_KAFKA_CONF_OK)
         goto fail;
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
         if (rd_kafka_conf_set(conf, props[i][0], props[i][1], err, sizeof err) != RD_KAFKA_CONF_OK)
@@ -119,15 +137,14 @@ fail:
 }
 
 /* Produces one message, waiting while the local queue is full. */
-static int put(rd_kafka_t *rk, const struct opts *o, const char *key, size_t klen,
-               const char *val, size_t vlen)
+static int put(rd_kafka_t *rk, const struct opts *o, const char *key, size_t klen, const char *val,
+               size_t vlen)
 {
     for (;;) {
         rd_kafka_resp_err_t err = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_PARTITION(o->partition),
             RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)val, vlen),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(o->ts),
-            RD_KAFKA_V_END);
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(o->ts), RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
             return 0;
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {

@@ -53,53 +53,53 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: lapse-scale -c FILE COMMAND\n"
-            "  init N [--small-keys|--one-zset]\n"
-            "                                 create the layout with N shards (a power of two), one\n"
-            "                                 sorted set a shard; --small-keys: each shard many small\n"
-            "                                 keys (README), and on a namespace in one zset a shard\n"
-            "                                 it converts it, online\n"
-            "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
-            "  status --watch [--interval S] [--count N]\n"
-            "                                 the same, refreshed every S seconds (default 2): on a\n"
-            "                                 terminal redrawn, else one block per refresh; during a\n"
-            "                                 split the IDs left in old shards, their rate and when\n"
-            "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
-            "  status --due [--json]          per shard and in total, the pending deadlines by when\n"
-            "                                 they fall due (overdue, next 1 min, 10 min, 1 h, 1 day,\n"
-            "                                 later) and those in flight, on each shard's clock\n"
-            "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
-            "                                 in flight (lease, deadline dispatched), payload,\n"
-            "                                 repeat, and during a split its twin; reads only\n"
-            "                                 (an ID starting with '-': get -- ID)\n"
-            "  offline [--json] [--limit N] [--prefix P]\n"
-            "                                 the IDs offline now: written with recovery on (watch),\n"
-            "                                 timed out and not written since; the deadline that fell\n"
-            "                                 due and since when, a line each (id shard deadline since)\n"
-            "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
-            "                                 exit 0 when every shard has an active scanner and no\n"
-            "                                 due ID is more than S seconds (default 60) overdue;\n"
-            "                                 else one line per problem on stdout\n"
-            "                                 (also: a primary whose maxmemory-policy evicts, or\n"
-            "                                 whose used memory passed PCT %% (default 90) of its\n"
-            "                                 maxmemory)\n"
-            "  split [--to HOST:PORT,...] [--start-cmd 'CMD %%d']\n"
-            "                                 double the shards online; new shards on the given\n"
-            "                                 nodes (listed in the config) or beside their twins;\n"
-            "                                 prints, or runs per new shard, what starts their scanners\n"
-            "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
-            "                                 one; --drain moves those first, N a second (5000)\n"
-            "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
-            "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
-            "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
+    fprintf(
+        out,
+        "usage: lapse-scale -c FILE COMMAND\n"
+        "  init N [--small-keys|--one-zset]\n"
+        "                                 create the layout with N shards (a power of two), one\n"
+        "                                 sorted set a shard; --small-keys: each shard many small\n"
+        "                                 keys (README), and on a namespace in one zset a shard\n"
+        "                                 it converts it, online\n"
+        "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
+        "  status --watch [--interval S] [--count N]\n"
+        "                                 the same, refreshed every S seconds (default 2): on a\n"
+        "                                 terminal redrawn, else one block per refresh; during a\n"
+        "                                 split the IDs left in old shards, their rate and when\n"
+        "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
+        "  status --due [--json]          per shard and in total, the pending deadlines by when\n"
+        "                                 they fall due (overdue, next 1 min, 10 min, 1 h, 1 day,\n"
+        "                                 later) and those in flight, on each shard's clock\n"
+        "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
+        "                                 in flight (lease, deadline dispatched), payload,\n"
+        "                                 repeat, and during a split its twin; reads only\n"
+        "                                 (an ID starting with '-': get -- ID)\n"
+        "  offline [--json] [--limit N] [--prefix P]\n"
+        "                                 the IDs offline now: written with recovery on (watch),\n"
+        "                                 timed out and not written since; the deadline that fell\n"
+        "                                 due and since when, a line each (id shard deadline since)\n"
+        "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
+        "                                 exit 0 when every shard has an active scanner and no\n"
+        "                                 due ID is more than S seconds (default 60) overdue;\n"
+        "                                 else one line per problem on stdout\n"
+        "                                 (also: a primary whose maxmemory-policy evicts, or\n"
+        "                                 whose used memory passed PCT %% (default 90) of its\n"
+        "                                 maxmemory)\n"
+        "  split [--to HOST:PORT,...] [--start-cmd 'CMD %%d']\n"
+        "                                 double the shards online; new shards on the given\n"
+        "                                 nodes (listed in the config) or beside their twins;\n"
+        "                                 prints, or runs per new shard, what starts their scanners\n"
+        "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
+        "                                 one; --drain moves those first, N a second (5000)\n"
+        "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
+        "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
+        "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
 /* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
  * shard, an existing one as it is; 1 (--small-keys) a new namespace in
  * small keys, and an existing one in one zset a shard converted. */
-static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg,
-                    int form)
+static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg, int form)
 {
     char *end;
     long n = strtol(arg, &end, 10);
@@ -109,9 +109,9 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
         return 2;
     }
     char err[512];
-    int rc = lapse_layout_init(nodes[0], cfg, (uint32_t)n,
-                               form > 0 ? LAPSE_INIT_CONVERT : LAPSE_INIT_ONE_ZSET,
-                               err, sizeof err);
+    int rc =
+        lapse_layout_init(nodes[0], cfg, (uint32_t)n,
+                          form > 0 ? LAPSE_INIT_CONVERT : LAPSE_INIT_ONE_ZSET, err, sizeof err);
     struct lapse_layout l = {0};
     int small = rc >= 0 && form > 0;
     if (small && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
@@ -187,7 +187,7 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
     size_t nto = 0;
     if (to_list && cfg->cluster) {
         fprintf(stderr, "lapse-scale: split --to: on a Redis Cluster the cluster places the new "
-                "shards (their slots); move load with redis-cli --cluster reshard\n");
+                        "shards (their slots); move load with redis-cli --cluster reshard\n");
         return 2;
     }
     if (to_list && parse_nodes(cfg, to_list, to, &nto) < 0)
@@ -198,8 +198,9 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
         fprintf(stderr, "lapse-scale: split: %s\n", err);
         return 1;
     }
-    printf("namespace %s: splitting %u -> %u shards (epoch %lld); start the new shards' scanners:\n",
-           cfg->ns, l.prev_shards, l.shards, (long long)l.epoch);
+    printf(
+        "namespace %s: splitting %u -> %u shards (epoch %lld); start the new shards' scanners:\n",
+        cfg->ns, l.prev_shards, l.shards, (long long)l.epoch);
     int rc = 0;
     for (uint32_t j = l.prev_shards; j < l.shards; j++) {
         char cmd[1024];
@@ -267,12 +268,13 @@ static void say_waiting(void *ctx, const char *why, int wait_ms)
  * on until the node answers: they try once, and stop only on a refusal.
  * 0, or -1 with the reason on stderr and *rc the exit status: 78
  * (EX_CONFIG) for a refusal, else 1. */
-static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const char *cmd,
-                         int watch, int *rc)
+static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const char *cmd, int watch,
+                         int *rc)
 {
     int said = 0, once = strcmp(cmd, "check") == 0 || (strcmp(cmd, "status") == 0 && watch);
-    if ((once ? lapse_redis_ensure(r) : lapse_redis_ensure_within(r, cfg->redis_retry_timeout_ms,
-                                                                  NULL, say_waiting, &said)) == 0 ||
+    if ((once ? lapse_redis_ensure(r)
+              : lapse_redis_ensure_within(r, cfg->redis_retry_timeout_ms, NULL, say_waiting,
+                                          &said)) == 0 ||
         (once && !lapse_redis_refused(r)))
         return 0;
     fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(r));
@@ -301,9 +303,8 @@ struct scale_cmd {
     const char *opts;
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, "ko"},      {"status", 0, "jwinu"}, {"get", 1, "j"},
-    {"check", 0, "jmM"},  {"split", 0, "ts"},    {"finish", 0, "dr"},
-    {"offline", 0, "jlp"},
+    {"init", 1, "ko"},  {"status", 0, "jwinu"}, {"get", 1, "j"},       {"check", 0, "jmM"},
+    {"split", 0, "ts"}, {"finish", 0, "dr"},    {"offline", 0, "jlp"},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -317,7 +318,8 @@ static const struct scale_cmd *scale_cmd_find(const char *name)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, form = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0, due = 0;
+    int as_json = 0, form = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0,
+        due = 0;
     int64_t max_overdue_ms = 60000;
     int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
     long limit = 0;
@@ -344,18 +346,29 @@ int main(int argc, char **argv)
     };
     int ch;
     char given[32] = ""; /* the options given, by their letter in opts */
-    char bad[64] = ""; /* the first option getopt did not take, reported once the command is known */
+    char bad[64] =
+        ""; /* the first option getopt did not take, reported once the command is known */
     const char *what = "unknown option", *why = ""; /* what bad is, what is wrong with it */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
         if (ch != '?' && ch != ':' && !strchr(given, ch) && strlen(given) < sizeof given - 1)
             given[strlen(given)] = (char)ch;
         switch (ch) {
-        case 'c': path = optarg; break;
-        case 'j': as_json = 1; break;
-        case 't': to = optarg; break;
-        case 's': start_cmd = optarg; break;
-        case 'd': drain = 1; break;
+        case 'c':
+            path = optarg;
+            break;
+        case 'j':
+            as_json = 1;
+            break;
+        case 't':
+            to = optarg;
+            break;
+        case 's':
+            start_cmd = optarg;
+            break;
+        case 'd':
+            drain = 1;
+            break;
         case 'r':
             rate = atoi(optarg);
             if (rate < 1) {
@@ -363,8 +376,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'w': watch = 1; break;
-        case 'p': prefix = optarg; break;
+        case 'w':
+            watch = 1;
+            break;
+        case 'p':
+            prefix = optarg;
+            break;
         case 'l': {
             char *end;
             limit = strtol(optarg, &end, 10);
@@ -374,11 +391,14 @@ int main(int argc, char **argv)
             }
             break;
         }
-        case 'u': due = 1; break;
+        case 'u':
+            due = 1;
+            break;
         case 'k':
         case 'o':
             if (form != 0 && form != (ch == 'k' ? 1 : -1)) {
-                fprintf(stderr, "lapse-scale: init: --small-keys and --one-zset do not go together\n");
+                fprintf(stderr,
+                        "lapse-scale: init: --small-keys and --one-zset do not go together\n");
                 return 2;
             }
             form = ch == 'k' ? 1 : -1;
@@ -399,7 +419,8 @@ int main(int argc, char **argv)
             char *end;
             double sec = strtod(optarg, &end);
             if (*optarg == '\0' || *end != '\0' || !(sec >= (ch == 'i' ? 0.1 : 0)) || sec > 86400) {
-                fprintf(stderr, "lapse-scale: --%s: \"%s\" is not a number of seconds (%s..86400)\n",
+                fprintf(stderr,
+                        "lapse-scale: --%s: \"%s\" is not a number of seconds (%s..86400)\n",
                         ch == 'i' ? "interval" : "max-overdue", optarg, ch == 'i' ? "0.1" : "0");
                 return 2;
             }
@@ -416,7 +437,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
         default: {
             /* the word is argv[optind - 1] for a long option (and a short
              * one lacking its value), optopt for an unknown short one */
@@ -451,7 +474,8 @@ int main(int argc, char **argv)
     }
     const struct scale_cmd *c = scale_cmd_find(cmd);
     if (!c || argc - optind - 1 != c->nargs) {
-        fprintf(stderr, "lapse-scale: unknown command or wrong arguments: %s; see lapse-scale --help\n",
+        fprintf(stderr,
+                "lapse-scale: unknown command or wrong arguments: %s; see lapse-scale --help\n",
                 cmd);
         return 2;
     }
@@ -461,8 +485,9 @@ int main(int argc, char **argv)
         const struct option *o = opts;
         while (o->name && o->val != *g)
             o++;
-        fprintf(stderr, "lapse-scale: %s: option --%s does not go with %s; see lapse-scale --help\n",
-                cmd, o->name ? o->name : "?", cmd);
+        fprintf(stderr,
+                "lapse-scale: %s: option --%s does not go with %s; see lapse-scale --help\n", cmd,
+                o->name ? o->name : "?", cmd);
         return 2;
     }
     char err[512];
@@ -483,8 +508,8 @@ int main(int argc, char **argv)
     /* status, check and get only read: they connect to a Redis whose
      * maxmemory-policy evicts, to show it (status) and fail on it (check);
      * init, split and finish write, and refuse it as every program does */
-    int writes = strcmp(cmd, "init") == 0 || strcmp(cmd, "split") == 0 ||
-                 strcmp(cmd, "finish") == 0;
+    int writes =
+        strcmp(cmd, "init") == 0 || strcmp(cmd, "split") == 0 || strcmp(cmd, "finish") == 0;
     if (!writes)
         cfg.redis_accept_eviction = 1;
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);

@@ -40,12 +40,12 @@
 #include <librdkafka/rdkafka.h>
 
 #define PROG "lapse-tail"
-#define TICK_MS 100           /* longest wait before the stop flag is seen */
-#define METADATA_MS 1000      /* longest single metadata request */
-#define UNPARSABLE_SHOW 80    /* bytes of a bad value shown */
-#define PAYLOAD_SHOW 200      /* bytes of a payload shown in demo format */
-#define MAX_CONF 64           /* -X properties */
-#define WARN_EVERY_MS 5000    /* at most one Kafka warning per this period */
+#define TICK_MS 100        /* longest wait before the stop flag is seen */
+#define METADATA_MS 1000   /* longest single metadata request */
+#define UNPARSABLE_SHOW 80 /* bytes of a bad value shown */
+#define PAYLOAD_SHOW 200   /* bytes of a payload shown in demo format */
+#define MAX_CONF 64        /* -X properties */
+#define WARN_EVERY_MS 5000 /* at most one Kafka warning per this period */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -53,293 +53,309 @@ enum format { FORMAT_JSON, FORMAT_DEMO };
 
 /* Command-line settings. */
 struct opts {
-        const char *brokers;
-        const char *topic;
-        long long count;      /* stop after this many messages; 0: no limit */
-        long long timeout_ms; /* stop after this long; 0: no limit */
-        enum format format;
-        int keys;             /* json format: print key<TAB>value */
-        const char *conf[MAX_CONF][2]; /* -X name=value, applied last */
-        int conf_cnt;
+    const char *brokers;
+    const char *topic;
+    long long count;      /* stop after this many messages; 0: no limit */
+    long long timeout_ms; /* stop after this long; 0: no limit */
+    enum format format;
+    int keys;                      /* json format: print key<TAB>value */
+    const char *conf[MAX_CONF][2]; /* -X name=value, applied last */
+    int conf_cnt;
 };
 
-static void on_signal(int sig) {
-        (void)sig;
-        stop_requested = 1;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
 }
 
-static void usage(FILE *f) {
-        fprintf(f,
-"usage: " PROG " -b BROKERS -t TOPIC [--count N] [--timeout-ms MS]\n"
-"                  [--format json|demo] [--keys] [-X prop=value ...]\n"
-"       " PROG " --help\n"
-"\n"
-"Prints every message of TOPIC, all partitions, from the beginning.\n"
-"\n"
-"  -b, --brokers BROKERS  bootstrap servers, host:port[,host:port...]\n"
-"  -t, --topic TOPIC      topic to read; waited for until it exists\n"
-"  --count N              exit 0 after N messages\n"
-"  --timeout-ms MS        exit after MS ms: 0, or 1 if --count N was not met\n"
-"  --format json          each message value on one line (default)\n"
-"  --format demo          one readable line per lapse event\n"
-"  --keys                 json format: print KEY<TAB>VALUE\n"
-"  -X prop=value          extra librdkafka property (e.g. -X debug=fetch)\n"
-"\n"
-"Without --count and --timeout-ms it runs until SIGTERM/SIGINT.\n");
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: " PROG " -b BROKERS -t TOPIC [--count N] [--timeout-ms MS]\n"
+               "                  [--format json|demo] [--keys] [-X prop=value ...]\n"
+               "       " PROG " --help\n"
+               "\n"
+               "Prints every message of TOPIC, all partitions, from the beginning.\n"
+               "\n"
+               "  -b, --brokers BROKERS  bootstrap servers, host:port[,host:port...]\n"
+               "  -t, --topic TOPIC      topic to read; waited for until it exists\n"
+               "  --count N              exit 0 after N messages\n"
+               "  --timeout-ms MS        exit after MS ms: 0, or 1 if --count N was not met\n"
+               "  --format json          each message value on one line (default)\n"
+               "  --format demo          one readable line per lapse event\n"
+               "  --keys                 json format: print KEY<TAB>VALUE\n"
+               "  -X prop=value          extra librdkafka property (e.g. -X debug=fetch)\n"
+               "\n"
+               "Without --count and --timeout-ms it runs until SIGTERM/SIGINT.\n");
 }
 
-static long long now_ms(void) {
-        struct timespec ts;
+static long long now_ms(void)
+{
+    struct timespec ts;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Parses all of s as an integer in [min, max]. Returns 0, or -1. */
-static int parse_ll(const char *s, long long min, long long max,
-                    long long *out) {
-        char *end;
-        long long v;
+static int parse_ll(const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    long long v;
 
-        if (s == NULL || *s == '\0')
-                return -1;
-        errno = 0;
-        v     = strtoll(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v < min || v > max)
-                return -1;
-        *out = v;
-        return 0;
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 /*
  * Fills *o from argv. Returns 0, 1 when --help was printed, or -1 after a
  * one-line reason on stderr.
  */
-static int parse_args(int argc, char **argv, struct opts *o) {
-        enum { OPT_COUNT = 256, OPT_TIMEOUT, OPT_FORMAT, OPT_KEYS };
-        static const struct option longopts[] = {
-            {"brokers", required_argument, NULL, 'b'},
-            {"topic", required_argument, NULL, 't'},
-            {"count", required_argument, NULL, OPT_COUNT},
-            {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
-            {"format", required_argument, NULL, OPT_FORMAT},
-            {"keys", no_argument, NULL, OPT_KEYS},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0},
-        };
-        int c;
-        char *eq;
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    enum { OPT_COUNT = 256, OPT_TIMEOUT, OPT_FORMAT, OPT_KEYS };
+    static const struct option longopts[] = {
+        {"brokers", required_argument, NULL, 'b'},
+        {"topic", required_argument, NULL, 't'},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"keys", no_argument, NULL, OPT_KEYS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    char *eq;
 
-        memset(o, 0, sizeof(*o));
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":b:t:X:h", longopts, NULL)) !=
-               -1) {
-                switch (c) {
-                case 'b': o->brokers = optarg; break;
-                case 't': o->topic = optarg; break;
-                case 'h': usage(stdout); return 1;
-                case OPT_KEYS: o->keys = 1; break;
-                case OPT_COUNT:
-                        if (parse_ll(optarg, 1, INT64_MAX, &o->count) == -1) {
-                                fprintf(stderr, PROG ": --count needs an "
-                                        "integer >= 1\n");
-                                return -1;
-                        }
-                        break;
-                case OPT_TIMEOUT:
-                        if (parse_ll(optarg, 1, INT64_MAX / 2,
-                                     &o->timeout_ms) == -1) {
-                                fprintf(stderr, PROG ": --timeout-ms needs "
-                                        "an integer >= 1\n");
-                                return -1;
-                        }
-                        break;
-                case OPT_FORMAT:
-                        if (strcmp(optarg, "json") == 0)
-                                o->format = FORMAT_JSON;
-                        else if (strcmp(optarg, "demo") == 0)
-                                o->format = FORMAT_DEMO;
-                        else {
-                                fprintf(stderr, PROG ": --format is json or "
-                                        "demo, not '%s'\n", optarg);
-                                return -1;
-                        }
-                        break;
-                case 'X':
-                        eq = strchr(optarg, '=');
-                        if (eq == NULL || eq == optarg ||
-                            o->conf_cnt == MAX_CONF) {
-                                fprintf(stderr, PROG ": -X needs prop=value "
-                                        "(at most %d)\n", MAX_CONF);
-                                return -1;
-                        }
-                        *eq = '\0';
-                        o->conf[o->conf_cnt][0] = optarg;
-                        o->conf[o->conf_cnt][1] = eq + 1;
-                        o->conf_cnt++;
-                        break;
-                case ':':
-                        fprintf(stderr, PROG ": %s needs a value (try "
-                                "--help)\n", argv[optind - 1]);
-                        return -1;
-                default:
-                        fprintf(stderr, PROG ": unknown option %s (try "
-                                "--help)\n", argv[optind - 1]);
-                        return -1;
-                }
-        }
-        if (optind < argc) {
-                fprintf(stderr, PROG ": unexpected argument '%s' (try "
-                        "--help)\n", argv[optind]);
+    memset(o, 0, sizeof(*o));
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":b:t:X:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            o->brokers = optarg;
+            break;
+        case 't':
+            o->topic = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case OPT_KEYS:
+            o->keys = 1;
+            break;
+        case OPT_COUNT:
+            if (parse_ll(optarg, 1, INT64_MAX, &o->count) == -1) {
+                fprintf(stderr, PROG ": --count needs an "
+                                     "integer >= 1\n");
                 return -1;
-        }
-        if (o->brokers == NULL || o->topic == NULL) {
-                fprintf(stderr, PROG ": -b BROKERS and -t TOPIC are required "
-                        "(try --help)\n");
+            }
+            break;
+        case OPT_TIMEOUT:
+            if (parse_ll(optarg, 1, INT64_MAX / 2, &o->timeout_ms) == -1) {
+                fprintf(stderr, PROG ": --timeout-ms needs "
+                                     "an integer >= 1\n");
                 return -1;
+            }
+            break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "json") == 0)
+                o->format = FORMAT_JSON;
+            else if (strcmp(optarg, "demo") == 0)
+                o->format = FORMAT_DEMO;
+            else {
+                fprintf(stderr,
+                        PROG ": --format is json or "
+                             "demo, not '%s'\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case 'X':
+            eq = strchr(optarg, '=');
+            if (eq == NULL || eq == optarg || o->conf_cnt == MAX_CONF) {
+                fprintf(stderr,
+                        PROG ": -X needs prop=value "
+                             "(at most %d)\n",
+                        MAX_CONF);
+                return -1;
+            }
+            *eq = '\0';
+            o->conf[o->conf_cnt][0] = optarg;
+            o->conf[o->conf_cnt][1] = eq + 1;
+            o->conf_cnt++;
+            break;
+        case ':':
+            fprintf(stderr,
+                    PROG ": %s needs a value (try "
+                         "--help)\n",
+                    argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr,
+                    PROG ": unknown option %s (try "
+                         "--help)\n",
+                    argv[optind - 1]);
+            return -1;
         }
-        return 0;
+    }
+    if (optind < argc) {
+        fprintf(stderr,
+                PROG ": unexpected argument '%s' (try "
+                     "--help)\n",
+                argv[optind]);
+        return -1;
+    }
+    if (o->brokers == NULL || o->topic == NULL) {
+        fprintf(stderr, PROG ": -b BROKERS and -t TOPIC are required "
+                             "(try --help)\n");
+        return -1;
+    }
+    return 0;
 }
 
 /* Writes n bytes with control bytes escaped, so the line stays one line. */
-static void put_escaped(FILE *f, const char *p, size_t n) {
-        size_t i;
+static void put_escaped(FILE *f, const char *p, size_t n)
+{
+    size_t i;
 
-        for (i = 0; i < n; i++) {
-                unsigned char ch = (unsigned char)p[i];
+    for (i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
 
-                if (ch == '\n')
-                        fputs("\\n", f);
-                else if (ch == '\t')
-                        fputs("\\t", f);
-                else if (ch == '\r')
-                        fputs("\\r", f);
-                else if (ch < 0x20 || ch == 0x7f)
-                        fprintf(f, "\\x%02x", ch);
-                else
-                        fputc(ch, f);
-        }
+        if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch == '\t')
+            fputs("\\t", f);
+        else if (ch == '\r')
+            fputs("\\r", f);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
 }
 
 /* put_escaped() of at most max bytes, then "..." if there was more. */
-static void put_clipped(FILE *f, const char *p, size_t n, size_t max) {
-        put_escaped(f, p, n > max ? max : n);
-        if (n > max)
-                fputs("...", f);
+static void put_clipped(FILE *f, const char *p, size_t n, size_t max)
+{
+    put_escaped(f, p, n > max ? max : n);
+    if (n > max)
+        fputs("...", f);
 }
 
 /* Local wall-clock HH:MM:SS.mmm of a Unix time in ms into buf (>= 16). */
-static void format_clock(long long unix_ms, char *buf, size_t size) {
-        long long sec = unix_ms / 1000, ms = unix_ms % 1000;
-        time_t t;
-        struct tm tm;
+static void format_clock(long long unix_ms, char *buf, size_t size)
+{
+    long long sec = unix_ms / 1000, ms = unix_ms % 1000;
+    time_t t;
+    struct tm tm;
 
-        if (ms < 0) { /* floor, for times before 1970 */
-                ms += 1000;
-                sec -= 1;
-        }
-        t = (time_t)sec;
-        if (localtime_r(&t, &tm) == NULL) {
-                snprintf(buf, size, "?");
-                return;
-        }
-        snprintf(buf, size, "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min,
-                 tm.tm_sec, ms);
+    if (ms < 0) { /* floor, for times before 1970 */
+        ms += 1000;
+        sec -= 1;
+    }
+    t = (time_t)sec;
+    if (localtime_r(&t, &tm) == NULL) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    snprintf(buf, size, "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
 /*
  * Prints one event in demo format. Returns 0, or -1 (nothing printed) when
  * the value is not a lapse event.
  */
-static int print_demo_event(const char *val, size_t len) {
-        json_error_t jerr;
-        json_t *ev, *id, *dl, *fired, *shard, *ns, *payload, *seq;
-        char clock[32];
-        json_int_t late;
+static int print_demo_event(const char *val, size_t len)
+{
+    json_error_t jerr;
+    json_t *ev, *id, *dl, *fired, *shard, *ns, *payload, *seq;
+    char clock[32];
+    json_int_t late;
 
-        ev = json_loadb(val, len, 0, &jerr);
-        if (ev == NULL)
-                return -1;
-        id      = json_object_get(ev, "id");
-        dl      = json_object_get(ev, "deadline_ms");
-        fired   = json_object_get(ev, "fired_ms");
-        shard   = json_object_get(ev, "shard");
-        ns      = json_object_get(ev, "ns");
-        payload = json_object_get(ev, "payload");
-        seq     = json_object_get(ev, "seq");
-        if (!json_is_object(ev) || !json_is_string(id) ||
-            !json_is_integer(dl) || !json_is_integer(fired) ||
-            !json_is_integer(shard) || (ns != NULL && !json_is_string(ns)) ||
-            __builtin_sub_overflow(json_integer_value(fired),
-                                   json_integer_value(dl), &late)) {
-                json_decref(ev);
-                return -1;
-        }
+    ev = json_loadb(val, len, 0, &jerr);
+    if (ev == NULL)
+        return -1;
+    id = json_object_get(ev, "id");
+    dl = json_object_get(ev, "deadline_ms");
+    fired = json_object_get(ev, "fired_ms");
+    shard = json_object_get(ev, "shard");
+    ns = json_object_get(ev, "ns");
+    payload = json_object_get(ev, "payload");
+    seq = json_object_get(ev, "seq");
+    if (!json_is_object(ev) || !json_is_string(id) || !json_is_integer(dl) ||
+        !json_is_integer(fired) || !json_is_integer(shard) || (ns != NULL && !json_is_string(ns)) ||
+        __builtin_sub_overflow(json_integer_value(fired), json_integer_value(dl), &late)) {
+        json_decref(ev);
+        return -1;
+    }
 
-        json_t *type = json_object_get(ev, "type"), *back = json_object_get(ev, "recovered_ms");
-        if (json_is_string(type) && strcmp(json_string_value(type), "recovered") == 0 &&
-            json_is_integer(back)) {
-                /* the ID came back: after how long, counted from the
+    json_t *type = json_object_get(ev, "type"), *back = json_object_get(ev, "recovered_ms");
+    if (json_is_string(type) && strcmp(json_string_value(type), "recovered") == 0 &&
+        json_is_integer(back)) {
+        /* the ID came back: after how long, counted from the
                  * deadline that fell due */
-                format_clock(json_integer_value(back), clock, sizeof(clock));
-                fputs("recovered  ", stdout);
-                put_escaped(stdout, json_string_value(id), json_string_length(id));
-                printf("  at %s  down %.1f s  shard %lld\n", clock,
-                       (double)(json_integer_value(back) - json_integer_value(dl)) / 1000.0,
-                       (long long)json_integer_value(shard));
-                json_decref(ev);
-                return 0;
-        }
-        format_clock(json_integer_value(dl), clock, sizeof(clock));
-        fputs("timeout  ", stdout);
+        format_clock(json_integer_value(back), clock, sizeof(clock));
+        fputs("recovered  ", stdout);
         put_escaped(stdout, json_string_value(id), json_string_length(id));
-        printf("  deadline %s  fired %+lld ms late  shard %lld", clock,
-               (long long)late,
+        printf("  at %s  down %.1f s  shard %lld\n", clock,
+               (double)(json_integer_value(back) - json_integer_value(dl)) / 1000.0,
                (long long)json_integer_value(shard));
-        if (json_is_string(payload)) {
-                fputs("  payload=", stdout);
-                put_clipped(stdout, json_string_value(payload),
-                            json_string_length(payload), PAYLOAD_SHOW);
-        } else if (payload != NULL && !json_is_null(payload)) {
-                /* Not lapse's own (a string), but show what is there. */
-                char *dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
-
-                if (dump != NULL) {
-                        fputs("  payload=", stdout);
-                        put_clipped(stdout, dump, strlen(dump), PAYLOAD_SHOW);
-                        free(dump);
-                }
-        }
-        if (json_is_integer(seq))
-                printf("  seq=%lld", (long long)json_integer_value(seq));
-        fputc('\n', stdout);
         json_decref(ev);
         return 0;
+    }
+    format_clock(json_integer_value(dl), clock, sizeof(clock));
+    fputs("timeout  ", stdout);
+    put_escaped(stdout, json_string_value(id), json_string_length(id));
+    printf("  deadline %s  fired %+lld ms late  shard %lld", clock, (long long)late,
+           (long long)json_integer_value(shard));
+    if (json_is_string(payload)) {
+        fputs("  payload=", stdout);
+        put_clipped(stdout, json_string_value(payload), json_string_length(payload), PAYLOAD_SHOW);
+    } else if (payload != NULL && !json_is_null(payload)) {
+        /* Not lapse's own (a string), but show what is there. */
+        char *dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
+
+        if (dump != NULL) {
+            fputs("  payload=", stdout);
+            put_clipped(stdout, dump, strlen(dump), PAYLOAD_SHOW);
+            free(dump);
+        }
+    }
+    if (json_is_integer(seq))
+        printf("  seq=%lld", (long long)json_integer_value(seq));
+    fputc('\n', stdout);
+    json_decref(ev);
+    return 0;
 }
 
 /* Prints one message as the options say. Returns 0, or -1 if stdout failed. */
-static int print_message(const struct opts *o, const rd_kafka_message_t *m) {
-        const char *val = m->payload ? (const char *)m->payload : "";
-        size_t len      = m->payload ? m->len : 0;
+static int print_message(const struct opts *o, const rd_kafka_message_t *m)
+{
+    const char *val = m->payload ? (const char *)m->payload : "";
+    size_t len = m->payload ? m->len : 0;
 
-        if (o->format == FORMAT_DEMO) {
-                if (print_demo_event(val, len) == -1) {
-                        fputs("unparsable event: ", stdout);
-                        put_escaped(stdout, val,
-                                    len > UNPARSABLE_SHOW ? UNPARSABLE_SHOW
-                                                          : len);
-                        fputc('\n', stdout);
-                }
-        } else {
-                if (o->keys) {
-                        if (m->key != NULL)
-                                fwrite(m->key, 1, m->key_len, stdout);
-                        fputc('\t', stdout);
-                }
-                fwrite(val, 1, len, stdout);
-                fputc('\n', stdout);
+    if (o->format == FORMAT_DEMO) {
+        if (print_demo_event(val, len) == -1) {
+            fputs("unparsable event: ", stdout);
+            put_escaped(stdout, val, len > UNPARSABLE_SHOW ? UNPARSABLE_SHOW : len);
+            fputc('\n', stdout);
         }
-        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
+    } else {
+        if (o->keys) {
+            if (m->key != NULL)
+                fwrite(m->key, 1, m->key_len, stdout);
+            fputc('\t', stdout);
+        }
+        fwrite(val, 1, len, stdout);
+        fputc('\n', stdout);
+    }
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
 }
 
 /*
@@ -348,89 +364,91 @@ static int print_message(const struct opts *o, const rd_kafka_message_t *m) {
  * tail that waits on a wrong address must not be silent either. librdkafka
  * keeps retrying by itself; nothing here ends the tail.
  */
-static void warn_kafka(const char *what) {
-        static long long last;
-        long long now = now_ms();
+static void warn_kafka(const char *what)
+{
+    static long long last;
+    long long now = now_ms();
 
-        if (last != 0 && now - last < WARN_EVERY_MS)
-                return;
-        last = now;
-        fprintf(stderr, PROG ": warning: kafka: %s\n", what);
+    if (last != 0 && now - last < WARN_EVERY_MS)
+        return;
+    last = now;
+    fprintf(stderr, PROG ": warning: kafka: %s\n", what);
 }
 
 /* error_cb: runs on the main thread, inside rd_kafka_consumer_poll(). */
-static void on_error(rd_kafka_t *rk, int err, const char *reason,
-                     void *opaque) {
-        (void)rk;
-        (void)err;
-        (void)opaque;
-        warn_kafka(reason);
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    (void)err;
+    (void)opaque;
+    warn_kafka(reason);
 }
 
 /* Sets one property or prints why not. Returns 0 or -1. */
-static int conf_set(rd_kafka_conf_t *conf, const char *name,
-                    const char *value) {
-        char errstr[512];
+static int conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+    char errstr[512];
 
-        if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) !=
-            RD_KAFKA_CONF_OK) {
-                fprintf(stderr, PROG ": %s\n", errstr);
-                return -1;
-        }
-        return 0;
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+        fprintf(stderr, PROG ": %s\n", errstr);
+        return -1;
+    }
+    return 0;
 }
 
 /* Creates the consumer. Returns NULL after printing why. */
-static rd_kafka_t *consumer_new(const struct opts *o) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        char group[64], errstr[512];
-        rd_kafka_t *rk;
-        int i;
+static rd_kafka_t *consumer_new(const struct opts *o)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char group[64], errstr[512];
+    rd_kafka_t *rk;
+    int i;
 
-        snprintf(group, sizeof(group), "lapse-tail-%ld", (long)getpid());
-        if (conf_set(conf, "bootstrap.servers", o->brokers) == -1 ||
-            conf_set(conf, "group.id", group) == -1 ||
-            conf_set(conf, "enable.auto.commit", "false") == -1 ||
-            conf_set(conf, "enable.auto.offset.store", "false") == -1 ||
-            conf_set(conf, "enable.partition.eof", "false") == -1 ||
-            conf_set(conf, "auto.offset.reset", "earliest") == -1 ||
-            conf_set(conf, "fetch.wait.max.ms", "10") == -1 ||
-            /* Back from a broker outage within a second, not the default
+    snprintf(group, sizeof(group), "lapse-tail-%ld", (long)getpid());
+    if (conf_set(conf, "bootstrap.servers", o->brokers) == -1 ||
+        conf_set(conf, "group.id", group) == -1 ||
+        conf_set(conf, "enable.auto.commit", "false") == -1 ||
+        conf_set(conf, "enable.auto.offset.store", "false") == -1 ||
+        conf_set(conf, "enable.partition.eof", "false") == -1 ||
+        conf_set(conf, "auto.offset.reset", "earliest") == -1 ||
+        conf_set(conf, "fetch.wait.max.ms", "10") == -1 ||
+        /* Back from a broker outage within a second, not the default
              * ten (tests take brokers down on purpose). */
-            conf_set(conf, "reconnect.backoff.max.ms", "1000") == -1 ||
-            conf_set(conf, "log_level", "2") == -1) {
-                rd_kafka_conf_destroy(conf);
-                return NULL;
-        }
-        /* Errors reach on_error once; librdkafka's own logs of the same
+        conf_set(conf, "reconnect.backoff.max.ms", "1000") == -1 ||
+        conf_set(conf, "log_level", "2") == -1) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    /* Errors reach on_error once; librdkafka's own logs of the same
          * events stay below log_level unless -X log_level=7 asks. */
-        rd_kafka_conf_set_error_cb(conf, on_error);
-        for (i = 0; i < o->conf_cnt; i++) {
-                if (conf_set(conf, o->conf[i][0], o->conf[i][1]) == -1) {
-                        rd_kafka_conf_destroy(conf);
-                        return NULL;
-                }
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    for (i = 0; i < o->conf_cnt; i++) {
+        if (conf_set(conf, o->conf[i][0], o->conf[i][1]) == -1) {
+            rd_kafka_conf_destroy(conf);
+            return NULL;
         }
-        rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        if (rk == NULL) {
-                fprintf(stderr, PROG ": cannot create consumer: %s\n", errstr);
-                rd_kafka_conf_destroy(conf); /* not taken on failure */
-                return NULL;
-        }
-        rd_kafka_poll_set_consumer(rk);
-        return rk;
+    }
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (rk == NULL) {
+        fprintf(stderr, PROG ": cannot create consumer: %s\n", errstr);
+        rd_kafka_conf_destroy(conf); /* not taken on failure */
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
 }
 
 /* Milliseconds left before the deadline (0: none), capped at cap. */
-static int wait_ms(long long deadline, int cap) {
-        long long left;
+static int wait_ms(long long deadline, int cap)
+{
+    long long left;
 
-        if (deadline == 0)
-                return cap;
-        left = deadline - now_ms();
-        if (left <= 0)
-                return 0;
-        return left < cap ? (int)left : cap;
+    if (deadline == 0)
+        return cap;
+    left = deadline - now_ms();
+    if (left <= 0)
+        return 0;
+    return left < cap ? (int)left : cap;
 }
 
 /*
@@ -444,24 +462,21 @@ static int wait_ms(long long deadline, int cap) {
  * brokers did not answer for stay at BEGINNING: still read from the
  * beginning, only later.
  */
-static void start_offsets(rd_kafka_t *rk,
-                          rd_kafka_topic_partition_list_t *parts,
-                          long long deadline) {
-        rd_kafka_topic_partition_list_t *q =
-            rd_kafka_topic_partition_list_copy(parts);
-        int ms = wait_ms(deadline, METADATA_MS);
-        int i;
+static void start_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts,
+                          long long deadline)
+{
+    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_copy(parts);
+    int ms = wait_ms(deadline, METADATA_MS);
+    int i;
 
-        if (ms > 0 && rd_kafka_offsets_for_times(rk, q, ms) ==
-                          RD_KAFKA_RESP_ERR_NO_ERROR) {
-                for (i = 0; i < q->cnt && i < parts->cnt; i++) {
-                        if (q->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                            q->elems[i].offset >= 0 &&
-                            q->elems[i].partition == parts->elems[i].partition)
-                                parts->elems[i].offset = q->elems[i].offset;
-                }
+    if (ms > 0 && rd_kafka_offsets_for_times(rk, q, ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (i = 0; i < q->cnt && i < parts->cnt; i++) {
+            if (q->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && q->elems[i].offset >= 0 &&
+                q->elems[i].partition == parts->elems[i].partition)
+                parts->elems[i].offset = q->elems[i].offset;
         }
-        rd_kafka_topic_partition_list_destroy(q);
+    }
+    rd_kafka_topic_partition_list_destroy(q);
 }
 
 /*
@@ -470,142 +485,143 @@ static void start_offsets(rd_kafka_t *rk,
  * reached). Returns 0; 1 when stopped by a signal; -1 after printing why,
  * including when the deadline passed first.
  */
-static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline) {
-        rd_kafka_topic_partition_list_t *parts = NULL;
-        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
-        rd_kafka_message_t *m;
-        int i, j;
+static int assign_all(rd_kafka_t *rk, const char *topic, long long deadline)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    rd_kafka_message_t *m;
+    int i, j;
 
-        while (!stop_requested && (deadline == 0 || now_ms() < deadline)) {
-                const struct rd_kafka_metadata *md = NULL;
-                int ms = wait_ms(deadline, METADATA_MS);
+    while (!stop_requested && (deadline == 0 || now_ms() < deadline)) {
+        const struct rd_kafka_metadata *md = NULL;
+        int ms = wait_ms(deadline, METADATA_MS);
 
-                /* All topics, not just ours: a request naming the topic
+        /* All topics, not just ours: a request naming the topic
                  * may create it with the broker's defaults (the mock
                  * cluster does, even for consumers), and the tail must
                  * never decide a topic's partition count. */
-                err = rd_kafka_metadata(rk, 1, NULL, &md, ms > 0 ? ms : 1);
-                if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                        err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
-                        for (i = 0; i < md->topic_cnt; i++) {
-                                const struct rd_kafka_metadata_topic *t =
-                                    &md->topics[i];
+        err = rd_kafka_metadata(rk, 1, NULL, &md, ms > 0 ? ms : 1);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+            for (i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *t = &md->topics[i];
 
-                                if (strcmp(t->topic, topic) != 0)
-                                        continue;
-                                err = t->err;
-                                if (err || t->partition_cnt <= 0)
-                                        break;
-                                parts = rd_kafka_topic_partition_list_new(
-                                    t->partition_cnt);
-                                for (j = 0; j < t->partition_cnt; j++)
-                                        rd_kafka_topic_partition_list_add(
-                                            parts, topic, t->partitions[j].id)
-                                            ->offset =
-                                            RD_KAFKA_OFFSET_BEGINNING;
-                                break;
-                        }
-                        rd_kafka_metadata_destroy(md);
-                }
-                if (parts != NULL)
-                        break;
-                /* Not there yet (or brokers unreachable): ask again soon;
+                if (strcmp(t->topic, topic) != 0)
+                    continue;
+                err = t->err;
+                if (err || t->partition_cnt <= 0)
+                    break;
+                parts = rd_kafka_topic_partition_list_new(t->partition_cnt);
+                for (j = 0; j < t->partition_cnt; j++)
+                    rd_kafka_topic_partition_list_add(parts, topic, t->partitions[j].id)->offset =
+                        RD_KAFKA_OFFSET_BEGINNING;
+                break;
+            }
+            rd_kafka_metadata_destroy(md);
+        }
+        if (parts != NULL)
+            break;
+        /* Not there yet (or brokers unreachable): ask again soon;
                  * consumer_poll doubles as the pause and serves events. */
-                m = rd_kafka_consumer_poll(rk, wait_ms(deadline, TICK_MS));
-                if (m != NULL)
-                        rd_kafka_message_destroy(m);
-        }
-        if (parts == NULL) {
-                if (stop_requested)
-                        return 1;
-                fprintf(stderr, PROG ": topic %s not available before the "
-                        "timeout: %s\n", topic, rd_kafka_err2str(err));
-                return -1;
-        }
-        start_offsets(rk, parts, deadline);
-        err = rd_kafka_assign(rk, parts);
-        rd_kafka_topic_partition_list_destroy(parts);
-        if (err) {
-                fprintf(stderr, PROG ": assign %s: %s\n", topic,
-                        rd_kafka_err2str(err));
-                return -1;
-        }
-        return 0;
+        m = rd_kafka_consumer_poll(rk, wait_ms(deadline, TICK_MS));
+        if (m != NULL)
+            rd_kafka_message_destroy(m);
+    }
+    if (parts == NULL) {
+        if (stop_requested)
+            return 1;
+        fprintf(stderr,
+                PROG ": topic %s not available before the "
+                     "timeout: %s\n",
+                topic, rd_kafka_err2str(err));
+        return -1;
+    }
+    start_offsets(rk, parts, deadline);
+    err = rd_kafka_assign(rk, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    if (err) {
+        fprintf(stderr, PROG ": assign %s: %s\n", topic, rd_kafka_err2str(err));
+        return -1;
+    }
+    return 0;
 }
 
 /*
  * Prints messages until the count, the deadline or a signal. Returns the
  * exit status.
  */
-static int tail(rd_kafka_t *rk, const struct opts *o, long long deadline) {
-        long long seen = 0;
-        int r;
+static int tail(rd_kafka_t *rk, const struct opts *o, long long deadline)
+{
+    long long seen = 0;
+    int r;
 
-        if ((r = assign_all(rk, o->topic, deadline)) != 0)
-                return r == 1 ? 0 : 1;
+    if ((r = assign_all(rk, o->topic, deadline)) != 0)
+        return r == 1 ? 0 : 1;
 
-        while (!stop_requested && (o->count == 0 || seen < o->count)) {
-                rd_kafka_message_t *m;
+    while (!stop_requested && (o->count == 0 || seen < o->count)) {
+        rd_kafka_message_t *m;
 
-                if (deadline != 0 && now_ms() >= deadline)
-                        break;
-                m = rd_kafka_consumer_poll(rk, wait_ms(deadline, TICK_MS));
-                if (m == NULL)
-                        continue;
-                if (m->err) {
-                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                                warn_kafka(rd_kafka_message_errstr(m));
-                        rd_kafka_message_destroy(m);
-                        continue;
-                }
-                r = print_message(o, m);
-                rd_kafka_message_destroy(m);
-                if (r == -1) {
-                        fprintf(stderr, PROG ": stdout: %s\n",
-                                strerror(errno));
-                        return 1;
-                }
-                seen++;
+        if (deadline != 0 && now_ms() >= deadline)
+            break;
+        m = rd_kafka_consumer_poll(rk, wait_ms(deadline, TICK_MS));
+        if (m == NULL)
+            continue;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                warn_kafka(rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            continue;
         }
-        if (o->count > 0 && seen < o->count && !stop_requested) {
-                fprintf(stderr, PROG ": timed out after %lld ms with %lld of "
-                        "%lld messages\n", o->timeout_ms, seen, o->count);
-                return 1;
+        r = print_message(o, m);
+        rd_kafka_message_destroy(m);
+        if (r == -1) {
+            fprintf(stderr, PROG ": stdout: %s\n", strerror(errno));
+            return 1;
         }
-        return 0;
+        seen++;
+    }
+    if (o->count > 0 && seen < o->count && !stop_requested) {
+        fprintf(stderr,
+                PROG ": timed out after %lld ms with %lld of "
+                     "%lld messages\n",
+                o->timeout_ms, seen, o->count);
+        return 1;
+    }
+    return 0;
 }
 
-static int install_signals(void) {
-        struct sigaction sa;
+static int install_signals(void)
+{
+    struct sigaction sa;
 
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGTERM, &sa, NULL) == -1 ||
-            sigaction(SIGINT, &sa, NULL) == -1)
-                return -1;
-        return 0;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) == -1 || sigaction(SIGINT, &sa, NULL) == -1)
+        return -1;
+    return 0;
 }
 
-int main(int argc, char **argv) {
-        struct opts o;
-        rd_kafka_t *rk;
-        long long deadline;
-        int r;
+int main(int argc, char **argv)
+{
+    struct opts o;
+    rd_kafka_t *rk;
+    long long deadline;
+    int r;
 
-        if ((r = parse_args(argc, argv, &o)) != 0)
-                return r == 1 ? 0 : 2;
-        deadline = o.timeout_ms > 0 ? now_ms() + o.timeout_ms : 0;
-        if (install_signals() == -1) {
-                fprintf(stderr, PROG ": sigaction: %s\n", strerror(errno));
-                return 1;
-        }
-        if ((rk = consumer_new(&o)) == NULL)
-                return 1;
+    if ((r = parse_args(argc, argv, &o)) != 0)
+        return r == 1 ? 0 : 2;
+    deadline = o.timeout_ms > 0 ? now_ms() + o.timeout_ms : 0;
+    if (install_signals() == -1) {
+        fprintf(stderr, PROG ": sigaction: %s\n", strerror(errno));
+        return 1;
+    }
+    if ((rk = consumer_new(&o)) == NULL)
+        return 1;
 
-        r = tail(rk, &o, deadline);
+    r = tail(rk, &o, deadline);
 
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
-        return r;
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return r;
 }

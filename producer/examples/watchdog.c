@@ -46,16 +46,16 @@ static void line_end(lapse_producer *p, const char *line, size_t len, size_t too
     char err[256];
     if (too_long > 0) {
         refused++;
-        fprintf(stderr, "line %" PRIu64 ": refused: %zu bytes, an ID has at most %d\n", n,
-                too_long, LAPSE_ID_MAX);
+        fprintf(stderr, "line %" PRIu64 ": refused: %zu bytes, an ID has at most %d\n", n, too_long,
+                LAPSE_ID_MAX);
         return;
     }
     if (len > 0 && line[len - 1] == '\r')
         len--;
     if (len == 0)
         return;
-    int rc = lapse_producer_extend(p, line, len, LAPSE_WHEN_REL, 60000, NULL, 0, n, err,
-                                   sizeof err);
+    int rc =
+        lapse_producer_extend(p, line, len, LAPSE_WHEN_REL, 60000, NULL, 0, n, err, sizeof err);
     if (rc == -1) { /* refused at once; -2 was reported through on_error */
         refused++;
         fprintf(stderr, "line %" PRIu64 ": %s\n", n, err);
@@ -69,8 +69,8 @@ int main(int argc, char **argv)
     char buf[LAPSE_ID_MAX + 2];
     size_t have = 0, too_long = 0; /* bytes held; > 0: the line is overlong */
     uint64_t n = 0;
-    lapse_producer *p = lapse_producer_open(argc > 1 ? argv[1] : "lapse.conf", on_error, NULL,
-                                            err, sizeof err);
+    lapse_producer *p =
+        lapse_producer_open(argc > 1 ? argv[1] : "lapse.conf", on_error, NULL, err, sizeof err);
     if (!p) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -79,12 +79,14 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: lapse-bench-gen ids OP COUNT WHEN\n"
-                 "       lapse-bench-gen on-shard SHARDS SHARD COUNT PREFIX\n"
-                 "       lapse-bench-gen lone PORT NS SHARDS COUNT GAP_MS\n"
-                 "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
-                 "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS [--stagger N]\n"
-                 "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
+    fprintf(
+        out,
+        "usage: lapse-bench-gen ids OP COUNT WHEN\n"
+        "       lapse-bench-gen on-shard SHARDS SHARD COUNT PREFIX\n"
+        "       lapse-bench-gen lone PORT NS SHARDS COUNT GAP_MS\n"
+        "       lapse-bench-gen zadd-resp NS SHARDS COUNT BASE_MS\n"
+        "       lapse-bench-gen fleet DEVICES SECONDS TIMEOUT_MS --paced|--at BASE_MS [--stagger N]\n"
+        "Writes lapse-producer input on stdout (see tests/bench/gen.c).\n");
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -151,8 +153,8 @@ static int gen_zadd_resp(const char *ns, uint32_t shards, uint64_t count, uint64
         if (lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, shard) < 0)
             return -1;
         int slen = snprintf(score, sizeof score, "%" PRIu64, base_ms + i / 100);
-        if (printf("*4\r\n$4\r\nZADD\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", strlen(key),
-                   key, slen, score, idlen, id) < 0)
+        if (printf("*4\r\n$4\r\nZADD\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", strlen(key), key,
+                   slen, score, idlen, id) < 0)
             return -1;
     }
     if (fflush(stdout) != 0)
@@ -215,8 +217,7 @@ static int gen_lone(int port, const char *ns, uint32_t shards, uint64_t count, u
     }
     qsort(lat, count, sizeof *lat, cmp_i64);
     fprintf(stderr, "lines=%" PRIu64 " p50_ms=%.2f p99_ms=%.2f max_ms=%.2f missed=%" PRIu64 "\n",
-            count, lat[count / 2] / 1e6, lat[count * 99 / 100] / 1e6, lat[count - 1] / 1e6,
-            missed);
+            count, lat[count / 2] / 1e6, lat[count * 99 / 100] / 1e6, lat[count - 1] / 1e6, missed);
     free(lat);
     redisFree(c);
     return 0;
@@ -308,8 +309,8 @@ int main(int argc, char **argv)
         int paced = argc == 6 && !strcmp(argv[5], "--paced");
         int at = argc >= 7 && !strcmp(argv[5], "--at") &&
                  parse_u64(argv[6], UINT64_MAX / 2, &base) == 0 &&
-                 (argc == 7 || (!strcmp(argv[7], "--stagger") &&
-                                parse_u64(argv[8], 3600, &stagger) == 0));
+                 (argc == 7 ||
+                  (!strcmp(argv[7], "--stagger") && parse_u64(argv[8], 3600, &stagger) == 0));
         if (parse_u64(argv[2], COUNT_MAX - 1, &a) < 0 || a == 0 ||
             parse_u64(argv[3], 86400, &b) < 0 || parse_u64(argv[4], 86400000, &c) < 0 ||
             (!paced && !at)) {

@@ -49,7 +49,7 @@
 #define SLICE_MS 5
 #define PROGRESS_MS 100
 #define LINGER_MS 1000 /* due: idle after the last deadline */
-#define CHUNK 1000 /* unpaced: lines between clock reads */
+#define CHUNK 1000     /* unpaced: lines between clock reads */
 
 static volatile sig_atomic_t stop;
 
@@ -61,9 +61,10 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: " PROG " due COUNT RATE START_MS LEAD_MS PREFIX\n"
-                 "       " PROG " resets POP RATE SECONDS FIRE_LEAD_MS HOLD_LEAD_MS FIRE_EVERY PREFIX\n"
-                 "(see tests/bench/scanner_feed.c)\n");
+    fprintf(out,
+            "usage: " PROG " due COUNT RATE START_MS LEAD_MS PREFIX\n"
+            "       " PROG " resets POP RATE SECONDS FIRE_LEAD_MS HOLD_LEAD_MS FIRE_EVERY PREFIX\n"
+            "(see tests/bench/scanner_feed.c)\n");
 }
 
 static void sleep_until_ms(int64_t t)
@@ -103,7 +104,8 @@ static int feed_due(int64_t count, int64_t rate, int64_t start, int64_t lead, co
             upto = count;
         int64_t sched = start - lead + i * 1000 / rate; /* when line i was due out */
         for (; i < upto; i++)
-            if (printf("touch %s%08" PRId64 " @%" PRId64 "\n", prefix, i, start + i * 1000 / rate) < 0)
+            if (printf("touch %s%08" PRId64 " @%" PRId64 "\n", prefix, i, start + i * 1000 / rate) <
+                0)
                 return -1;
         if (fflush(stdout) != 0)
             return -1;
@@ -157,9 +159,11 @@ static int feed_resets(int64_t pop, int64_t rate, int64_t seconds, int64_t fire_
     if (fflush(stdout) != 0)
         return -1;
     int64_t elapsed = wall_ms() - t0;
-    fprintf(stderr, "lines=%" PRId64 " fires=%" PRId64 " elapsed_ms=%" PRId64 " lines_per_s=%.0f"
-            " max_lag_ms=%" PRId64 "\n", k, fires, elapsed,
-            elapsed > 0 ? (double)k * 1000.0 / (double)elapsed : 0.0, p->max_lag_ms);
+    fprintf(stderr,
+            "lines=%" PRId64 " fires=%" PRId64 " elapsed_ms=%" PRId64 " lines_per_s=%.0f"
+            " max_lag_ms=%" PRId64 "\n",
+            k, fires, elapsed, elapsed > 0 ? (double)k * 1000.0 / (double)elapsed : 0.0,
+            p->max_lag_ms);
     return 0;
 }
 
@@ -181,16 +185,13 @@ int main(int argc, char **argv)
         return 1;
     }
     if (argc == 7 && !strcmp(argv[1], "due") && parse_i64(argv[2], 1, 99999999, &a) == 0 &&
-        parse_i64(argv[3], 1, 10000000, &b) == 0 &&
-        parse_i64(argv[4], 0, INT64_MAX / 4, &c) == 0 &&
+        parse_i64(argv[3], 1, 10000000, &b) == 0 && parse_i64(argv[4], 0, INT64_MAX / 4, &c) == 0 &&
         parse_i64(argv[5], 0, 3600000, &d) == 0 && strlen(argv[6]) <= 32) {
         rc = feed_due(a, b, c, d, argv[6], &p);
     } else if (argc == 9 && !strcmp(argv[1], "resets") &&
                parse_i64(argv[2], 1, 99999999, &a) == 0 &&
-               parse_i64(argv[3], 0, 10000000, &b) == 0 &&
-               parse_i64(argv[4], 1, 3600, &c) == 0 &&
-               parse_i64(argv[5], 1, 3600000, &d) == 0 &&
-               parse_i64(argv[6], 1, 3600000, &e) == 0 &&
+               parse_i64(argv[3], 0, 10000000, &b) == 0 && parse_i64(argv[4], 1, 3600, &c) == 0 &&
+               parse_i64(argv[5], 1, 3600000, &d) == 0 && parse_i64(argv[6], 1, 3600000, &e) == 0 &&
                parse_i64(argv[7], 1, 1000000, &f) == 0 && strlen(argv[8]) <= 32) {
         rc = feed_resets(a, b, c, d, e, f, argv[8], &p);
     } else {

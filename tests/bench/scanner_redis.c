@@ -173,8 +173,8 @@ struct member {
     char id[48];
 };
 
-static int cmd_load(redisContext *c, const char *ns, uint32_t shards, int64_t count,
-                    int64_t due, const char *prefix, int64_t spread)
+static int cmd_load(redisContext *c, const char *ns, uint32_t shards, int64_t count, int64_t due,
+                    const char *prefix, int64_t spread)
 {
     /* One bucket of pending members per shard, flushed at LOAD_MEMBERS. */
     struct member(*buf)[LOAD_MEMBERS] = calloc(shards, sizeof *buf);
@@ -271,7 +271,7 @@ static int cmd_load_small(redisContext *c, const char *ns, uint32_t shards, int6
     int64_t *low = NULL;
     const char **argv = NULL;
     size_t *argvlen = NULL;
-    char (*sbuf)[24] = NULL, (*ibuf)[48] = NULL;
+    char(*sbuf)[24] = NULL, (*ibuf)[48] = NULL;
     int rc = -1, queued = 0;
     if (!cnt || !base || !lvl || !gi || !order) {
         fprintf(stderr, PROG ": out of memory\n");
@@ -318,7 +318,9 @@ static int cmd_load_small(redisContext *c, const char *ns, uint32_t shards, int6
     for (uint64_t k = nb; k > 0; k--) /* back to each bucket's first place */
         start[k] = start[k - 1];
     start[0] = 0;
-    if (most < SMALL_GROUP * 4) /* (the index's calls reuse the buffers: 2048 a group, 8192 groups at b = 24) */
+    if (most <
+        SMALL_GROUP *
+            4) /* (the index's calls reuse the buffers: 2048 a group, 8192 groups at b = 24) */
         most = SMALL_GROUP * 4;
     argv = malloc((2 + 2 * most + 2) * sizeof *argv);
     argvlen = malloc((2 + 2 * most + 2) * sizeof *argvlen);
@@ -461,7 +463,8 @@ static int cmd_bare(redisContext *c, const char *script, const char *ns, uint32_
         if (!r)
             return -1;
         calls++;
-        long long seen = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[0]->integer : -1;
+        long long seen =
+            r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[0]->integer : -1;
         long long removed = seen >= 0 ? r->element[1]->integer : 0;
         freeReplyObject(r);
         if (seen < 0) {
@@ -569,8 +572,7 @@ int main(int argc, char **argv)
     else if ((!strcmp(cmd, "bare") || !strcmp(cmd, "remove")) && argc == 9)
         bad = parse_i64(argv[5], 0, LAPSE_MAX_SHARDS - 1, &a) < 0 ||
               parse_i64(argv[6], 0, INT64_MAX / 2, &d) < 0 ||
-              parse_i64(argv[7], 1, 100000, &b) < 0 ||
-              parse_i64(argv[8], 1, 3600000, &e) < 0;
+              parse_i64(argv[7], 1, 100000, &b) < 0 || parse_i64(argv[8], 1, 3600000, &e) < 0;
     int64_t every = WATCH_MS;
     if (!strcmp(cmd, "watch") && (argc == 8 || argc == 9))
         bad = parse_i64(argv[5], 1, LAPSE_MAX_SHARDS, &a) < 0 ||

@@ -159,7 +159,8 @@ int main(int argc, char **argv)
     struct group groups[MAX_GROUPS + 1] = {{"all", -1, -1}};
     size_t ngroups = 1;
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: " PROG " [NAME FROM_MS TO_MS]... < EVENTS (see tests/bench/scanner_stats.c)\n");
+        printf("usage: " PROG
+               " [NAME FROM_MS TO_MS]... < EVENTS (see tests/bench/scanner_stats.c)\n");
         return 0;
     }
     if ((argc - 1) % 3 != 0 || (argc - 1) / 3 > MAX_GROUPS) {

@@ -26,10 +26,10 @@ static void fail(const char *what, const char *detail)
     abort();
 }
 
-#define ASSERT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fail(#cond, NULL);                                                 \
+#define ASSERT(cond)           \
+    do {                       \
+        if (!(cond))           \
+            fail(#cond, NULL); \
     } while (0)
 
 /* The error message in err (a buffer of cap bytes): NUL-terminated, not

@@ -37,8 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * about 200 characters; lapse's errstr buffers are 128 and cut it. */
 #define ERR_MAX 256
 
-
-static void check_err_text(const char *err, size_t cap) { (void)fuzz_error_text(err, cap, ERR_MAX); }
+static void check_err_text(const char *err, size_t cap)
+{
+    (void)fuzz_error_text(err, cap, ERR_MAX);
+}
 
 /* ---- the reference reading ---------------------------------------------- */
 
@@ -153,8 +155,7 @@ static void check_line_round_trip(const struct lapse_cmd *c)
     size_t len = (size_t)n + c->id_len;
     if (c->op != LAPSE_OP_CANCEL) {
         len += (size_t)snprintf(line + len, cap - len, " %c%lld",
-                                c->when_kind == LAPSE_WHEN_REL ? '+' : '@',
-                                (long long)c->when_ms);
+                                c->when_kind == LAPSE_WHEN_REL ? '+' : '@', (long long)c->when_ms);
         if (c->op == LAPSE_OP_REPEAT)
             len += (size_t)snprintf(line + len, cap - len, " %lld", (long long)c->period_ms);
         if (c->payload) {
@@ -273,7 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (json_is_array(j)) {
         size_t i;
         json_t *e;
-        json_array_foreach(j, i, e) {
+        json_array_foreach(j, i, e)
+        {
             check_command(e);
         }
     } else {

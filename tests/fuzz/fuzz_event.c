@@ -38,7 +38,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HEADER 32
 
-
 static uint64_t le(const uint8_t *p, int n)
 {
     uint64_t v = 0;
@@ -141,8 +140,8 @@ static uint8_t *b64_decode(const char *s, size_t n, size_t *outn)
         }
         if (pad == 1 && s[i + 2] == '=') /* "xx=y" */
             goto bad;
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-                     (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         out[o++] = (uint8_t)(w >> 16);
         if (pad < 2)
             out[o++] = (uint8_t)(w >> 8);
@@ -279,7 +278,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t k = 0;
     const char *key;
     json_t *val;
-    json_object_foreach(j, key, val) {
+    json_object_foreach(j, key, val)
+    {
         if (k >= nk || strcmp(key, want[k]) != 0)
             fail("keys out of order", key);
         k++;

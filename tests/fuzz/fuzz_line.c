@@ -31,7 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ERR_SHORT 128 /* the size lapse's errstr buffers have */
 
-
 /* ---- the reference reading ---------------------------------------------- */
 
 struct tok {
@@ -313,8 +312,9 @@ static void check_padded(const uint8_t *data, size_t size)
 {
     static char buf[LAPSE_ID_MAX + LAPSE_PAYLOAD_MAX + 128];
     struct lapse_cmd cmd;
-    if (size % 256 != 0 || lapse_line_parse((const char *)data, size, &cmd, NULL, 0) !=
-                              LAPSE_LINE_OK || cmd.payload == NULL)
+    if (size % 256 != 0 ||
+        lapse_line_parse((const char *)data, size, &cmd, NULL, 0) != LAPSE_LINE_OK ||
+        cmd.payload == NULL)
         return;
     size_t head = (size_t)((const uint8_t *)cmd.payload - data) + cmd.payload_len;
     size_t n = head + (LAPSE_PAYLOAD_MAX - cmd.payload_len);

@@ -24,7 +24,7 @@ int load_text_n(struct lapse_config *cfg, const char *text, size_t size)
     memset(err, 'x', sizeof err);
     int rc = lapse_config_load(cfg, path, err, size);
     CHECK(size == 0 || memchr(err, '\0', size) != NULL); /* terminated within size */
-    CHECK(size == sizeof err || err[size] == 'x');         /* nothing written past it */
+    CHECK(size == sizeof err || err[size] == 'x');       /* nothing written past it */
     unlink(path);
     size_t plen = strlen(path);
     if (strncmp(err, path, plen) == 0)

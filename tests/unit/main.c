@@ -30,7 +30,10 @@ void t_fail(const char *file, int line, const char *what)
     failed_here = 1;
 }
 
-void t_stop(void) { exit(1); }
+void t_stop(void)
+{
+    exit(1);
+}
 
 static int selected(const char *name, int argc, char **argv)
 {

@@ -90,14 +90,14 @@ TEST(claimed_lying_counts)
         const char *buf;
         size_t len;
     } bad[] = {
-        {"\xdd\xff\xff\xff\xff\x90", 6},    /* 4 G groups */
-        {"\x90\xdc\xff\xff", 4},            /* 65535 pairs in 0 bytes */
-        {"\x90\x91\xa1x", 4},               /* one element: not a pair */
-        {"\x91\xa1x\x90", 4},               /* a group without its IDs */
+        {"\xdd\xff\xff\xff\xff\x90", 6},     /* 4 G groups */
+        {"\x90\xdc\xff\xff", 4},             /* 65535 pairs in 0 bytes */
+        {"\x90\x91\xa1x", 4},                /* one element: not a pair */
+        {"\x91\xa1x\x90", 4},                /* a group without its IDs */
         {"\x90\x92\xdb\xff\xff\xff\xff", 7}, /* a 4 GB string */
-        {"\x90\x90\x00", 3},                /* a stray byte after the pairs */
-        {"\x90\x92\x01\x02", 4},            /* integers, not strings */
-        {"x", 1},                           /* not MessagePack */
+        {"\x90\x90\x00", 3},                 /* a stray byte after the pairs */
+        {"\x90\x92\x01\x02", 4},             /* integers, not strings */
+        {"x", 1},                            /* not MessagePack */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         redisReply r = str_reply(bad[i].buf, bad[i].len);

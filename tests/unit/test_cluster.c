@@ -14,7 +14,8 @@ static redisReply *reply_of(const char *resp)
 {
     redisReader *r = redisReaderCreate();
     void *reply = NULL;
-    if (redisReaderFeed(r, resp, strlen(resp)) != REDIS_OK || redisReaderGetReply(r, &reply) != REDIS_OK)
+    if (redisReaderFeed(r, resp, strlen(resp)) != REDIS_OK ||
+        redisReaderGetReply(r, &reply) != REDIS_OK)
         reply = NULL;
     redisReaderFree(r);
     return reply;

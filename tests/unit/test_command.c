@@ -55,7 +55,8 @@ TEST(command_extend_at_ms_payload)
     struct lapse_cmd c;
     json_t *j;
     REQUIRE(parse("{\"payload\": \"{\\\"k\\\": 1} sp  aces\", \"at_ms\": 1795303123000,"
-                  " \"id\": \"order:17\", \"op\": \"extend\"}", &c, &j) == 0);
+                  " \"id\": \"order:17\", \"op\": \"extend\"}",
+                  &c, &j) == 0);
     CHECK(c.op == LAPSE_OP_EXTEND);
     CHECK(c.id_len == 8 && memcmp(c.id, "order:17", 8) == 0);
     CHECK(c.when_kind == LAPSE_WHEN_ABS && c.when_ms == INT64_C(1795303123000));
@@ -75,7 +76,8 @@ TEST(command_repeat_and_cancel)
     CHECK(c.period_ms == 1);
     json_decref(j);
     REQUIRE(parse("{\"op\":\"repeat\",\"id\":\"r\",\"at_ms\":8640000000000000,"
-                  "\"period_ms\":8640000000000000,\"payload\":\"\"}", &c, &j) == 0);
+                  "\"period_ms\":8640000000000000,\"payload\":\"\"}",
+                  &c, &j) == 0);
     CHECK(c.when_kind == LAPSE_WHEN_ABS && c.when_ms == LAPSE_WHEN_MAX);
     CHECK(c.period_ms == LAPSE_WHEN_MAX);
     CHECK(c.payload != NULL && c.payload_len == 0); /* empty, not absent */
@@ -99,7 +101,8 @@ TEST(command_null_is_absent_unknown_ignored)
     struct lapse_cmd c;
     json_t *j;
     REQUIRE(parse("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":5,\"at_ms\":null,\"payload\":null,"
-                  "\"period_ms\":null,\"trace\":{\"x\":[1,2]},\"v\":2}", &c, &j) == 0);
+                  "\"period_ms\":null,\"trace\":{\"x\":[1,2]},\"v\":2}",
+                  &c, &j) == 0);
     CHECK(c.when_kind == LAPSE_WHEN_REL && c.when_ms == 5 && c.payload == NULL);
     json_decref(j);
     REQUIRE(parse("{\"op\":\"cancel\",\"id\":\"a\",\"in_ms\":null,\"payload\":null}", &c, &j) == 0);
@@ -134,7 +137,8 @@ TEST(command_id_and_payload_limits)
     snprintf(text + off, sizeof text - off, "\\u00e9\"}");
     expect_err(text, "field \"id\": must be 1..512 bytes (got 514)");
 
-    off = (size_t)snprintf(text, sizeof text, "{\"op\":\"touch\",\"id\":\"p\",\"in_ms\":1,\"payload\":\"");
+    off = (size_t)snprintf(text, sizeof text,
+                           "{\"op\":\"touch\",\"id\":\"p\",\"in_ms\":1,\"payload\":\"");
     memset(text + off, 'y', LAPSE_PAYLOAD_MAX);
     snprintf(text + off + LAPSE_PAYLOAD_MAX, sizeof text - off - LAPSE_PAYLOAD_MAX, "\"}");
     REQUIRE(parse(text, &c, &j) == 0);
@@ -148,7 +152,8 @@ TEST(command_payload_nul_bytes)
 {
     struct lapse_cmd c;
     json_t *j;
-    REQUIRE(parse("{\"op\":\"touch\",\"id\":\"n\",\"in_ms\":1,\"payload\":\"a\\u0000b\"}", &c, &j) == 0);
+    REQUIRE(parse("{\"op\":\"touch\",\"id\":\"n\",\"in_ms\":1,\"payload\":\"a\\u0000b\"}", &c,
+                  &j) == 0);
     CHECK(c.payload_len == 3 && memcmp(c.payload, "a\0b", 3) == 0);
     json_decref(j);
     expect_err("{\"op\":\"touch\",\"id\":\"a\\u0000b\",\"in_ms\":1}",
@@ -159,10 +164,12 @@ TEST(command_op_errors)
 {
     expect_err("{\"op\":5,\"id\":\"a\",\"in_ms\":1}", "field \"op\": expected a string");
     expect_err("{\"op\":[\"touch\"],\"id\":\"a\",\"in_ms\":1}", "field \"op\": expected a string");
-    expect_err("{\"op\":\"frob\",\"id\":\"a\",\"in_ms\":1}",
-               "field \"op\": unknown operation \"frob\" (expected touch, extend, repeat or cancel)");
-    expect_err("{\"op\":\"TOUCH\",\"id\":\"a\",\"in_ms\":1}",
-               "field \"op\": unknown operation \"TOUCH\" (expected touch, extend, repeat or cancel)");
+    expect_err(
+        "{\"op\":\"frob\",\"id\":\"a\",\"in_ms\":1}",
+        "field \"op\": unknown operation \"frob\" (expected touch, extend, repeat or cancel)");
+    expect_err(
+        "{\"op\":\"TOUCH\",\"id\":\"a\",\"in_ms\":1}",
+        "field \"op\": unknown operation \"TOUCH\" (expected touch, extend, repeat or cancel)");
     expect_err("{\"op\":\"\",\"id\":\"a\"}",
                "field \"op\": unknown operation \"\" (expected touch, extend, repeat or cancel)");
     /* untrusted bytes are escaped and cut */
@@ -173,8 +180,9 @@ TEST(command_op_errors)
                "field \"op\": unknown operation \"touchtouchtouchtouchtouchtouchtouchtouch...\" "
                "(expected touch, extend, repeat or cancel)");
     /* a NUL-terminated prefix is not the op */
-    expect_err("{\"op\":\"touch\\u0000x\",\"id\":\"a\",\"in_ms\":1}",
-               "field \"op\": unknown operation \"touch\\x00x\" (expected touch, extend, repeat or cancel)");
+    expect_err(
+        "{\"op\":\"touch\\u0000x\",\"id\":\"a\",\"in_ms\":1}",
+        "field \"op\": unknown operation \"touch\\x00x\" (expected touch, extend, repeat or cancel)");
 }
 
 TEST(command_id_errors)
@@ -182,7 +190,8 @@ TEST(command_id_errors)
     expect_err("{\"op\":\"touch\",\"in_ms\":1}", "field \"id\": missing");
     expect_err("{\"op\":\"touch\",\"id\":null,\"in_ms\":1}", "field \"id\": missing");
     expect_err("{\"op\":\"touch\",\"id\":42,\"in_ms\":1}", "field \"id\": expected a string");
-    expect_err("{\"op\":\"touch\",\"id\":\"\",\"in_ms\":1}", "field \"id\": must be 1..512 bytes (got 0)");
+    expect_err("{\"op\":\"touch\",\"id\":\"\",\"in_ms\":1}",
+               "field \"id\": must be 1..512 bytes (got 0)");
     expect_err("{\"op\":\"touch\",\"id\":\"a b\",\"in_ms\":1}",
                "field \"id\": contains a space at offset 1");
     expect_err("{\"op\":\"touch\",\"id\":\"tab\\there\",\"in_ms\":1}",
@@ -194,29 +203,42 @@ TEST(command_id_errors)
 TEST(command_time_errors)
 {
     expect_err("{\"op\":\"touch\",\"id\":\"a\"}", "touch needs field \"in_ms\" or \"at_ms\"");
-    expect_err("{\"op\":\"extend\",\"id\":\"a\",\"in_ms\":null}", "extend needs field \"in_ms\" or \"at_ms\"");
-    expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"period_ms\":5}", "repeat needs field \"in_ms\" or \"at_ms\"");
+    expect_err("{\"op\":\"extend\",\"id\":\"a\",\"in_ms\":null}",
+               "extend needs field \"in_ms\" or \"at_ms\"");
+    expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"period_ms\":5}",
+               "repeat needs field \"in_ms\" or \"at_ms\"");
     expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"at_ms\":2}",
                "fields \"in_ms\" and \"at_ms\": give only one");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":-1}", "field \"in_ms\": expected a non-negative integer");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1.0}", "field \"in_ms\": expected a non-negative integer");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1e3}", "field \"in_ms\": expected a non-negative integer");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":\"5\"}", "field \"in_ms\": expected a non-negative integer");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"at_ms\":true}", "field \"at_ms\": expected a non-negative integer");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"at_ms\":{}}", "field \"at_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":-1}",
+               "field \"in_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1.0}",
+               "field \"in_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1e3}",
+               "field \"in_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":\"5\"}",
+               "field \"in_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"at_ms\":true}",
+               "field \"at_ms\": expected a non-negative integer");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"at_ms\":{}}",
+               "field \"at_ms\": expected a non-negative integer");
     expect_err("{\"op\":\"touch\",\"id\":\"a\",\"at_ms\":8640000000000001}",
                "field \"at_ms\": out of range (max 8640000000000000 ms)");
     expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":9223372036854775807}",
                "field \"in_ms\": out of range (max 8640000000000000 ms)");
-    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"in_ms\":1}", "field \"in_ms\": not allowed with cancel");
-    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"at_ms\":1}", "field \"at_ms\": not allowed with cancel");
+    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"in_ms\":1}",
+               "field \"in_ms\": not allowed with cancel");
+    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"at_ms\":1}",
+               "field \"at_ms\": not allowed with cancel");
 }
 
 TEST(command_period_payload_errors)
 {
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"period_ms\":5}", "field \"period_ms\": only for repeat");
-    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"period_ms\":5}", "field \"period_ms\": only for repeat");
-    expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"in_ms\":1}", "field \"period_ms\": missing (repeat needs it)");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"period_ms\":5}",
+               "field \"period_ms\": only for repeat");
+    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"period_ms\":5}",
+               "field \"period_ms\": only for repeat");
+    expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"in_ms\":1}",
+               "field \"period_ms\": missing (repeat needs it)");
     expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"in_ms\":1,\"period_ms\":0}",
                "field \"period_ms\": expected an integer >= 1");
     expect_err("{\"op\":\"repeat\",\"id\":\"a\",\"in_ms\":1,\"period_ms\":2.5}",
@@ -225,10 +247,13 @@ TEST(command_period_payload_errors)
                "field \"period_ms\": out of range (max 8640000000000000 ms)");
     expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"payload\":{\"k\":1}}",
                "field \"payload\": expected a string");
-    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"payload\":5}", "field \"payload\": expected a string");
-    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"payload\":\"p\"}", "field \"payload\": not allowed with cancel");
+    expect_err("{\"op\":\"touch\",\"id\":\"a\",\"in_ms\":1,\"payload\":5}",
+               "field \"payload\": expected a string");
+    expect_err("{\"op\":\"cancel\",\"id\":\"a\",\"payload\":\"p\"}",
+               "field \"payload\": not allowed with cancel");
     /* the first problem in field order wins */
-    expect_err("{\"payload\":5,\"in_ms\":-1,\"id\":\"\",\"op\":\"touch\"}", "field \"id\": must be 1..512 bytes (got 0)");
+    expect_err("{\"payload\":5,\"in_ms\":-1,\"id\":\"\",\"op\":\"touch\"}",
+               "field \"id\": must be 1..512 bytes (got 0)");
 }
 
 TEST(command_load_and_is)

@@ -60,15 +60,55 @@ TEST(config_example_loads)
 TEST(config_example_documents_every_key)
 {
     static const char *const names[] = {
-        "namespace", "redis", "nodes", "host", "port", "password", "db",
-        "connect_timeout_ms", "command_timeout_ms", "retry_timeout_ms", "wait_replicas",
-        "wait_timeout_ms", "sentinels", "master", "sentinel_username", "sentinel_password",
-        "username", "was", "tls", "ca_file", "cert_file", "key_file", "server_name", "kafka",
-        "brokers", "topic",
-        "properties", "log_level", "producer", "batch", "scanner", "poll_ms",
-        "lease_ms", "max_inflight", "ingress", "group", "dead_letter_topic", "rules",
-        "id_field", "id_prefix", "match_field", "match_value", "time", "time_field",
-        "timeout_ms", "cluster", "cluster_username", "cluster_password", "cluster_tls",
+        "namespace",
+        "redis",
+        "nodes",
+        "host",
+        "port",
+        "password",
+        "db",
+        "connect_timeout_ms",
+        "command_timeout_ms",
+        "retry_timeout_ms",
+        "wait_replicas",
+        "wait_timeout_ms",
+        "sentinels",
+        "master",
+        "sentinel_username",
+        "sentinel_password",
+        "username",
+        "was",
+        "tls",
+        "ca_file",
+        "cert_file",
+        "key_file",
+        "server_name",
+        "kafka",
+        "brokers",
+        "topic",
+        "properties",
+        "log_level",
+        "producer",
+        "batch",
+        "scanner",
+        "poll_ms",
+        "lease_ms",
+        "max_inflight",
+        "ingress",
+        "group",
+        "dead_letter_topic",
+        "rules",
+        "id_field",
+        "id_prefix",
+        "match_field",
+        "match_value",
+        "time",
+        "time_field",
+        "timeout_ms",
+        "cluster",
+        "cluster_username",
+        "cluster_password",
+        "cluster_tls",
     };
     FILE *f = fopen("lapse.conf.example", "r");
     REQUIRE(f != NULL);
@@ -100,17 +140,21 @@ TEST(config_minimal_gets_defaults)
 TEST(config_every_key_set)
 {
     struct lapse_config c;
-    REQUIRE(load_text(&c, "namespace = \"a-b_c.d\";\n"
-                          "log_level = \"debug\";\n"
-                          "redis = {\n"
-                          "  nodes = ( { host = \"r1\"; port = 7000; },\n"
-                          "            { host = \"r2\"; port = 7001; password = \"pw\"; db = 15; } );\n"
-                          "  connect_timeout_ms = 10;\n"
-                          "  command_timeout_ms = 600000;\n"
-                          "};\n"
-                          "kafka = { brokers = \"k1:9092,k2:9092\"; topic = \"t\"; properties = (); };\n"
-                          "producer = { batch = 100000; };\n"
-                          "scanner = { batch = 1; poll_ms = 1000; lease_ms = 500; max_inflight = 10000000; };\n") == 0);
+    REQUIRE(
+        load_text(
+            &c,
+            "namespace = \"a-b_c.d\";\n"
+            "log_level = \"debug\";\n"
+            "redis = {\n"
+            "  nodes = ( { host = \"r1\"; port = 7000; },\n"
+            "            { host = \"r2\"; port = 7001; password = \"pw\"; db = 15; } );\n"
+            "  connect_timeout_ms = 10;\n"
+            "  command_timeout_ms = 600000;\n"
+            "};\n"
+            "kafka = { brokers = \"k1:9092,k2:9092\"; topic = \"t\"; properties = (); };\n"
+            "producer = { batch = 100000; };\n"
+            "scanner = { batch = 1; poll_ms = 1000; lease_ms = 500; max_inflight = 10000000; };\n") ==
+        0);
     CHECK_STR(c.ns, "a-b_c.d");
     CHECK(c.log_level == LAPSE_LOG_DEBUG);
     REQUIRE(c.nnodes == 2);
@@ -132,14 +176,14 @@ TEST(config_every_key_set)
 TEST(config_kafka_properties)
 {
     struct lapse_config c;
-    REQUIRE(load_text(&c, MIN_NS MIN_REDIS
-                      "kafka = {\n"
-                      "  brokers = \"b:1\"; topic = \"t\";\n"
-                      "  properties = ( (\"security.protocol\", \"SASL_SSL\"),\n"
-                      "                 [\"sasl.password\", \"x=y\"],\n"
-                      "                 (\"linger.ms\", 5),\n"
-                      "                 (\"enable.idempotence\", true) );\n"
-                      "};\n") == 0);
+    REQUIRE(load_text(&c,
+                      MIN_NS MIN_REDIS "kafka = {\n"
+                                       "  brokers = \"b:1\"; topic = \"t\";\n"
+                                       "  properties = ( (\"security.protocol\", \"SASL_SSL\"),\n"
+                                       "                 [\"sasl.password\", \"x=y\"],\n"
+                                       "                 (\"linger.ms\", 5),\n"
+                                       "                 (\"enable.idempotence\", true) );\n"
+                                       "};\n") == 0);
     REQUIRE(c.nkafka_props == 4);
     CHECK_STR(c.kafka_props[0].key, "security.protocol");
     CHECK_STR(c.kafka_props[0].value, "SASL_SSL");
@@ -165,8 +209,9 @@ TEST(config_kafka_properties_errors)
                "FILE:4: kafka.properties[0]: property name must be a non-empty string");
     expect_err(KAFKA_PROPS("properties = ( (\"\", \"x\") );"),
                "FILE:4: kafka.properties[0]: property name must be a non-empty string");
-    expect_err(KAFKA_PROPS("properties = ( (\"linger.ms\", 0.5) );"),
-               "FILE:4: kafka.properties[0]: linger.ms: value must be a string, integer or boolean");
+    expect_err(
+        KAFKA_PROPS("properties = ( (\"linger.ms\", 0.5) );"),
+        "FILE:4: kafka.properties[0]: linger.ms: value must be a string, integer or boolean");
     expect_err(KAFKA_PROPS("properties = ( (\"acks\", \"1\"),\n(\"acks\", \"all\") );"),
                "FILE:5: kafka.properties[1]: acks: given twice");
 #undef KAFKA_PROPS
@@ -194,25 +239,31 @@ TEST(config_unknown_key_suggestions)
 {
     expect_err(MIN "scanner = { poll_msec = 10; };\n",
                "FILE:4: scanner.poll_msec: unknown key (did you mean scanner.poll_ms?)");
-    expect_err(MIN "namespce = \"x\";\n", "FILE:4: namespce: unknown key (did you mean namespace?)");
-    expect_err(MIN "poll_ms = 10;\n", "FILE:4: poll_ms: unknown key (did you mean scanner.poll_ms?)");
+    expect_err(MIN "namespce = \"x\";\n",
+               "FILE:4: namespce: unknown key (did you mean namespace?)");
+    expect_err(MIN "poll_ms = 10;\n",
+               "FILE:4: poll_ms: unknown key (did you mean scanner.poll_ms?)");
     expect_err(MIN "batch = 10;\n", "FILE:4: batch: unknown key");
     expect_err(MIN "scanner = { metrics = 9400; };\n", "FILE:4: scanner.metrics: unknown key");
     expect_err(MIN_NS "redis = { nodes = ( { hots = \"a\"; port = 1; } ); };\n" MIN_KAFKA,
                "FILE:2: redis.nodes[0].hots: unknown key (did you mean redis.nodes[0].host?)");
     expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; port = 1; } );\n"
-               "  tls = { ca_fil = \"x\"; }; };\n" MIN_KAFKA,
+                      "  tls = { ca_fil = \"x\"; }; };\n" MIN_KAFKA,
                "FILE:3: redis.tls.ca_fil: unknown key (did you mean redis.tls.ca_file?)");
 }
 
 TEST(config_wrong_types)
 {
-    expect_err(MIN "producer = { batch = \"10\"; };\n", "FILE:4: producer.batch: expected an integer");
-    expect_err(MIN "producer = { batch = 10.0; };\n", "FILE:4: producer.batch: expected an integer");
-    expect_err(MIN "producer = { batch = true; };\n", "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "producer = { batch = \"10\"; };\n",
+               "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "producer = { batch = 10.0; };\n",
+               "FILE:4: producer.batch: expected an integer");
+    expect_err(MIN "producer = { batch = true; };\n",
+               "FILE:4: producer.batch: expected an integer");
     expect_err(MIN "log_level = 3;\n", "FILE:4: log_level: expected a string");
     expect_err(MIN "scanner = 5;\n", "FILE:4: scanner: expected a group { ... }");
-    expect_err("namespace = [\"demo\"];\n" MIN_REDIS MIN_KAFKA, "FILE:1: namespace: expected a string");
+    expect_err("namespace = [\"demo\"];\n" MIN_REDIS MIN_KAFKA,
+               "FILE:1: namespace: expected a string");
     expect_err(MIN_NS "redis = { nodes = { host = \"a\"; port = 1; }; };\n" MIN_KAFKA,
                "FILE:2: redis.nodes: expected a list ( { host = ...; port = ...; }, ... )");
     expect_err(MIN_NS "redis = { nodes = ( \"a:1\" ); };\n" MIN_KAFKA,
@@ -221,17 +272,17 @@ TEST(config_wrong_types)
 
 TEST(config_out_of_range)
 {
-    expect_err(MIN_NS
-               "redis = {\n"
-               "  nodes = ( { host = \"a\"; port = 1; } );\n"
-               "  connect_timeout_ms = 9;\n"
-               "};\n" MIN_KAFKA,
+    expect_err(MIN_NS "redis = {\n"
+                      "  nodes = ( { host = \"a\"; port = 1; } );\n"
+                      "  connect_timeout_ms = 9;\n"
+                      "};\n" MIN_KAFKA,
                "FILE:4: redis.connect_timeout_ms: must be 10..60000 (got 9)");
     expect_err(MIN "scanner = { lease_ms = 600001; };\n",
                "FILE:4: scanner.lease_ms: must be 500..600000 (got 600001)");
     expect_err(MIN "scanner = { max_inflight = 0; };\n",
                "FILE:4: scanner.max_inflight: must be 1..10000000 (got 0)");
-    expect_err(MIN "producer = { batch = -1; };\n", "FILE:4: producer.batch: must be 1..100000 (got -1)");
+    expect_err(MIN "producer = { batch = -1; };\n",
+               "FILE:4: producer.batch: must be 1..100000 (got -1)");
     expect_err(MIN "scanner = { batch = 10000000000L; };\n",
                "FILE:4: scanner.batch: must be 1..10000 (got 10000000000)");
     expect_err(MIN "log_level = \"verbose\";\n",
@@ -249,7 +300,8 @@ TEST(config_missing_required)
                "FILE:2: redis.nodes[0].port: missing");
     expect_err("", "FILE: namespace: missing");
     /* file order first: a bad value is reported before a missing key */
-    expect_err("log_level = \"loud\";\n", "FILE:1: log_level: must be one of debug, info, warn, error");
+    expect_err("log_level = \"loud\";\n",
+               "FILE:1: log_level: must be one of debug, info, warn, error");
 }
 
 TEST(config_namespace)
@@ -286,25 +338,31 @@ TEST(config_kafka_strings)
     char text[1024], topic[251];
     memset(topic, 't', 250);
     topic[250] = '\0';
-    snprintf(text, sizeof text, MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; topic = \"%s\"; };\n", topic);
+    snprintf(text, sizeof text,
+             MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; topic = \"%s\"; };\n", topic);
     expect_err(text, "FILE:3: kafka.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
 }
 
 TEST(config_nodes)
 {
 #define NODES(n) MIN_NS "redis = {\n  nodes = (\n" n "\n  );\n};\n" MIN_KAFKA
-    expect_err(NODES("{ host = \"a\"; port = 0; }"), "FILE:4: redis.nodes[0].port: must be 1..65535 (got 0)");
+    expect_err(NODES("{ host = \"a\"; port = 0; }"),
+               "FILE:4: redis.nodes[0].port: must be 1..65535 (got 0)");
     expect_err(NODES("{ host = \"a\"; port = 6379; },\n{ host = \"b\";\n  port = 65536; }"),
                "FILE:6: redis.nodes[1].port: must be 1..65535 (got 65536)");
-    expect_err(NODES("{ host = \"a\"; port = \"6379\"; }"), "FILE:4: redis.nodes[0].port: expected an integer");
-    expect_err(NODES("{ host = \"\"; port = 1; }"), "FILE:4: redis.nodes[0].host: must be 1..255 bytes");
-    expect_err(NODES("{ host = \"a\"; port = 1; db = 16; }"), "FILE:4: redis.nodes[0].db: must be 0..15 (got 16)");
+    expect_err(NODES("{ host = \"a\"; port = \"6379\"; }"),
+               "FILE:4: redis.nodes[0].port: expected an integer");
+    expect_err(NODES("{ host = \"\"; port = 1; }"),
+               "FILE:4: redis.nodes[0].host: must be 1..255 bytes");
+    expect_err(NODES("{ host = \"a\"; port = 1; db = 16; }"),
+               "FILE:4: redis.nodes[0].db: must be 0..15 (got 16)");
     expect_err(NODES("{ host = \"a\"; port = 1; password = \"\"; }"),
                "FILE:4: redis.nodes[0].password: must not be empty");
     expect_err(NODES(""), "FILE:3: redis.nodes: must list 1..64 nodes");
     expect_err(NODES("{ host = \"a\"; port = 1; },\n{ host = \"a\"; port = 1; }"),
                "FILE:5: redis.nodes[1]: a:1 is listed twice (as redis.nodes[0])");
-    expect_err(NODES("{ db = 1; }"), "FILE:4: redis.nodes[0].host: missing (or sentinels and master)");
+    expect_err(NODES("{ db = 1; }"),
+               "FILE:4: redis.nodes[0].host: missing (or sentinels and master)");
     expect_err(NODES("{ port = 1; }"), "FILE:4: redis.nodes[0].host: missing");
     expect_err(NODES("{ host = \"a\"; port = 1; username = \"u\"; }"),
                "FILE:4: redis.nodes[0].password: missing (username needs it)");
@@ -333,10 +391,12 @@ TEST(config_nodes)
 TEST(config_tls)
 {
     struct lapse_config c;
-    REQUIRE(load_text(&c, MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; tls = true; }, "
-                              "{ host = \"g\"; port = 2; } );\n"
-                              "  tls = { ca_file = \"/ca.pem\"; cert_file = \"/c.pem\"; "
-                              "key_file = \"/k.pem\"; server_name = \"r.internal\"; }; };\n" MIN_KAFKA) == 0);
+    REQUIRE(load_text(&c, MIN_NS
+                      "redis = { nodes = ( { host = \"h\"; port = 1; tls = true; }, "
+                      "{ host = \"g\"; port = 2; } );\n"
+                      "  tls = { ca_file = \"/ca.pem\"; cert_file = \"/c.pem\"; "
+                      "key_file = \"/k.pem\"; server_name = \"r.internal\"; }; };\n" MIN_KAFKA) ==
+            0);
     CHECK(c.nodes[0].tls == 1 && c.nodes[1].tls == 0);
     CHECK_STR(c.redis_tls_ca_file, "/ca.pem");
     CHECK_STR(c.redis_tls_cert_file, "/c.pem");
@@ -348,9 +408,10 @@ TEST(config_tls)
     lapse_config_free(&c);
     expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; tls = 1; } ); };\n" MIN_KAFKA,
                "FILE:2: redis.nodes[0].tls: expected true or false");
-    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } );\n"
-                      "  tls = { cert_file = \"/c.pem\"; }; };\n" MIN_KAFKA,
-               "FILE:3: redis.tls.key_file: missing (mutual TLS needs both cert_file and key_file)");
+    expect_err(
+        MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } );\n"
+               "  tls = { cert_file = \"/c.pem\"; }; };\n" MIN_KAFKA,
+        "FILE:3: redis.tls.key_file: missing (mutual TLS needs both cert_file and key_file)");
     expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } );\n"
                       "  tls = { ca = \"/c.pem\"; }; };\n" MIN_KAFKA,
                "FILE:3: redis.tls.ca: unknown key");
@@ -362,10 +423,13 @@ TEST(config_sentinel_nodes)
 {
 #define NODES(n) MIN_NS "redis = {\n  nodes = (\n" n "\n  );\n};\n" MIN_KAFKA
     struct lapse_config c;
-    REQUIRE(load_text(&c, NODES("{ sentinels = ( \"10.0.1.1:26379\", \"[::1]:26380\" ); master = \"lapse-b\";\n"
-                                "  sentinel_username = \"su\"; sentinel_password = \"sp\";\n"
-                                "  username = \"lapse\"; password = \"pw\"; db = 2; },\n"
-                                "{ host = \"10.0.0.2\"; port = 6379; }")) == 0);
+    REQUIRE(
+        load_text(
+            &c,
+            NODES("{ sentinels = ( \"10.0.1.1:26379\", \"[::1]:26380\" ); master = \"lapse-b\";\n"
+                  "  sentinel_username = \"su\"; sentinel_password = \"sp\";\n"
+                  "  username = \"lapse\"; password = \"pw\"; db = 2; },\n"
+                  "{ host = \"10.0.0.2\"; port = 6379; }")) == 0);
     REQUIRE(c.nnodes == 2);
     const struct lapse_redis_node *n = &c.nodes[0];
     CHECK(n->host == NULL && n->port == 0 && n->nsentinels == 2);
@@ -384,9 +448,10 @@ TEST(config_sentinel_nodes)
 
     expect_err(NODES("{ sentinels = ( \"a:1\" ); }"), "FILE:4: redis.nodes[0].master: missing");
     expect_err(NODES("{ master = \"m\"; }"), "FILE:4: redis.nodes[0].sentinels: missing");
-    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; host = \"h\"; port = 1; }"),
-               "FILE:4: redis.nodes[0]: either host and port (a plain node) or sentinels and master "
-               "(a Sentinel node), not both");
+    expect_err(
+        NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; host = \"h\"; port = 1; }"),
+        "FILE:4: redis.nodes[0]: either host and port (a plain node) or sentinels and master "
+        "(a Sentinel node), not both");
     expect_err(NODES("{ sentinels = ( \"a\" ); master = \"m\"; }"),
                "FILE:4: redis.nodes[0].sentinels[0]: expected \"host:port\" (port 1..65535)");
     expect_err(NODES("{ sentinels = ( \"a:0\" ); master = \"m\"; }"),
@@ -399,20 +464,24 @@ TEST(config_sentinel_nodes)
                "FILE:4: redis.nodes[0].sentinels: expected a list ( \"host:port\", ... )");
     expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m m\"; }"),
                "FILE:4: redis.nodes[0].master: must be 1..255 bytes of [A-Za-z0-9_.-]");
-    expect_err(NODES("{ host = \"a\"; port = 1; sentinel_password = \"x\"; }"),
-               "FILE:4: redis.nodes[0].sentinel_password: only for a Sentinel node (sentinels and master)");
+    expect_err(
+        NODES("{ host = \"a\"; port = 1; sentinel_password = \"x\"; }"),
+        "FILE:4: redis.nodes[0].sentinel_password: only for a Sentinel node (sentinels and master)");
     expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; sentinel_username = \"u\"; }"),
                "FILE:4: redis.nodes[0].sentinel_password: missing (sentinel_username needs it)");
-    expect_err(NODES("{ sentinels = ( \"a:1\" ); master = \"m\"; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; }"),
-               "FILE:5: redis.nodes[1]: m is listed twice (as redis.nodes[0])");
-    expect_err(NODES("{ host = \"h\"; port = 1; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; was = \"h:1\"; }"),
-               "FILE:5: redis.nodes[1]: h:1 is listed twice (as redis.nodes[0])");
+    expect_err(
+        NODES(
+            "{ sentinels = ( \"a:1\" ); master = \"m\"; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; }"),
+        "FILE:5: redis.nodes[1]: m is listed twice (as redis.nodes[0])");
+    expect_err(
+        NODES(
+            "{ host = \"h\"; port = 1; },\n{ sentinels = ( \"b:1\" ); master = \"m\"; was = \"h:1\"; }"),
+        "FILE:5: redis.nodes[1]: h:1 is listed twice (as redis.nodes[0])");
     expect_err(NODES("{ host = \"h\"; port = 1; was = \"h:2\"; }"),
                "FILE:4: redis.nodes[0].was: only for a Sentinel node (sentinels and master)");
     expect_err(NODES("{ sentinels = ( \"b:1\" ); master = \"m\"; was = \"hhhh\"; }"),
                "FILE:4: redis.nodes[0].was: expected \"host:port\" (port 1..65535)");
 #undef NODES
-
 }
 
 TEST(config_syntax_errors)
@@ -420,7 +489,8 @@ TEST(config_syntax_errors)
     expect_err("namespace = \"demo\";\nredis = {\n  nodes = ( { host = ; } );\n};\n",
                "FILE:3: syntax error");
     expect_err(MIN "namespace = \"again\";\n", "FILE:4: syntax error: duplicate setting name");
-    expect_err(MIN "scanner = { batch = [1, \"x\"]; };\n", "FILE:4: syntax error: mismatched element type in array");
+    expect_err(MIN "scanner = { batch = [1, \"x\"]; };\n",
+               "FILE:4: syntax error: mismatched element type in array");
 }
 
 /* libconfig notices a group left open lines later; the message names the
@@ -428,18 +498,19 @@ TEST(config_syntax_errors)
 TEST(config_syntax_error_names_the_open_bracket)
 {
     expect_err(MIN "scanner = {\n  poll_ms = 10;\n\nproducer = {\n  batch = 10;\n};\n"
-               "log_level = \"info\";\n",
+                   "log_level = \"info\";\n",
                "FILE:11: syntax error (the group opened at line 4 is not closed)");
-    expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; port = 1; }  };\n" MIN_KAFKA,
-               "FILE:2: syntax error (the list opened at line 2 is not closed before the '}' at line 2)");
+    expect_err(
+        MIN_NS "redis = { nodes = ( { host = \"a\"; port = 1; }  };\n" MIN_KAFKA,
+        "FILE:2: syntax error (the list opened at line 2 is not closed before the '}' at line 2)");
     expect_err(MIN "scanner = {\n"
-               "  # a comment with { and (\n"
-               "  poll_ms = 10; // and [ here\n"
-               "  /* a block { comment\n"
-               "     over ( two lines */\n"
-               "};\n"
-               "ingress = { topic = \"t\"; group = \"g}\\\"{\";\n"
-               "log_level = \"info\";\n",
+                   "  # a comment with { and (\n"
+                   "  poll_ms = 10; // and [ here\n"
+                   "  /* a block { comment\n"
+                   "     over ( two lines */\n"
+                   "};\n"
+                   "ingress = { topic = \"t\"; group = \"g}\\\"{\";\n"
+                   "log_level = \"info\";\n",
                "FILE:12: syntax error (the group opened at line 10 is not closed)");
     expect_err(MIN "};\n", "FILE:4: syntax error (the '}' at line 4 closes nothing)");
     /* brackets that pair up: no hint */
@@ -466,7 +537,7 @@ TEST(config_errstr_bounds)
     CHECK(lapse_config_load(&c, "/nonexistent/lapse.conf", err, 8) == -1);
     CHECK(strlen(err) == 7); /* truncated, terminated, nothing past size */
     CHECK(err[8] == 'x');
-    CHECK(load_text_n(&c, MIN "bogus = 1;\n", 8) == -1);  /* shorter than the path */
+    CHECK(load_text_n(&c, MIN "bogus = 1;\n", 8) == -1); /* shorter than the path */
     CHECK_STR(msg, "/tmp/la");
     CHECK(load_text_n(&c, MIN "bogus = 1;\n", 45) == -1); /* cut inside the reason */
     CHECK_STR(msg, "FILE:4: bogus: unkn");
@@ -493,7 +564,9 @@ TEST(config_free_zeroed)
  * with the redis.cluster_* credentials. */
 TEST(config_cluster)
 {
-#define CLUSTER(extra) MIN_NS "redis = {\n  cluster = ( \"10.0.2.1:6379\", \"10.0.2.2:6380\" );\n" extra "};\n" MIN_KAFKA
+#define CLUSTER(extra)                                                                \
+    MIN_NS "redis = {\n  cluster = ( \"10.0.2.1:6379\", \"10.0.2.2:6380\" );\n" extra \
+           "};\n" MIN_KAFKA
     struct lapse_config c;
     REQUIRE(load_text(&c, CLUSTER("  cluster_username = \"lapse\"; cluster_password = \"pw\";\n"
                                   "  cluster_tls = true;\n")) == 0);
@@ -519,7 +592,9 @@ TEST(config_cluster)
                "FILE:2: redis.cluster[0]: expected \"host:port\" (port 1..65535)");
     expect_err(MIN_NS "redis = { cluster = ( ); };\n" MIN_KAFKA,
                "FILE:2: redis.cluster: must list 1..64 addresses");
-    expect_err(MIN_NS "redis = { nodes = ( { host = \"h\"; port = 1; } ); cluster_tls = true; };\n"
-               MIN_KAFKA, "FILE:2: redis.cluster: missing (redis.cluster_* keys need it)");
+    expect_err(
+        MIN_NS
+        "redis = { nodes = ( { host = \"h\"; port = 1; } ); cluster_tls = true; };\n" MIN_KAFKA,
+        "FILE:2: redis.cluster: missing (redis.cluster_* keys need it)");
 #undef CLUSTER
 }

@@ -66,17 +66,19 @@ TEST(config_ingress_every_key)
 {
     struct lapse_config c;
     char err[64];
-    REQUIRE(load_text(&c, MIN
-                      "ingress = {\n"
-                      "  topic = \"in\"; group = \"g 1\"; dead_letter_topic = \"in.dlq\";\n"
-                      "  properties = ( (\"session.timeout.ms\", 6000), (\"auto.offset.reset\", \"latest\") );\n"
-                      "  rules = (\n"
-                      "    { id_prefix = \"a\"; match_field = \"k\"; match_value = \"\"; id_field = \"dev\";\n"
-                      "      time = \"field\"; time_field = \"t\"; timeout_ms = 2147483647; },\n"
-                      "    { time = \"kafka\"; timeout_ms = 1; },\n"
-                      "    { time = \"arrival\"; timeout_ms = 5; }\n"
-                      "  );\n"
-                      "};\n") == 0);
+    REQUIRE(
+        load_text(
+            &c, MIN
+            "ingress = {\n"
+            "  topic = \"in\"; group = \"g 1\"; dead_letter_topic = \"in.dlq\";\n"
+            "  properties = ( (\"session.timeout.ms\", 6000), (\"auto.offset.reset\", \"latest\") );\n"
+            "  rules = (\n"
+            "    { id_prefix = \"a\"; match_field = \"k\"; match_value = \"\"; id_field = \"dev\";\n"
+            "      time = \"field\"; time_field = \"t\"; timeout_ms = 2147483647; },\n"
+            "    { time = \"kafka\"; timeout_ms = 1; },\n"
+            "    { time = \"arrival\"; timeout_ms = 5; }\n"
+            "  );\n"
+            "};\n") == 0);
     CHECK_STR(c.ingress_topic, "in");
     CHECK_STR(c.ingress_group, "g 1");
     CHECK_STR(c.ingress_dead_letter_topic, "in.dlq");
@@ -107,10 +109,13 @@ TEST(config_ingress_every_key)
 TEST(config_ingress_errors)
 {
 #define ING(body) MIN "ingress = {\n" body "\n};\n"
-    expect_err(ING("topic = \"a/b\";"), "FILE:5: ingress.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
+    expect_err(ING("topic = \"a/b\";"),
+               "FILE:5: ingress.topic: must be 1..249 bytes of [A-Za-z0-9_.-]");
     expect_err(ING("group = \"\";"), "FILE:5: ingress.group: must be 1..255 bytes");
-    expect_err(ING("dead_letter_topic = 5;"), "FILE:5: ingress.dead_letter_topic: expected a string");
-    expect_err(ING("topic = \"t\"; grop = \"g\";"), "FILE:5: ingress.grop: unknown key (did you mean ingress.group?)");
+    expect_err(ING("dead_letter_topic = 5;"),
+               "FILE:5: ingress.dead_letter_topic: expected a string");
+    expect_err(ING("topic = \"t\"; grop = \"g\";"),
+               "FILE:5: ingress.grop: unknown key (did you mean ingress.group?)");
     expect_err(ING("topic = \"lapse.timeouts\";"),
                "FILE:5: ingress.topic: must differ from kafka.topic (the events lapse produces)");
     expect_err(ING("topic = \"in\";\ndead_letter_topic = \"in\";"),
@@ -121,9 +126,10 @@ TEST(config_ingress_errors)
     expect_err(ING("properties = ( (\"a\", \"1\"),\n(\"enable.auto.commit\", true) );"),
                "FILE:6: ingress.properties[1]: enable.auto.commit: set by lapse (ingress.group; "
                "offsets are committed only once applied)");
-    expect_err(ING("properties = ( (\"enable.auto.offset.store\", true) );"),
-               "FILE:5: ingress.properties[0]: enable.auto.offset.store: set by lapse (ingress.group; "
-               "offsets are committed only once applied)");
+    expect_err(
+        ING("properties = ( (\"enable.auto.offset.store\", true) );"),
+        "FILE:5: ingress.properties[0]: enable.auto.offset.store: set by lapse (ingress.group; "
+        "offsets are committed only once applied)");
     expect_err(ING("properties = ( (\"bootstrap.servers\", \"x:1\") );"),
                "FILE:5: ingress.properties[0]: bootstrap.servers: set kafka.brokers instead");
     expect_err(ING("properties = ( (\"a\", \"1\"), (\"a\", \"2\") );"),
@@ -141,16 +147,20 @@ TEST(config_ingress_rule_errors)
 #define RULES(r) MIN "ingress = { topic = \"in\"; group = \"g\";\nrules = (\n" r "\n); };\n"
     expect_err(MIN "ingress = { rules = { timeout_ms = 5; }; };\n",
                "FILE:4: ingress.rules: expected a list ( { timeout_ms = ...; }, ... )");
-    expect_err(RULES("\"x\", { timeout_ms = 5; }"), "FILE:6: ingress.rules[0]: expected a group { timeout_ms = ...; }");
+    expect_err(RULES("\"x\", { timeout_ms = 5; }"),
+               "FILE:6: ingress.rules[0]: expected a group { timeout_ms = ...; }");
     expect_err(RULES("{ timeout_ms = 5; },\n{ id_prefix = \"a\"; }"),
                "FILE: ingress.rules[1].timeout_ms: missing");
-    expect_err(RULES("{ timeout_ms = 0; }"), "FILE:6: ingress.rules[0].timeout_ms: must be 1..2147483647 (got 0)");
+    expect_err(RULES("{ timeout_ms = 0; }"),
+               "FILE:6: ingress.rules[0].timeout_ms: must be 1..2147483647 (got 0)");
     expect_err(RULES("{ timeout_ms = 2147483648L; }"),
                "FILE:6: ingress.rules[0].timeout_ms: must be 1..2147483647 (got 2147483648)");
-    expect_err(RULES("{ timeout_ms = \"5\"; }"), "FILE:6: ingress.rules[0].timeout_ms: expected an integer");
+    expect_err(RULES("{ timeout_ms = \"5\"; }"),
+               "FILE:6: ingress.rules[0].timeout_ms: expected an integer");
     expect_err(RULES("{ timeout_ms = 5; time = \"now\"; }"),
                "FILE:6: ingress.rules[0].time: must be one of arrival, kafka, field");
-    expect_err(RULES("{ timeout_ms = 5; time = 1; }"), "FILE:6: ingress.rules[0].time: expected a string");
+    expect_err(RULES("{ timeout_ms = 5; time = 1; }"),
+               "FILE:6: ingress.rules[0].time: expected a string");
     expect_err(RULES("{ timeout_ms = 5; id_prefix = \"\"; }"),
                "FILE:6: ingress.rules[0].id_prefix: must be 1..512 bytes");
     expect_err(RULES("{ timeout_ms = 5; id_field = \"\"; }"),
@@ -165,7 +175,9 @@ TEST(config_ingress_rule_errors)
                "FILE:6: ingress.rules[0]: time_field needs time = \"field\"");
     expect_err(RULES("{ timeout_ms = 5; time = \"kafka\"; time_field = \"t\"; }"),
                "FILE:6: ingress.rules[0]: time_field needs time = \"field\"");
-    expect_err(RULES("{ timeout_ms = 5; idprefix = \"a\"; }"), "FILE:6: ingress.rules[0].idprefix: unknown key (did you mean ingress.rules[0].id_prefix?)");
+    expect_err(
+        RULES("{ timeout_ms = 5; idprefix = \"a\"; }"),
+        "FILE:6: ingress.rules[0].idprefix: unknown key (did you mean ingress.rules[0].id_prefix?)");
 
     char prefix[514], text[1024];
     memset(prefix, 'p', 513);
@@ -183,7 +195,8 @@ TEST(config_ingress_rule_errors)
     static char big[65536];
     size_t off = (size_t)snprintf(big, sizeof big, MIN "ingress = { rules = (");
     for (int i = 0; i < 257; i++)
-        off += (size_t)snprintf(big + off, sizeof big - off, "%s{ timeout_ms = %d; }", i ? "," : "", i + 1);
+        off += (size_t)snprintf(big + off, sizeof big - off, "%s{ timeout_ms = %d; }", i ? "," : "",
+                                i + 1);
     snprintf(big + off, sizeof big - off, "); };\n");
     expect_err(big, "FILE:4: ingress.rules: must list 0..256 rules");
     char *cut = strstr(big, ",{ timeout_ms = 257; }");
@@ -198,7 +211,8 @@ TEST(config_ingress_rule_errors)
 TEST(config_ingress_metrics)
 {
     struct lapse_config c;
-    REQUIRE(load_text(&c, MIN "ingress = { metrics_port = 9464; metrics_bind = \"0.0.0.0\"; };\n") == 0);
+    REQUIRE(load_text(&c, MIN
+                      "ingress = { metrics_port = 9464; metrics_bind = \"0.0.0.0\"; };\n") == 0);
     CHECK(c.ingress_metrics_port == 9464);
     CHECK_STR(c.ingress_metrics_bind, "0.0.0.0");
     lapse_config_free(&c);

@@ -41,15 +41,19 @@ TEST(event_full)
     struct lapse_event ev = base();
     ev.payload = "hello world";
     ev.payload_len = 11;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"hello world\"}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"hello world\"}");
 }
 
 TEST(event_without_payload)
 {
     struct lapse_event ev = base();
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5}");
 }
 
 TEST(event_empty_payload_is_present)
@@ -57,8 +61,10 @@ TEST(event_empty_payload_is_present)
     struct lapse_event ev = base();
     ev.payload = "";
     ev.payload_len = 0;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"\"}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"\"}");
 }
 
 TEST(event_with_seq)
@@ -67,12 +73,16 @@ TEST(event_with_seq)
     ev.payload = "p";
     ev.payload_len = 1;
     ev.seq = 3;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"p\",\"seq\":3}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,\"payload\":\"p\",\"seq\":3}");
     ev.payload = NULL;
     ev.seq = 1;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,\"seq\":1}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,\"seq\":1}");
 }
 
 /* Every fire says what it is, first: "type" is "timeout" (new 2026-11-26;
@@ -102,18 +112,22 @@ TEST(event_id_is_length_delimited)
     struct lapse_event ev = base();
     ev.id = "dev-42-and-more";
     ev.id_len = 6;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5}");
 }
 
 TEST(event_non_utf8_id)
 {
     struct lapse_event ev = base();
-    ev.id = "a\xff" "b";
+    ev.id = "a\xff"
+            "b";
     ev.id_len = 3;
     ev.shard = 0;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"a" FFFD "b\",\"id_b64\":\"Yf9i\","
-                    "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":0}");
+    check_json(&ev,
+               "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"a" FFFD "b\",\"id_b64\":\"Yf9i\","
+               "\"deadline_ms\":1795303123000,\"fired_ms\":1795303123004,\"shard\":0}");
 }
 
 TEST(event_valid_utf8_passes_through)
@@ -134,11 +148,13 @@ TEST(event_non_utf8_payload)
     ev.payload = p;
     ev.payload_len = sizeof p - 1;
     ev.seq = 2;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,"
-                    "\"payload\":\"" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD
-                    "\xf0\x9f\x98\x80\xc3\xa9\",\"payload_b64\":\"7aCA4oL0kICA8J+YgMOp\","
-                    "\"seq\":2}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,"
+        "\"payload\":\"" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD
+        "\xf0\x9f\x98\x80\xc3\xa9\",\"payload_b64\":\"7aCA4oL0kICA8J+YgMOp\","
+        "\"seq\":2}");
 }
 
 TEST(event_nul_is_replaced)
@@ -146,9 +162,11 @@ TEST(event_nul_is_replaced)
     struct lapse_event ev = base();
     ev.payload = "x\0y";
     ev.payload_len = 3;
-    check_json(&ev, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"shard\":5,"
-                    "\"payload\":\"x" FFFD "y\",\"payload_b64\":\"eAB5\"}");
+    check_json(
+        &ev,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5,"
+        "\"payload\":\"x" FFFD "y\",\"payload_b64\":\"eAB5\"}");
 }
 
 TEST(event_base64_padding)
@@ -188,9 +206,10 @@ TEST(event_json_special_chars_round_trip)
     size_t len;
     char *s = lapse_event_encode(&ev, &len);
     REQUIRE(s != NULL);
-    CHECK_STR(s, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                 "\"fired_ms\":1795303123004,\"shard\":5,"
-                 "\"payload\":\"say \\\"hi\\\"\\\\ back\\nslash / tab\\t ctl\\u0001 end\"}");
+    CHECK_STR(
+        s, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+           "\"fired_ms\":1795303123004,\"shard\":5,"
+           "\"payload\":\"say \\\"hi\\\"\\\\ back\\nslash / tab\\t ctl\\u0001 end\"}");
     CHECK(strchr(s, '\n') == NULL); /* one message, one line */
 
     json_error_t e;
@@ -222,9 +241,10 @@ TEST(event_write_reused_buffer)
     REQUIRE(buf != NULL);
     memset(buf, 'x', cap + 200);
     size_t n = lapse_event_write(&ev, buf);
-    const char *want = "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":-9223372036854775808,"
-                       "\"fired_ms\":1795303123004,\"shard\":5,"
-                       "\"payload\":\"\\b\\f\\r\\u001F\x7f\xc3\xa9\",\"seq\":9223372036854775807}";
+    const char *want =
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":-9223372036854775808,"
+        "\"fired_ms\":1795303123004,\"shard\":5,"
+        "\"payload\":\"\\b\\f\\r\\u001F\x7f\xc3\xa9\",\"seq\":9223372036854775807}";
     CHECK_STR(buf, want);
     CHECK(n == strlen(want));
     size_t len;
@@ -236,8 +256,10 @@ TEST(event_write_reused_buffer)
     /* a shorter event after a longer one: nothing of the first is left */
     ev = base();
     n = lapse_event_write(&ev, buf);
-    CHECK_STR(buf, "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                   "\"fired_ms\":1795303123004,\"shard\":5}");
+    CHECK_STR(
+        buf,
+        "{\"type\":\"timeout\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"shard\":5}");
     CHECK(n == strlen(buf));
     free(buf);
 
@@ -269,9 +291,11 @@ TEST(event_recovered)
     ev.payload_len = 7;
     ev.seq = 4;
     ev.recovered_ms = INT64_C(1795303187310);
-    check_json(&ev, "{\"type\":\"recovered\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
-                    "\"fired_ms\":1795303123004,\"recovered_ms\":1795303187310,\"down_ms\":64310,"
-                    "\"shard\":5}");
+    check_json(
+        &ev,
+        "{\"type\":\"recovered\",\"ns\":\"demo\",\"id\":\"dev-42\",\"deadline_ms\":1795303123000,"
+        "\"fired_ms\":1795303123004,\"recovered_ms\":1795303187310,\"down_ms\":64310,"
+        "\"shard\":5}");
     ev.id = "d\xff";
     ev.id_len = 2;
     char *s = lapse_event_encode(&ev, NULL);

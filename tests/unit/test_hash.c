@@ -29,8 +29,7 @@ TEST(hash_vectors)
         CHECK(lapse_shard_of(h, 4) == vectors[i].shard4);
         CHECK(lapse_shard_of(h, 16) == vectors[i].shard16);
         if (h != vectors[i].hash)
-            fprintf(stderr, "    id \"%s\": got %016llx\n", vectors[i].id,
-                    (unsigned long long)h);
+            fprintf(stderr, "    id \"%s\": got %016llx\n", vectors[i].id, (unsigned long long)h);
     }
 }
 

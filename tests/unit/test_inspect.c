@@ -15,13 +15,17 @@ TEST(inspect_id_check)
     CHECK(lapse_inspect_id_check("", 0, err, sizeof err) < 0);
     CHECK(lapse_inspect_id_check("a b", 3, err, sizeof err) < 0);
     CHECK(lapse_inspect_id_check("a\x7f", 2, err, sizeof err) < 0);
-    CHECK(lapse_inspect_id_check("\xc3\xa9t\xff", 4, err, sizeof err) == 0); /* high bytes are fine */
+    CHECK(lapse_inspect_id_check("\xc3\xa9t\xff", 4, err, sizeof err) ==
+          0); /* high bytes are fine */
 }
 
 TEST(inspect_preview)
 {
     char out[300];
-    CHECK_STR(lapse_inspect_preview("a\x01" "b\xff\\\n", 6, 64, out, sizeof out), "a\\x01b\\xff\\\\\\n");
+    CHECK_STR(lapse_inspect_preview("a\x01"
+                                    "b\xff\\\n",
+                                    6, 64, out, sizeof out),
+              "a\\x01b\\xff\\\\\\n");
     char p[100];
     memset(p, 'p', sizeof p);
     lapse_inspect_preview(p, sizeof p, 64, out, sizeof out);

@@ -21,7 +21,10 @@ static enum lapse_line_result parse_n(const char *s, size_t n)
     return lapse_line_parse(s, n, &cmd, err, sizeof err);
 }
 
-static enum lapse_line_result parse(const char *s) { return parse_n(s, strlen(s)); }
+static enum lapse_line_result parse(const char *s)
+{
+    return parse_n(s, strlen(s));
+}
 
 /* 1 when the payload is exactly the n bytes of want. */
 static int payload_is(const char *want, size_t n)
@@ -35,10 +38,10 @@ static int id_is(const char *want)
 }
 
 /* Error lines the caller expects, checked together. */
-#define CHECK_ERR(line, want)                                                  \
-    do {                                                                       \
-        CHECK(parse(line) == LAPSE_LINE_ERROR);                                \
-        CHECK_STR(err, want);                                                  \
+#define CHECK_ERR(line, want)                   \
+    do {                                        \
+        CHECK(parse(line) == LAPSE_LINE_ERROR); \
+        CHECK_STR(err, want);                   \
     } while (0)
 
 TEST(line_touch_relative)
@@ -351,8 +354,7 @@ TEST(line_unknown_command_truncated)
 TEST(line_error_messages_are_printable)
 {
     static const char *lines[] = {
-        "\x01\x02\x03 a", "touch a \x1b[31m", "touch a +\x1b", "repeat a +1 \x9b",
-        "touch a\x7f +1",
+        "\x01\x02\x03 a", "touch a \x1b[31m", "touch a +\x1b", "repeat a +1 \x9b", "touch a\x7f +1",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         CHECK(parse(lines[i]) == LAPSE_LINE_ERROR);

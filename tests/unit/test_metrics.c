@@ -78,9 +78,9 @@ TEST(metrics_render_names_units_and_values)
     atomic_store(&m->splitting, 1);
     atomic_store(&m->layout_epoch, 7);
     atomic_store(&m->oldest_overdue_ms, 1500);
-    lapse_metrics_lateness(m, 0);    /* le 0.001 */
-    lapse_metrics_lateness(m, 200);  /* le 0.25 */
-    lapse_metrics_lateness(m, -5);   /* clamped to 0 */
+    lapse_metrics_lateness(m, 0);        /* le 0.001 */
+    lapse_metrics_lateness(m, 200);      /* le 0.25 */
+    lapse_metrics_lateness(m, -5);       /* clamped to 0 */
     lapse_metrics_lateness(m, 10000000); /* above every bound */
     char buf[16384];
     int n = lapse_metrics_render(m, buf, sizeof buf);
@@ -96,10 +96,18 @@ TEST(metrics_render_names_units_and_values)
     CHECK_STR(S("lateness_seconds_count"), "4");
     CHECK_STR(S("lateness_seconds_sum"), "10000.200000");
 #undef S
-    CHECK_STR(sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"0.001\"}"), "2");
-    CHECK_STR(sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"0.25\"}"), "3");
-    CHECK_STR(sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"300\"}"), "3");
-    CHECK_STR(sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"+Inf\"}"), "4");
+    CHECK_STR(
+        sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"0.001\"}"),
+        "2");
+    CHECK_STR(
+        sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"0.25\"}"),
+        "3");
+    CHECK_STR(
+        sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"300\"}"),
+        "3");
+    CHECK_STR(
+        sample(buf, "lapse_scanner_lateness_seconds_bucket{ns=\"demo\",shard=\"3\",le=\"+Inf\"}"),
+        "4");
     CHECK(strstr(buf, "# TYPE lapse_scanner_lateness_seconds histogram\n"));
     CHECK(strstr(buf, "# TYPE lapse_scanner_events_acked_total counter\n"));
     CHECK(strstr(buf, "# TYPE lapse_scanner_redis_up gauge\n"));
@@ -124,8 +132,10 @@ TEST(metrics_render_redis_memory_once_read)
     atomic_store(&m->memory_max, 4000000);
     atomic_store(&m->evicting, 1);
     REQUIRE(lapse_metrics_render(m, buf, sizeof buf) > 0);
-    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_used_bytes{ns=\"demo\",shard=\"0\"}"), "3000000");
-    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_max_bytes{ns=\"demo\",shard=\"0\"}"), "4000000");
+    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_used_bytes{ns=\"demo\",shard=\"0\"}"),
+              "3000000");
+    CHECK_STR(sample(buf, "lapse_scanner_redis_memory_max_bytes{ns=\"demo\",shard=\"0\"}"),
+              "4000000");
     CHECK_STR(sample(buf, "lapse_scanner_redis_evicting{ns=\"demo\",shard=\"0\"}"), "1");
     CHECK(strstr(buf, "# TYPE lapse_scanner_redis_evicting gauge\n"));
     free(m);
@@ -183,12 +193,18 @@ TEST(ingress_metrics_render_and_lag)
     CHECK_STR(sample(buf, "lapse_ingress_messages_total{ns=\"demo\"}"), "13");
     CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"no_rule\"}"), "2");
     CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"bad_signal\"}"), "1");
-    CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"redis_refused\"}"), "0");
-    CHECK_STR(sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"0\"}"), "7");
-    CHECK_STR(sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"1\"}"), "5");
+    CHECK_STR(sample(buf, "lapse_ingress_rejected_total{ns=\"demo\",reason=\"redis_refused\"}"),
+              "0");
+    CHECK_STR(
+        sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"0\"}"),
+        "7");
+    CHECK_STR(
+        sample(buf, "lapse_ingress_consumer_lag{ns=\"demo\",topic=\"sig\\\"x\",partition=\"1\"}"),
+        "5");
     CHECK(!strstr(buf, "partition=\"2\"") && !strstr(buf, "partition=\"3\"") &&
           !strstr(buf, "partition=\"-1\""));
-    CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"0.003\"}"), "1");
+    CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"0.003\"}"),
+              "1");
     CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"10\"}"), "2");
     CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_sum{ns=\"demo\"}"), "9.002000");
     CHECK(strstr(buf, "# TYPE lapse_ingress_consumer_lag gauge\n"));

@@ -9,8 +9,8 @@ TEST(policy_only_noeviction_keeps_keys)
     CHECK(!lapse_redis_policy_evicts("noeviction"));
     CHECK(!lapse_redis_policy_evicts("")); /* unknown is not evicting */
     CHECK(!lapse_redis_policy_evicts(NULL));
-    static const char *const evicting[] = {"allkeys-lru",   "allkeys-lfu",    "allkeys-random",
-                                           "volatile-lru",  "volatile-lfu",   "volatile-random",
+    static const char *const evicting[] = {"allkeys-lru",  "allkeys-lfu",  "allkeys-random",
+                                           "volatile-lru", "volatile-lfu", "volatile-random",
                                            "volatile-ttl"};
     for (size_t i = 0; i < sizeof evicting / sizeof evicting[0]; i++)
         CHECK(lapse_redis_policy_evicts(evicting[i]));

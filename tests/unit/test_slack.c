@@ -6,7 +6,10 @@
 #include "hash.h"
 #include "slack.h"
 
-static uint64_t h(const char *id) { return lapse_hash(id, strlen(id)); }
+static uint64_t h(const char *id)
+{
+    return lapse_hash(id, strlen(id));
+}
 
 TEST(slack_covered_only_up_to_what_was_written)
 {
@@ -92,7 +95,8 @@ TEST(slack_forget_keeps_the_rest_findable)
     for (int step = 0; step < 20000; step++) {
         r = r * 6364136223846793005ULL + 1442695040888963407ULL;
         int i = (int)((r >> 33) % N);
-        int n = snprintf(id, sizeof id, i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
+        int n = snprintf(id, sizeof id,
+                         i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
         uint64_t h = lapse_hash(id, (size_t)n);
         if ((r >> 20) % 3 == 0) {
             lapse_slack_forget(s, h, id, (size_t)n);
@@ -105,7 +109,8 @@ TEST(slack_forget_keeps_the_rest_findable)
     }
     size_t live = 0;
     for (int i = 0; i < N; i++) {
-        int n = snprintf(id, sizeof id, i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
+        int n = snprintf(id, sizeof id,
+                         i % 7 ? "dev-%d" : "a-long-device-identifier-of-more-than-36-bytes-%d", i);
         uint64_t h = lapse_hash(id, (size_t)n);
         if (model[i]) {
             live++;
@@ -130,8 +135,8 @@ TEST(slack_long_ids)
     for (size_t k = 0; k < NL; k++) {
         memset(id[k], 'x', lens[k]);
         id[k][lens[k] - 1] = (char)('a' + k); /* the last byte tells them apart */
-        REQUIRE(lapse_slack_set(s, lapse_hash(id[k], lens[k]), id[k], lens[k], 100 + (int64_t)k,
-                                0, 0) == 0);
+        REQUIRE(lapse_slack_set(s, lapse_hash(id[k], lens[k]), id[k], lens[k], 100 + (int64_t)k, 0,
+                                0) == 0);
     }
     CHECK(lapse_slack_count(s) == NL);
     for (size_t k = 0; k < NL; k++) {
@@ -147,7 +152,8 @@ TEST(slack_long_ids)
     for (size_t k = 0; k < NL; k += 2)
         lapse_slack_forget(s, lapse_hash(id[k], lens[k]), id[k], lens[k]);
     for (size_t k = 0; k < NL; k++)
-        CHECK(lapse_slack_covered(s, lapse_hash(id[k], lens[k]), id[k], lens[k], 0, NULL) == (k % 2 == 1));
+        CHECK(lapse_slack_covered(s, lapse_hash(id[k], lens[k]), id[k], lens[k], 0, NULL) ==
+              (k % 2 == 1));
     CHECK(lapse_slack_count(s) == NL / 2);
     lapse_slack_free(s); /* frees the long ones still held (ASan checks) */
 }
@@ -208,7 +214,8 @@ TEST(slack_forget_in_probe_runs)
         size_t live = 0;
         for (int i = 0; i < N; i++) {
             live += !gone[i];
-            CHECK(lapse_slack_covered(s, hs[i], id[i], strlen(id[i]), gone[i] ? 0 : 10 + i, NULL) == !gone[i]);
+            CHECK(lapse_slack_covered(s, hs[i], id[i], strlen(id[i]), gone[i] ? 0 : 10 + i, NULL) ==
+                  !gone[i]);
         }
         CHECK(lapse_slack_count(s) == live);
         /* and set again: they come back and the others stay */
@@ -231,13 +238,17 @@ TEST(slack_many_ids_grow_then_sweep)
     enum { N = 200000 };
     char id[64];
     for (int i = 0; i < N; i++) {
-        int n = snprintf(id, sizeof id, i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
-        REQUIRE(lapse_slack_set(s, lapse_hash(id, (size_t)n), id, (size_t)n, 1000 + i % 100, 0, 0) == 0);
+        int n = snprintf(id, sizeof id,
+                         i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
+        REQUIRE(lapse_slack_set(s, lapse_hash(id, (size_t)n), id, (size_t)n, 1000 + i % 100, 0,
+                                0) == 0);
     }
     CHECK(lapse_slack_count(s) == N);
     for (int i = 0; i < N; i++) {
-        int n = snprintf(id, sizeof id, i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
-        CHECK(lapse_slack_covered(s, lapse_hash(id, (size_t)n), id, (size_t)n, 1000 + i % 100, NULL));
+        int n = snprintf(id, sizeof id,
+                         i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
+        CHECK(
+            lapse_slack_covered(s, lapse_hash(id, (size_t)n), id, (size_t)n, 1000 + i % 100, NULL));
     }
     /* now = 5000: every old deadline (< 1100) has passed */
     for (int i = 0; i < N; i++) {
@@ -253,8 +264,10 @@ TEST(slack_many_ids_grow_then_sweep)
     /* the expired ones that remain are still exact, not stale bytes */
     size_t old_left = 0;
     for (int i = 0; i < N; i++) {
-        int n = snprintf(id, sizeof id, i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
-        old_left += (size_t)lapse_slack_covered(s, lapse_hash(id, (size_t)n), id, (size_t)n, 0, NULL);
+        int n = snprintf(id, sizeof id,
+                         i % 5 ? "dev-%d" : "device-with-a-long-name-past-the-inline-part-%d", i);
+        old_left +=
+            (size_t)lapse_slack_covered(s, lapse_hash(id, (size_t)n), id, (size_t)n, 0, NULL);
     }
     CHECK(lapse_slack_count(s) == N + old_left);
     lapse_slack_free(s);
@@ -282,7 +295,8 @@ TEST(slack_random_against_model)
     for (int step = 0; step < STEPS; step++) {
         r = r * 6364136223846793005ULL + 1442695040888963407ULL;
         int i = (int)((r >> 33) % NID);
-        int n = snprintf(id, sizeof id, i % 4 ? "m-%d" : "model-id-long-enough-to-be-kept-outside-the-slot-%d", i);
+        int n = snprintf(id, sizeof id,
+                         i % 4 ? "m-%d" : "model-id-long-enough-to-be-kept-outside-the-slot-%d", i);
         uint64_t hi = lapse_hash(id, (size_t)n) % 97; /* few hashes: collisions */
         int op = (int)((r >> 20) % 8);
         if (op < 4) {

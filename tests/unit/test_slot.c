@@ -7,7 +7,10 @@
 #include "slot.h"
 #include "t.h"
 
-static uint16_t slot(const char *key) { return lapse_slot(key, strlen(key)); }
+static uint16_t slot(const char *key)
+{
+    return lapse_slot(key, strlen(key));
+}
 
 TEST(slot_known_keys)
 {
@@ -23,9 +26,9 @@ TEST(slot_hash_tags)
     CHECK(slot("{user1000}.following") == slot("{user1000}.followers"));
     CHECK(slot("demo:z:{demo:3}") == 6226);
     CHECK(slot("demo:z:{demo:3}") == slot("demo:p:{demo:3}"));
-    CHECK(slot("a{}b") == 13694);  /* an empty tag: the whole key */
-    CHECK(slot("{}{x}") == 3257);  /* the first '{' decides, and its tag is empty */
-    CHECK(slot("x{y") == 2740);    /* no closing brace: the whole key */
+    CHECK(slot("a{}b") == 13694);   /* an empty tag: the whole key */
+    CHECK(slot("{}{x}") == 3257);   /* the first '{' decides, and its tag is empty */
+    CHECK(slot("x{y") == 2740);     /* no closing brace: the whole key */
     CHECK(slot("{a}{b}") == 15495); /* only the first tag */
     CHECK(slot("{a}{b}") == slot("a"));
 }

@@ -50,9 +50,14 @@ static void expect_err(const struct lapse_ingress_rule *rules, size_t n, const c
 }
 
 static const struct lapse_ingress_rule sample[] = {
-    {.id_field = S("device"), .id_prefix = S("sensor-"), .time_source = LAPSE_TIME_FIELD,
-     .time_field = S("ts"), .timeout_ms = 60000},
-    {.match_field = S("type"), .match_value = S("heartbeat"), .time_source = LAPSE_TIME_KAFKA,
+    {.id_field = S("device"),
+     .id_prefix = S("sensor-"),
+     .time_source = LAPSE_TIME_FIELD,
+     .time_field = S("ts"),
+     .timeout_ms = 60000},
+    {.match_field = S("type"),
+     .match_value = S("heartbeat"),
+     .time_source = LAPSE_TIME_KAFKA,
      .timeout_ms = 30000},
     {.timeout_ms = 300000},
 };
@@ -111,8 +116,8 @@ TEST(watchdog_first_match_wins_and_fall_through)
 {
     json_t *j;
     /* prefix misses: rule 1 by its match, Kafka time */
-    REQUIRE(apply(sample, NSAMPLE, "pump-3", "{\"device\":\"pump-3\",\"type\":\"heartbeat\",\"ts\":1}",
-                  1000, &j) == 0);
+    REQUIRE(apply(sample, NSAMPLE, "pump-3",
+                  "{\"device\":\"pump-3\",\"type\":\"heartbeat\",\"ts\":1}", 1000, &j) == 0);
     expect_extend("pump-3", LAPSE_WHEN_ABS, 31000, 1);
     json_decref(j);
     /* both 0 and 2 would match: 0 wins */
@@ -179,17 +184,20 @@ TEST(watchdog_no_rule_matches)
     expect_err(sample, 2, "k", "[1]", 5,
                "no watchdog rule matches (rules[0]: value is not a JSON object; rules[1]: value is "
                "not a JSON object); value: not a JSON object");
-    expect_err(sample, 0, "k", "{\"a\":1}", 5, "not a command, and no watchdog rules are configured");
-    expect_err(sample, 0, "k", "x", 5,
-               "not a command, and no watchdog rules are configured; value: invalid JSON: '[' or '{' "
-               "expected near 'x' at byte 1");
+    expect_err(sample, 0, "k", "{\"a\":1}", 5,
+               "not a command, and no watchdog rules are configured");
+    expect_err(
+        sample, 0, "k", "x", 5,
+        "not a command, and no watchdog rules are configured; value: invalid JSON: '[' or '{' "
+        "expected near 'x' at byte 1");
     /* IDs in reasons are quoted */
     const struct lapse_ingress_rule p[] = {{.id_prefix = S("a"), .timeout_ms = 1}};
     expect_err(p, 1, "b\"\x01", NULL, -1,
                "no watchdog rule matches (rules[0]: ID \"b\\\"\\x01\" lacks prefix \"a\")");
     /* a key shorter than the prefix */
     const struct lapse_ingress_rule p2[] = {{.id_prefix = S("sensor-"), .timeout_ms = 1}};
-    expect_err(p2, 1, "sen", NULL, -1, "no watchdog rule matches (rules[0]: ID \"sen\" lacks prefix \"sensor-\")");
+    expect_err(p2, 1, "sen", NULL, -1,
+               "no watchdog rule matches (rules[0]: ID \"sen\" lacks prefix \"sensor-\")");
 }
 
 TEST(watchdog_bad_signals)
@@ -213,10 +221,14 @@ TEST(watchdog_bad_signals)
     expect_extend("k", LAPSE_WHEN_ABS, 2, 0);
 
     /* IDs */
-    const struct lapse_ingress_rule fr[] = {{.id_field = S("dev"), .timeout_ms = 1}, {.timeout_ms = 2}};
-    expect_err(fr, 2, "k", "{\"dev\":true}", -1, "rules[0]: field \"dev\": expected a string or integer ID");
-    expect_err(fr, 2, "k", "{\"dev\":{\"a\":1}}", -1, "rules[0]: field \"dev\": expected a string or integer ID");
-    expect_err(fr, 2, "k", "{\"dev\":\"\"}", -1, "rules[0]: field \"dev\": ID must be 1..512 bytes (got 0)");
+    const struct lapse_ingress_rule fr[] = {{.id_field = S("dev"), .timeout_ms = 1},
+                                            {.timeout_ms = 2}};
+    expect_err(fr, 2, "k", "{\"dev\":true}", -1,
+               "rules[0]: field \"dev\": expected a string or integer ID");
+    expect_err(fr, 2, "k", "{\"dev\":{\"a\":1}}", -1,
+               "rules[0]: field \"dev\": expected a string or integer ID");
+    expect_err(fr, 2, "k", "{\"dev\":\"\"}", -1,
+               "rules[0]: field \"dev\": ID must be 1..512 bytes (got 0)");
     expect_err(fr, 2, "k", "{\"dev\":\"a b\"}", -1,
                "rules[0]: field \"dev\": ID contains a space at offset 1");
     expect_err(fr + 1, 1, "tab\there", NULL, -1,
@@ -224,7 +236,8 @@ TEST(watchdog_bad_signals)
     char key[LAPSE_ID_MAX + 2];
     memset(key, 'k', sizeof key - 1);
     key[LAPSE_ID_MAX + 1] = '\0';
-    expect_err(fr + 1, 1, key, NULL, -1, "rules[0]: message key: ID must be 1..512 bytes (got 513)");
+    expect_err(fr + 1, 1, key, NULL, -1,
+               "rules[0]: message key: ID must be 1..512 bytes (got 513)");
     key[LAPSE_ID_MAX] = '\0';
     REQUIRE(apply(fr + 1, 1, key, NULL, -1, &j) == 0);
     CHECK(res.cmd.id_len == LAPSE_ID_MAX);

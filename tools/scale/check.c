@@ -87,8 +87,8 @@ static void check_replicas(void *ctx, const char *node, const char *primary, lon
 int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64_t max_overdue_ms,
                       int max_memory_pct, int as_json)
 {
-    struct verdict v = {.problems = json_array(), .as_json = as_json,
-                        .wait_replicas = cfg->redis_wait_replicas};
+    struct verdict v = {
+        .problems = json_array(), .as_json = as_json, .wait_replicas = cfg->redis_wait_replicas};
     json_t *info = json_array();
     char err[512];
     double max_s = (double)max_overdue_ms / 1000;
@@ -131,14 +131,14 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
                 problem(&v, i, "overdue", "shard %u: oldest due ID is %.1f s overdue (max %g)", i,
                         (double)overdue / 1000, max_s);
             else if (overdue > max_overdue_ms)
-                problem(&v, i, "overdue", "shard %u: oldest due ID is %" PRId64 " s overdue (max %g)",
-                        i, overdue / 1000, max_s);
-            json_array_append_new(info, json_pack("{s:i, s:s, s:s?, s:o, s:I, s:I}", "shard",
-                                                  (int)i, "node", lapse_redis_name(r), "scanner",
-                                                  h.holder[0] ? h.holder : NULL, "overdue_ms",
-                                                  overdue >= 0 ? json_integer(overdue) : json_null(),
-                                                  "due", (json_int_t)h.due, "inflight",
-                                                  (json_int_t)h.inflight));
+                problem(&v, i, "overdue",
+                        "shard %u: oldest due ID is %" PRId64 " s overdue (max %g)", i,
+                        overdue / 1000, max_s);
+            json_array_append_new(
+                info, json_pack("{s:i, s:s, s:s?, s:o, s:I, s:I}", "shard", (int)i, "node",
+                                lapse_redis_name(r), "scanner", h.holder[0] ? h.holder : NULL,
+                                "overdue_ms", overdue >= 0 ? json_integer(overdue) : json_null(),
+                                "due", (json_int_t)h.due, "inflight", (json_int_t)h.inflight));
         }
     }
     json_t *memory = json_array();
@@ -165,7 +165,8 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
         json_decref(o);
     } else if (status == LAPSE_CHECK_OK) {
         printf("ok: namespace %s, %u shards, each with an active scanner, nothing overdue beyond "
-               "%g s\n", cfg->ns, l.shards, max_s);
+               "%g s\n",
+               cfg->ns, l.shards, max_s);
     }
     json_decref(v.problems);
     json_decref(info);

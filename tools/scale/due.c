@@ -53,8 +53,8 @@ static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
     snprintf(start, sizeof start, "%lld", from);
-    const char *argv[8 + LAPSE_SCALE_DUE_BUCKETS - 1] = {"EVAL", lapse_lua_due, "2", z, f,
-                                                         start, DUE_CHUNK, now};
+    const char *argv[8 + LAPSE_SCALE_DUE_BUCKETS - 1] = {"EVAL", lapse_lua_due, "2",       z,
+                                                         f,      start,         DUE_CHUNK, now};
     size_t lens[8 + LAPSE_SCALE_DUE_BUCKETS - 1];
     int argc = 8;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
@@ -94,16 +94,15 @@ static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long lon
  * one call at a time, at the first call's clock (every call's ranges are
  * the same). 0, or -2 with errstr (no reply). */
 static int due_rest(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
-                    char edges[][24], struct lapse_scale_due *d, long long next,
-                    long long buckets, char *errstr, size_t size)
+                    char edges[][24], struct lapse_scale_due *d, long long next, long long buckets,
+                    char *errstr, size_t size)
 {
     int restarts = 0;
     while (next >= 0) {
         char now[24];
         snprintf(now, sizeof now, "%lld", (long long)d->now_ms);
         redisReply *rep;
-        if (due_append(r, cfg, shard, next, now, edges) < 0 ||
-            lapse_redis_get_reply(r, &rep) < 0) {
+        if (due_append(r, cfg, shard, next, now, edges) < 0 || lapse_redis_get_reply(r, &rep) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
             return -2;
         }
@@ -115,8 +114,7 @@ static int due_rest(lapse_redis *r, const struct lapse_config *cfg, uint32_t sha
         if (buckets != was && restarts++ < DUE_RESTARTS) {
             /* a split moved IDs under the read: from bucket 0 again */
             memset(d, 0, sizeof *d);
-            if (due_append(r, cfg, shard, 0, "", edges) < 0 ||
-                lapse_redis_get_reply(r, &rep) < 0) {
+            if (due_append(r, cfg, shard, 0, "", edges) < 0 || lapse_redis_get_reply(r, &rep) < 0) {
                 snprintf(errstr, size, "%s", lapse_redis_errstr(r));
                 return -2;
             }
@@ -297,9 +295,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
             total.bucket[b] += d[i].bucket[b];
         }
         total.inflight += d[i].inflight;
-        json_array_append_new(shards, due_json(json_pack("{s:i, s:s, s:I}", "shard", (int)i,
-                                                         "node", where, "now_ms",
-                                                         (json_int_t)d[i].now_ms),
+        json_array_append_new(shards, due_json(json_pack("{s:i, s:s, s:I}", "shard", (int)i, "node",
+                                                         where, "now_ms", (json_int_t)d[i].now_ms),
                                                &d[i], pending));
         if (!as_json)
             due_row(name, where, &d[i], pending);
@@ -313,10 +310,10 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
             json_array_append_new(edges, json_integer(lapse_scale_due_edge_ms[b]));
         json_t *tot = due_json(json_object(), &total, pending);
         json_object_set_new(tot, "unread_shards", json_integer(unread));
-        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o, s:o}", "ns", cfg->ns, "shards",
-                              (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
-                              "epoch", (json_int_t)l.epoch, "edges_ms", edges, "shard_info", shards,
-                              "total", tot);
+        json_t *o =
+            json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o, s:o}", "ns", cfg->ns, "shards",
+                      (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state, "epoch",
+                      (json_int_t)l.epoch, "edges_ms", edges, "shard_info", shards, "total", tot);
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         free(s);

@@ -37,7 +37,10 @@ static int put_bytes(json_t *o, const char *key, const char *b64key, const char 
     return 0;
 }
 
-static json_t *ms_or_null(int64_t ms) { return ms >= 0 ? json_integer(ms) : json_null(); }
+static json_t *ms_or_null(int64_t ms)
+{
+    return ms >= 0 ? json_integer(ms) : json_null();
+}
 
 static json_t *iso_or_null(int64_t ms)
 {
@@ -51,15 +54,15 @@ static json_t *place_json(lapse_redis **nodes, const struct lapse_inspect_place 
     json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:b, s:o, s:o, s:b}", "shard", (int)p->shard,
                           "node", lapse_redis_name(nodes[p->node]), "address",
                           lapse_redis_addr(nodes[p->node]), "now_ms", (json_int_t)p->now_ms,
-                          "found", p->found, "deadline_ms", ms_or_null(p->deadline_ms),
-                          "deadline", iso_or_null(p->deadline_ms), "in_flight", p->in_flight);
+                          "found", p->found, "deadline_ms", ms_or_null(p->deadline_ms), "deadline",
+                          iso_or_null(p->deadline_ms), "in_flight", p->in_flight);
     if (!o)
         return NULL;
     json_object_set_new(o, "lease_until_ms", ms_or_null(p->lease_ms));
     json_object_set_new(o, "inflight_deadline_ms",
-                        p->in_flight ? ms_or_null(p->dispatching_ms >= 0 ? p->dispatching_ms
-                                                                         : p->lease_ms)
-                                     : json_null());
+                        p->in_flight
+                            ? ms_or_null(p->dispatching_ms >= 0 ? p->dispatching_ms : p->lease_ms)
+                            : json_null());
     json_object_set_new(o, "leased_by",
                         p->in_flight ? json_string(p->taken ? "split move" : "scanner")
                                      : json_null());
@@ -69,10 +72,10 @@ static json_t *place_json(lapse_redis **nodes, const struct lapse_inspect_place 
             return NULL;
         }
         json_object_set_new(o, "payload_bytes", json_integer((json_int_t)p->payload_len));
-        json_object_set_new(o, "payload_preview",
-                            json_string(lapse_inspect_preview(p->payload, p->payload_len,
-                                                              PREVIEW_BYTES, preview,
-                                                              sizeof preview)));
+        json_object_set_new(
+            o, "payload_preview",
+            json_string(lapse_inspect_preview(p->payload, p->payload_len, PREVIEW_BYTES, preview,
+                                              sizeof preview)));
     }
     json_object_set_new(o, "repeat",
                         p->period_ms >= 0
@@ -90,8 +93,8 @@ static const char *when(int64_t ms, int64_t now, char *out, size_t size)
     char iso[40];
     int64_t d = ms - now, a = d < 0 ? -d : d;
     snprintf(out, size, "%" PRId64 "  %s  (%s%" PRId64 ".%" PRId64 " s%s)", ms,
-             lapse_inspect_iso(ms, iso, sizeof iso), d >= 0 ? "in " : "", a / 1000,
-             a % 1000 / 100, d < 0 ? " ago" : "");
+             lapse_inspect_iso(ms, iso, sizeof iso), d >= 0 ? "in " : "", a / 1000, a % 1000 / 100,
+             d < 0 ? " ago" : "");
     return out;
 }
 
@@ -185,8 +188,7 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
             fprintf(stderr, "lapse-scale: get: out of memory\n");
     } else {
         char idq[4 * PREVIEW_BYTES + 8];
-        printf("id         %s\n",
-               lapse_inspect_preview(id, len, PREVIEW_BYTES, idq, sizeof idq));
+        printf("id         %s\n", lapse_inspect_preview(id, len, PREVIEW_BYTES, idq, sizeof idq));
         printf("shard      %u of %u (hash %016" PRIx64 ")\n", in.at.shard, l.shards, in.hash);
         place_print(nodes, &in.at, "");
         if (!in.at.found && !in.at.payload && !(in.has_twin && in.twin.found))

@@ -68,13 +68,13 @@ json_t *lapse_scale_memory_json(const struct lapse_scale_memory *e)
         return NULL;
     const struct lapse_redis_memory *m = &e->m;
     int known = e->read && m->policy[0];
-    json_object_set_new(o, "used_memory", e->read && m->used >= 0 ? json_integer(m->used)
-                                                                  : json_null());
-    json_object_set_new(o, "maxmemory", e->read && m->max >= 0 ? json_integer(m->max)
-                                                               : json_null());
+    json_object_set_new(o, "used_memory",
+                        e->read && m->used >= 0 ? json_integer(m->used) : json_null());
+    json_object_set_new(o, "maxmemory",
+                        e->read && m->max >= 0 ? json_integer(m->max) : json_null());
     json_object_set_new(o, "maxmemory_policy", known ? json_string(m->policy) : json_null());
-    json_object_set_new(o, "evicting", known ? json_boolean(lapse_redis_policy_evicts(m->policy))
-                                             : json_null());
+    json_object_set_new(o, "evicting",
+                        known ? json_boolean(lapse_redis_policy_evicts(m->policy)) : json_null());
     if (!e->read)
         json_object_set_new(o, "error", json_string(e->error));
     else if (!m->policy[0])
@@ -97,8 +97,8 @@ static void human(long long b, char *out, size_t size)
 
 void lapse_scale_memory_print(const struct lapse_scale_memory *e, size_t n)
 {
-    printf("\n%-22s %-22s %10s %10s %6s  %s\n", "memory", "primary", "used", "maxmemory",
-           "use", "policy");
+    printf("\n%-22s %-22s %10s %10s %6s  %s\n", "memory", "primary", "used", "maxmemory", "use",
+           "policy");
     for (size_t i = 0; i < n; i++) {
         const struct lapse_redis_memory *m = &e[i].m;
         if (!e[i].read) {
@@ -120,7 +120,6 @@ void lapse_scale_memory_print(const struct lapse_scale_memory *e, size_t n)
             snprintf(policy, sizeof policy, "%s%s", m->policy,
                      lapse_redis_policy_evicts(m->policy) ? " (evicts: deadlines may be lost)"
                                                           : "");
-        printf("%-22s %-22s %10s %10s %6s  %s\n", e[i].node, e[i].primary, used, max, pct,
-               policy);
+        printf("%-22s %-22s %10s %10s %6s  %s\n", e[i].node, e[i].primary, used, max, pct, policy);
     }
 }

@@ -20,11 +20,11 @@
 
 /* One primary's memory. */
 struct lapse_scale_memory {
-    char node[LAPSE_NODE_NAME_MAX];  /* the node's name ("cluster" for each primary of one) */
-    char primary[300];               /* its primary's host:port ("-" unknown) */
-    int read;                        /* 0: it did not answer (error says why) */
-    struct lapse_redis_memory m;     /* with read: what it said */
-    char error[256];                 /* without read: why */
+    char node[LAPSE_NODE_NAME_MAX]; /* the node's name ("cluster" for each primary of one) */
+    char primary[300];              /* its primary's host:port ("-" unknown) */
+    int read;                       /* 0: it did not answer (error says why) */
+    struct lapse_redis_memory m;    /* with read: what it said */
+    char error[256];                /* without read: why */
 };
 
 /* Reads every node's (every cluster primary's) memory into a new array

@@ -51,7 +51,8 @@ int lapse_scale_layout(const struct lapse_config *cfg, lapse_redis **nodes, stru
            retry_again(&t, nodes[0]))
         ;
     if (rc == 1)
-        fprintf(stderr, "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
+        fprintf(stderr,
+                "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
                 cfg->ns, cfg->path);
     else if (rc < 0)
         fprintf(stderr, "lapse-scale: %s\n", err);
@@ -78,8 +79,7 @@ static void replication_of(const redisReply *rep, long *online, long *lag)
 
 /* The cluster's primaries, as node_status shows a node: each one's
  * address, replicas online and lag, and how many slots it serves. */
-static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_t *out,
-                           int as_json)
+static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_t *out, int as_json)
 {
     const struct lapse_cluster_map *m = lapse_redis_cluster_map(r);
     if (!m) {
@@ -95,7 +95,8 @@ static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_
         snprintf(addr, sizeof addr, "%s", m->primaries[p]);
         const char *argv[] = {"INFO", "replication"};
         size_t lens[] = {4, 11};
-        redisReply *rep = first < 0 ? NULL : lapse_redis_command_slot(r, (uint16_t)first, 2, argv, lens);
+        redisReply *rep =
+            first < 0 ? NULL : lapse_redis_command_slot(r, (uint16_t)first, 2, argv, lens);
         long online, lag;
         replication_of(rep, &online, &lag);
         if (rep)
@@ -103,12 +104,11 @@ static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_
         m = lapse_redis_cluster_map(r); /* (a failed call may have read it again) */
         if (!m || p >= m->nprimaries)
             break;
-        json_array_append_new(out, json_pack("{s:s, s:s, s:b, s:s, s:i, s:o, s:o}", "name",
-                                             "cluster", "via", "cluster", "tls", cfg->nodes[0].tls,
-                                             "primary", addr, "slots", slots, "replicas_online",
-                                             online >= 0 ? json_integer(online) : json_null(),
-                                             "replica_lag_s",
-                                             lag >= 0 ? json_integer(lag) : json_null()));
+        json_array_append_new(
+            out, json_pack("{s:s, s:s, s:b, s:s, s:i, s:o, s:o}", "name", "cluster", "via",
+                           "cluster", "tls", cfg->nodes[0].tls, "primary", addr, "slots", slots,
+                           "replicas_online", online >= 0 ? json_integer(online) : json_null(),
+                           "replica_lag_s", lag >= 0 ? json_integer(lag) : json_null()));
         if (as_json)
             continue;
         char via[64], reps[32] = "?", lags[32] = "-";
@@ -152,14 +152,12 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
     else
         snprintf(via, sizeof via, "plain%s", nc->tls ? ", tls" : "");
     const char *primary = lapse_redis_addr(r)[0] ? lapse_redis_addr(r) : "-";
-    json_array_append_new(out, json_pack("{s:s, s:s, s:b, s:s?, s:i, s:s, s:o, s:o}", "name",
-                                         lapse_redis_name(r), "via",
-                                         nc->master ? "sentinel" : "plain", "tls", nc->tls,
-                                         "master", nc->master,
-                                         "sentinels", (int)nc->nsentinels, "primary", primary,
-                                         "replicas_online",
-                                         online >= 0 ? json_integer(online) : json_null(),
-                                         "replica_lag_s", lag >= 0 ? json_integer(lag) : json_null()));
+    json_array_append_new(
+        out, json_pack("{s:s, s:s, s:b, s:s?, s:i, s:s, s:o, s:o}", "name", lapse_redis_name(r),
+                       "via", nc->master ? "sentinel" : "plain", "tls", nc->tls, "master",
+                       nc->master, "sentinels", (int)nc->nsentinels, "primary", primary,
+                       "replicas_online", online >= 0 ? json_integer(online) : json_null(),
+                       "replica_lag_s", lag >= 0 ? json_integer(lag) : json_null()));
     if (as_json)
         return;
     char reps[32] = "?", lags[32] = "-";
@@ -177,7 +175,8 @@ static void status_replicas(const struct lapse_config *cfg, json_t *node_info, i
 {
     size_t i;
     json_t *e;
-    json_array_foreach(node_info, i, e) {
+    json_array_foreach(node_info, i, e)
+    {
         json_t *online = json_object_get(e, "replicas_online");
         int missing = cfg->redis_wait_replicas > 0 && json_is_integer(online) &&
                       json_integer_value(online) < cfg->redis_wait_replicas;
@@ -227,9 +226,11 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     json_t *shards = json_array();
     const char *state = l.splitting ? "splitting" : "stable";
     struct lapse_layout pending;
-    int has_pending = lapse_layout_read(nodes[0], cfg, "layout:next", &pending, err, sizeof err) == 0;
+    int has_pending =
+        lapse_layout_read(nodes[0], cfg, "layout:next", &pending, err, sizeof err) == 0;
     if (has_pending && !as_json)
-        fprintf(stderr, "lapse-scale: a %s to epoch %lld is under way or was interrupted: "
+        fprintf(stderr,
+                "lapse-scale: a %s to epoch %lld is under way or was interrupted: "
                 "writers and scanners are paused until it ends (if no lapse-scale %s runs "
                 "now, run it again)\n",
                 pending.splitting ? "split" : "finish", (long long)pending.epoch,
@@ -284,19 +285,18 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         if (left.last_due_ms > last_due)
             last_due = left.last_due_ms;
         int64_t overdue = lapse_health_overdue_ms(&st);
-        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s?}", "shard", (int)i, "node",
-                              lapse_redis_name(r), "pending", (json_int_t)st.pending, "due",
-                              (json_int_t)st.due, "inflight", (json_int_t)st.inflight,
-                              "overdue_ms", overdue >= 0 ? json_integer(overdue) : json_null(),
-                              "oldest_inflight_ms",
-                              st.oldest_inflight_ms >= 0 ? json_integer(st.oldest_inflight_ms)
-                                                         : json_null(),
-                              "scanner", st.holder[0] ? st.holder : NULL);
+        json_t *o = json_pack(
+            "{s:i, s:s, s:I, s:I, s:I, s:o, s:o, s:s?}", "shard", (int)i, "node",
+            lapse_redis_name(r), "pending", (json_int_t)st.pending, "due", (json_int_t)st.due,
+            "inflight", (json_int_t)st.inflight, "overdue_ms",
+            overdue >= 0 ? json_integer(overdue) : json_null(), "oldest_inflight_ms",
+            st.oldest_inflight_ms >= 0 ? json_integer(st.oldest_inflight_ms) : json_null(),
+            "scanner", st.holder[0] ? st.holder : NULL);
         json_object_set_new(o, "keys", json_integer((json_int_t)st.keys));
         json_object_set_new(o, "largest_key_ids", json_integer((json_int_t)st.largest_ids));
-        json_object_set_new(o, "largest_key_bytes", st.largest_bytes >= 0
-                                                        ? json_integer((json_int_t)st.largest_bytes)
-                                                        : json_null());
+        json_object_set_new(o, "largest_key_bytes",
+                            st.largest_bytes >= 0 ? json_integer((json_int_t)st.largest_bytes)
+                                                  : json_null());
         json_object_set_new(o, "over_listpack", json_integer((json_int_t)st.over_listpack));
         json_object_set_new(o, "offline", json_integer((json_int_t)st.offline));
         keys += st.keys, over += st.over_listpack, offline += st.offline;
@@ -327,10 +327,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         }
     }
     if (as_json) {
-        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o}", "ns", cfg->ns, "shards",
-                              (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state,
-                              "epoch", (json_int_t)l.epoch, "shard_info", shards, "nodes",
-                              node_info);
+        json_t *o =
+            json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o}", "ns", cfg->ns, "shards", (int)l.shards,
+                      "prev_shards", (int)l.prev_shards, "state", state, "epoch",
+                      (json_int_t)l.epoch, "shard_info", shards, "nodes", node_info);
         json_object_set_new(o, "memory", mem_info);
         if (has_pending)
             json_object_set_new(o, "interrupted",
@@ -339,7 +339,8 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                                           (json_int_t)pending.epoch));
         if (l.splitting) {
             /* (a shard unread: what is left is not known, only a floor) */
-            json_object_set_new(o, "to_move", failed ? json_null() : json_integer((json_int_t)to_move));
+            json_object_set_new(o, "to_move",
+                                failed ? json_null() : json_integer((json_int_t)to_move));
             json_object_set_new(o, "last_to_move_due_ms",
                                 to_move && !failed ? json_integer(last_due) : json_null());
         }
@@ -377,4 +378,3 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         lapse_layout_free(&pending);
     return failed;
 }
-

@@ -23,8 +23,8 @@
 /* The shard table's header and row, shared by status and status --watch
  * so both say the same in the same columns. A row's arguments: shard,
  * node, pending, due, inflight (long long), overdue, to_move, scanner. */
-#define LAPSE_SCALE_SHARD_HEADER                                                                  \
-    "\n%-6s %-22s %10s %10s %9s %10s %10s  %s\n", "shard", "node", "pending", "due", "inflight",  \
+#define LAPSE_SCALE_SHARD_HEADER                                                                 \
+    "\n%-6s %-22s %10s %10s %9s %10s %10s  %s\n", "shard", "node", "pending", "due", "inflight", \
         "overdue", "to_move", "scanner"
 #define LAPSE_SCALE_SHARD_ROW "%-6u %-22s %10lld %10lld %9lld %10s %10s  %s\n"
 

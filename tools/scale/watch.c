@@ -24,10 +24,10 @@
 #define RATE_SAMPLES 10
 
 struct progress {
-    int64_t epoch;                 /* the split the samples belong to */
-    int n;                         /* samples held */
-    int64_t at_ms[RATE_SAMPLES];   /* monotonic ms, oldest first */
-    uint64_t left[RATE_SAMPLES];   /* IDs left in the old shards then */
+    int64_t epoch;               /* the split the samples belong to */
+    int n;                       /* samples held */
+    int64_t at_ms[RATE_SAMPLES]; /* monotonic ms, oldest first */
+    uint64_t left[RATE_SAMPLES]; /* IDs left in the old shards then */
 };
 
 static void progress_add(struct progress *pg, int64_t epoch, int64_t at, uint64_t left)
@@ -97,8 +97,8 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
                 snprintf(move, sizeof move, "%" PRIu64, left.ids);
             }
         }
-        printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending,
-               h.due, h.inflight, overdue, move, h.holder[0] ? h.holder : "NONE (no active scanner)");
+        printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending, h.due, h.inflight, overdue,
+               move, h.holder[0] ? h.holder : "NONE (no active scanner)");
     }
     if (l.splitting && complete && !lapse_stop) {
         progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
