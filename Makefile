@@ -20,7 +20,8 @@ CSTD    := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-format-nonliteral
 OPT     ?= -O2 -g
-CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -Icommon -Iproducer -Iscanner
+CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -Icommon -Iproducer/lib -Iproducer/ingress -Iscanner \
+           -Itools/scale
 LDLIBS  += -lhiredis -lrdkafka -ljansson -lconfig -lxxhash -lssl -lcrypto -lmicrohttpd -lm -lpthread
 
 # Sanitized builds live in their own tree so switching never mixes objects.
@@ -44,21 +45,31 @@ else
 Q := @
 endif
 
+# The folders are the architecture: common/ (the transport, config, hashing,
+# layout, logging: what everything links), producer/lib/ (the producer's core:
+# lapse-producer and the installed library liblapse-producer), producer/ingress/
+# (the Kafka ingress of lapse-producer), scanner/, tools/scale/ (lapse-scale
+# and the operator's helpers it alone uses: split, inspect, health),
+# tools/dev/ (stand-ins for Kafka and its tools in development and tests:
+# lapse-kafka-dev, -put, -get, lapse-tail; not installed).
 COMMON_SRC   := $(wildcard common/*.c)
 LUA_SRC      := $(wildcard common/lua/*.lua)
 LUA_LIB      := $(wildcard common/lua/lib/*.lua)
-PRODUCER_LIB := $(filter-out producer/main.c,$(wildcard producer/*.c))
+PRODUCER_LIB := $(wildcard producer/lib/*.c)
+INGRESS_SRC  := $(wildcard producer/ingress/*.c)
 SCANNER_LIB  := $(filter-out scanner/main.c,$(wildcard scanner/*.c))
-TOOLS_SRC    := $(wildcard tools/*.c)
-SCALE_SRC    := $(wildcard tools/scale/*.c) # lapse-scale's commands, beside tools/scale.c
+DEV_SRC      := $(wildcard tools/dev/*.c)
+SCALE_LIB    := $(filter-out tools/scale/main.c,$(wildcard tools/scale/*.c))
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 
 COMMON_OBJ   := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/lua_scripts.o
 PRODUCER_OBJ := $(PRODUCER_LIB:%.c=$(BUILD)/%.o)
+INGRESS_OBJ  := $(INGRESS_SRC:%.c=$(BUILD)/%.o)
 SCANNER_OBJ  := $(SCANNER_LIB:%.c=$(BUILD)/%.o)
+SCALE_OBJ    := $(SCALE_LIB:%.c=$(BUILD)/%.o)
 
-PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner \
-            $(TOOLS_SRC:tools/%.c=$(BIN)/lapse-%)
+PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner $(BIN)/lapse-scale \
+            $(DEV_SRC:tools/dev/%.c=$(BIN)/lapse-%)
 # The README's embedding example and the event consumers of examples/:
 # built so they cannot rot, not installed.
 EXAMPLES := $(BUILD)/examples/watchdog $(BUILD)/examples/offline
@@ -88,10 +99,15 @@ $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libproducer.a: $(PRODUCER_OBJ)
 	$(Q)$(AR) rcs $@ $^
+$(BUILD)/libingress.a: $(INGRESS_OBJ)
+	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libscanner.a: $(SCANNER_OBJ)
 	$(Q)$(AR) rcs $@ $^
+$(BUILD)/libscale.a: $(SCALE_OBJ)
+	$(Q)$(AR) rcs $@ $^
 
-LIBS := $(BUILD)/libscanner.a $(BUILD)/libproducer.a $(BUILD)/libcommon.a
+LIBS := $(BUILD)/libscale.a $(BUILD)/libscanner.a $(BUILD)/libingress.a $(BUILD)/libproducer.a \
+        $(BUILD)/libcommon.a
 
 $(BIN)/lapse-producer: $(BUILD)/producer/main.o $(LIBS)
 	@mkdir -p $(BIN)
@@ -101,11 +117,11 @@ $(BIN)/lapse-scanner: $(BUILD)/scanner/main.o $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/lapse-scale: $(BUILD)/tools/scale.o $(SCALE_SRC:%.c=$(BUILD)/%.o) $(LIBS)
+$(BIN)/lapse-scale: $(BUILD)/tools/scale/main.o $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/lapse-%: $(BUILD)/tools/%.o $(LIBS)
+$(BIN)/lapse-%: $(BUILD)/tools/dev/%.o $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -41,7 +41,12 @@ SO_MINOR       := 1
 SO_NAME        := liblapse-producer.so.$(SO_MAJOR)
 SO_FILE        := $(SO_NAME).$(SO_MINOR)
 
-PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(COMMON_SRC) $(PRODUCER_LIB)) \
+# The library is producer/lib/ and common/ less what only programs use: the
+# HTTP server of /metrics (libmicrohttpd), the Prometheus text, Kafka, the
+# event's encoding.
+LIB_COMMON := $(filter-out common/httpd.c common/prom.c common/kafka.c common/event.c,$(COMMON_SRC))
+LIB_LDLIBS := $(filter-out -lmicrohttpd -lrdkafka -ljansson,$(LDLIBS))
+PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_COMMON) $(PRODUCER_LIB)) \
              $(BUILD)/pic/common/lua_scripts.o
 LIB_A     := $(BUILD)/lib/liblapse-producer.a
 LIB_SO    := $(BUILD)/lib/$(SO_FILE)
@@ -49,7 +54,7 @@ LIB_PC    := $(BUILD)/lib/lapse-producer.pc
 # What a program compiling against the library includes: producer.h and the
 # two headers it includes. None of them includes anything but <stddef.h> and
 # <stdint.h>, so the dependencies' headers are not needed.
-LIB_HEADERS := producer/producer.h producer/line.h common/config.h
+LIB_HEADERS := producer/lib/producer.h producer/lib/line.h common/config.h
 
 INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
 MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
@@ -82,7 +87,7 @@ $(LIB_SO): $(PIC_OBJ) lapse-producer.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=lapse-producer.map \
-	    -Wl,--no-undefined $(LDFLAGS) $(PIC_OBJ) $(LDLIBS) -o $@
+	    -Wl,--no-undefined $(LDFLAGS) $(PIC_OBJ) $(LIB_LDLIBS) -o $@
 
 # Paths under PREFIX are written as ${prefix}/..., so the file can be used
 # where it was staged (pkg-config --define-variable=prefix=DESTDIR/PREFIX).

@@ -59,7 +59,7 @@ enum lapse_time_source {
     LAPSE_TIME_FIELD,       /* "field": a JSON field holding unix ms */
 };
 
-/* One watchdog rule (ingress.rules[i]); producer/watchdog.h applies them. */
+/* One watchdog rule (ingress.rules[i]); producer/ingress/watchdog.h applies them. */
 struct lapse_ingress_rule {
     char *id_prefix;   /* match: the ID starts with this; NULL = any ID */
     char *match_field; /* match: this top-level JSON field of the value ... */

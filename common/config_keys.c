@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#define ID_MAX 512 /* LAPSE_ID_MAX of producer/line.h: an ID prefix is no longer */
+#define ID_MAX 512 /* LAPSE_ID_MAX of producer/lib/line.h: an ID prefix is no longer */
 
 #define CFG(f) offsetof(struct lapse_config, f)
 #define NODE(f) offsetof(struct lapse_redis_node, f)

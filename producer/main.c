@@ -1,7 +1,7 @@
 /*
  * lapse-producer: applies the line protocol read on stdin, or, with
  * --from-kafka, the command messages and watchdog signals of ingress.topic
- * (producer/ingress.c does that; this file only wires it up).
+ * (producer/ingress/ingress.c does that; this file only wires it up).
  *
  * Reads stdin in large chunks, parses each complete line, and queues it in
  * the producer library; whenever no more input is waiting (or at EOF) it

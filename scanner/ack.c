@@ -16,7 +16,7 @@
 #include "clock.h"
 #include "log.h"
 #include "redis.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
 {

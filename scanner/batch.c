@@ -1,5 +1,5 @@
 /*
- * batch — the life of a claim in flight (struct batch, shard.h): its
+ * batch — the life of a claim in flight (struct batch, scanner_priv.h): its
  * references, one per flight not yet done with, and the scanner's settle
  * list of claims with acknowledged IDs. Calls nothing else of the scanner:
  * ack.c settles through it, lease.c empties it on a fence, scanner.c on
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "redis.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 /* n flights of b are done with (settled, given up or never sent). */
 void scanner_batch_unref(struct batch *b, size_t n)

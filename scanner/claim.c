@@ -18,7 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "redis.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 /* How many overdue (not fresh) IDs the catch-up budget allows now. */
 static int scanner_backlog_budget(lapse_scanner *s, int want)

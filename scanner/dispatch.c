@@ -19,7 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sink.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 /* Sends the event of one claimed ID; the flight record rides along as the
  * message's opaque and comes back in scanner_delivered. Its lateness counts

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 #define FORGET_SLICE 1000
 #define FORGET_STEP_MS 1000

@@ -17,7 +17,7 @@
 #include "layout.h"
 #include "log.h"
 #include "redis.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *from,
                          const redisReply *r)

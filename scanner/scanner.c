@@ -1,6 +1,6 @@
 /*
  * scanner — the handle and the loop (see scanner.h): attach, acquire,
- * settle, claim, wait; the rest lives in the files shard.h lists, which
+ * settle, claim, wait; the rest lives in the files scanner_priv.h lists, which
  * between them keep the invariants:
  *
  * 1. Never early: "due" is decided inside claim.lua by the Redis server's
@@ -21,7 +21,7 @@
  *
  * Cost per ID is what bounds throughput (the scanner shares the machine
  * with Redis), so the hot path allocates per claim, not per ID: a claim's
- * flights live in one block with its reply (struct batch, shard.h), events
+ * flights live in one block with its reply (struct batch, scanner_priv.h), events
  * are encoded into one reused buffer, and acks go back grouped by claim.
  */
 #include "scanner.h"
@@ -37,7 +37,7 @@
 #include "metrics.h"
 #include "redis.h"
 #include "sink.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 static void scanner_kafka_error(void *ctx)
 {

@@ -1,6 +1,6 @@
 /*
  * twins — what an old shard's scanner does during a split (see
- * producer/send.c for the whole protocol).
+ * producer/lib/send.c for the whole protocol).
  *
  * An ID claimed from old shard i whose hash has bit prev_shards set belongs
  * to new shard j now. If it was written in j since the split began (j's
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hash.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 /* The connection to config node n, opened on first use; NULL if out of
  * memory. */
@@ -26,7 +26,7 @@ static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
 /*
  * During a split, an old shard's claimed IDs that belong to a new shard are
  * stale if they were written there since the split began (the new shard's
- * split markers hold them, see common/split.c): such a twin is dropped,
+ * split markers hold them, see tools/scale/split.c): such a twin is dropped,
  * never fired. Fills verdict[i]: 0 fire, 1 stale, 2 unknown (the new
  * shard's node did not answer: leave it leased; it is claimed and checked
  * again later).

@@ -44,7 +44,7 @@
 #include "clock.h"
 #include "log.h"
 #include "redis.h"
-#include "shard.h"
+#include "scanner_priv.h"
 
 #define STEP_MS 100        /* longest poll between looks at *stop and Kafka */
 #define RESYNC_MS 60000    /* the Redis clock and the zset read at least this often */

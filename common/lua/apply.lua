@@ -45,7 +45,7 @@
 -- reset wins). The ack re-arms a repeating ID only if its score is still
 -- that exact lease. A moving ID that changed here is added to m:
 -- from then on its twin in the old shard is stale and is never fired (see
--- common/split.c). Scores are passed to Redis as exact decimal strings:
+-- tools/scale/split.c). Scores are passed to Redis as exact decimal strings:
 -- Lua's own number formatting keeps only 14 digits.
 -- #include bucket
 -- #include inflight
@@ -157,7 +157,7 @@ end
 
 -- A split whose old and new shard share this node (KEYS[8..14]: the old
 -- shard's keys): ops flagged "M ?" find their ID's twin in the old shard
--- here, in the same atomic call, instead of producer/send.c's take, seed
+-- here, in the same atomic call, instead of producer/lib/send.c's take, seed
 -- and drop (three round trips, a lease and a record per take). A pending
 -- twin moves here with its payload and repeat record by lib/twins.lua's
 -- rule (unless the ID lives here already: then it is stale) and leaves the

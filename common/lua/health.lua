@@ -1,5 +1,5 @@
 -- health: one shard's counters as lapse-scale status and check read them
--- (common/health.c). It only reads (TIME, GET, ZRANGE, ZRANGEBYSCORE,
+-- (tools/scale/health.c). It only reads (TIME, GET, ZRANGE, ZRANGEBYSCORE,
 -- ZCARD, ZCOUNT, ZMSCORE, HKEYS, HGET), so it may run against a busy
 -- primary at any time without changing what the scanners see.
 --

@@ -1,6 +1,6 @@
 -- watchmove: `lapse-scale finish` moves the watch records (lib/watch.lua) of
 -- IDs whose home moved to a new shard, which no write brought over during
--- the split (common/split.c: split_watch_move): an ID offline in its old
+-- the split (tools/scale/split.c: split_watch_move): an ID offline in its old
 -- shard then still comes back, in the new one.
 --
 -- KEYS: [1] z, [2] e (any other key of the shard, to name the rest)

@@ -20,12 +20,12 @@ FUZZ_FLAGS   ?=
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_CFLAGS  := $(CSTD) -O1 -g $(FUZZ_SAN) -MMD -MP -Icommon -Iproducer
+FUZZ_CFLAGS  := $(CSTD) -O1 -g $(FUZZ_SAN) -MMD -MP -Icommon -Iproducer/lib -Iproducer/ingress
 
 # Every target: its harness is tests/fuzz/fuzz_<t>.c; its project sources,
 # libraries and input size limit are below. command appears once
-# producer/command.c exists.
-FUZZ_ALL     := line event $(if $(wildcard producer/command.c),command)
+# producer/ingress/command.c exists.
+FUZZ_ALL     := line event $(if $(wildcard producer/ingress/command.c),command)
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 
 FUZZ_MAXLEN_line    := 70000
@@ -34,9 +34,9 @@ FUZZ_MAXLEN_command := 70000
 FUZZ_LIBS_event     := -ljansson
 FUZZ_LIBS_command   := -ljansson
 
-$(FUZZ_DIR)/fuzz_line: $(FUZZ_DIR)/obj/producer/line.o
+$(FUZZ_DIR)/fuzz_line: $(FUZZ_DIR)/obj/producer/lib/line.o
 $(FUZZ_DIR)/fuzz_event: $(FUZZ_DIR)/obj/common/event.o
-$(FUZZ_DIR)/fuzz_command: $(FUZZ_DIR)/obj/producer/command.o $(FUZZ_DIR)/obj/producer/line.o
+$(FUZZ_DIR)/fuzz_command: $(FUZZ_DIR)/obj/producer/ingress/command.o $(FUZZ_DIR)/obj/producer/lib/line.o
 
 .PHONY: fuzz fuzz-build
 fuzz: $(FUZZ_TARGETS:%=fuzz-%)

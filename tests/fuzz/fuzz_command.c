@@ -1,6 +1,6 @@
 /*
  * fuzz_command — libFuzzer target for the ingress command parser
- * (producer/command.h): one input is one Kafka message value, any bytes.
+ * (producer/ingress/command.h): one input is one Kafka message value, any bytes.
  *
  * The bytes go through lapse_command_load; every command object found (the
  * message itself, or each element of an array) goes through

@@ -2,7 +2,7 @@
 # 0540-split-crash-resume: `lapse-scale split` dies half-way and is run again.
 #
 # The state a split leaves when it dies after fencing and before publishing
-# (common/split.c: step 1 wrote NS:layout:next, step 2 raised every shard's
+# (tools/scale/split.c: step 1 wrote NS:layout:next, step 2 raised every shard's
 # epoch key NS:e:I, step 3 never ran) is made by hand with redis-cli, with
 # IDs pending and scanners and a long-running producer P running
 # (redis.retry_timeout_ms = 1000). Then:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0560-split-producer-crash: a producer that dies half-way through writing a
-# moving ID during a split (producer/send.c: 1. take the twin in the old
+# moving ID during a split (producer/lib/send.c: 1. take the twin in the old
 # shard, 2. seed + apply in the new shard, 3. drop the twin) loses nothing,
 # fires nothing twice and nothing early.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0570-split-moved-cache: the producer's moved-ID cache (producer/send_split.c).
+# 0570-split-moved-cache: the producer's moved-ID cache (producer/lib/send_split.c).
 # Once a moving ID settled in its new shard, a producer writes it there
 # directly: its twin is looked for on its first write of the split, not on
 # every write (counted with Redis MONITOR on the old shards' node). On one

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0580-take-drop: take.lua, seed.lua and drop.lua, the steps of a moving ID's
-# first write during a split (producer/send.c), on every state a twin can be
+# first write during a split (producer/lib/send.c), on every state a twin can be
 # in, an ID given twice in one call included (a batch with two ops of one
 # moving ID):
 #   take: pending A -> "t" (leased to us, its deadline kept in the take's

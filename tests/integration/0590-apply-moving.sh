@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0590-apply-moving: apply.lua's ops on IDs moving in a split (flag M), the
-# step after take and seed (producer/send.c), in one call as a batch sends
+# step after take and seed (producer/lib/send.c), in one call as a batch sends
 # them: an op that changes a moving ID writes it and adds it to the new
 # shard's moved set (its old twin is stale from then on); one that changes
 # nothing adds nothing. An extend must beat the ID's pending deadline here
@@ -9,7 +9,7 @@
 # op, or is inherited from the busy twin (I) when the op brings none.
 # Then "M ?" with the old shard's keys too (old and new shard on one node):
 # apply.lua finds each twin itself, as take, seed and drop would have, and
-# answers which ops settled their ID (producer/send_split.c's moved-ID cache).
+# answers which ops settled their ID (producer/lib/send_split.c's moved-ID cache).
 # One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it tests that form's internals (scores and records it crafts and reads
 # in NS:z:I and its hashes).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0615-wait-stream-failover: with redis.wait_replicas = 1 a producer that
 # streams full batches (sent in a pipeline, confirmed later by WAITs from a
-# second connection: producer/confirm.c) counts a batch applied only once a
+# second connection: producer/lib/confirm.c) counts a batch applied only once a
 # replica took it, through a Sentinel failover.
 #
 # One node behind Sentinel: primary a, replicas b and c. A producer reads a

@@ -106,7 +106,7 @@ sp_status() { # JQ_FILTER: applied to `lapse-scale status --json`
 # redis "two" is listed too and sp_split puts the new shards there: an ID's
 # old and new shard are then on different servers and producers move twins
 # with take, seed and drop; on one node apply.lua moves them itself
-# (producer/send.c). A test can run both ways (e.g. 0551 runs 0550).
+# (producer/lib/send.c). A test can run both ways (e.g. 0551 runs 0550).
 # SP_INIT_ARGS go to init (0501: --small-keys).
 sp_start() {
     redis_start main

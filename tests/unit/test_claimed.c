@@ -5,7 +5,7 @@
  * parsed in place. A reply that is cut short or whose counts lie is
  * refused (-1), never read past its end.
  */
-#include "shard.h"
+#include "scanner_priv.h"
 #include "t.h"
 
 #include <stdlib.h>

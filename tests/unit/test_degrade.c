@@ -1,5 +1,5 @@
 /*
- * test_degrade — a primary short of replicas (producer/degrade.c): one
+ * test_degrade — a primary short of replicas (producer/lib/degrade.c): one
  * retry window per primary, shared by every batch; after it, writes fail
  * at once except for a probe now and then (a back-off); a WAIT that sees
  * enough replicas ends it; another primary, or the same address on another
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
-#include "queue.h"
+#include "producer_priv.h"
 #include "t.h"
 
 TEST(degrade_window_then_fail_fast)

@@ -1,4 +1,4 @@
-/* Unit tests of producer/slack.c: what a bounded-slack producer remembers. */
+/* Unit tests of producer/lib/slack.c: what a bounded-slack producer remembers. */
 #include "t.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * check — see check.h. The counters are common/health.c's: "overdue"
+ * check — see check.h. The counters are tools/scale/health.c's: "overdue"
  * counts both a due ID nobody claimed and one in flight whose deadline
  * passed long ago (Kafka down: it is claimed again and again, so its
  * score is a lease in the future, yet it is late all the same).

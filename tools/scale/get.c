@@ -1,5 +1,5 @@
 /*
- * get — see get.h. The reading is common/inspect.c's; this file prints.
+ * get — see get.h. The reading is tools/scale/inspect.c's; this file prints.
  * In JSON an ID and a payload are strings as in the event (common/event.h):
  * valid UTF-8 as is, else with U+FFFD for each bad byte and the exact bytes
  * in "id_b64" / "payload_b64", so the two never disagree.

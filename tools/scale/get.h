@@ -1,6 +1,6 @@
 /*
  * get — lapse-scale get <id> [--json]: where an ID lives and what lapse
- * holds for it (common/inspect.h), printed for people or as one JSON object.
+ * holds for it (tools/scale/inspect.h), printed for people or as one JSON object.
  */
 #ifndef LAPSE_SCALE_GET_H
 #define LAPSE_SCALE_GET_H

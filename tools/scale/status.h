@@ -8,7 +8,7 @@
  * status --watch, status --json, check, check --json): "due" is how many
  * IDs fell due and wait to be claimed; "overdue" how late the shard's
  * oldest undelivered deadline is (due, or in flight past its deadline:
- * common/health.h), "-" in text and null in JSON when nothing is.
+ * tools/scale/health.h), "-" in text and null in JSON when nothing is.
  */
 #ifndef LAPSE_SCALE_STATUS_H
 #define LAPSE_SCALE_STATUS_H

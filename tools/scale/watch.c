@@ -1,6 +1,6 @@
 /*
  * watch — see watch.h. The split's progress is measured here, between
- * refreshes: the IDs left in the old shards (common/split.h: a ZSCAN of
+ * refreshes: the IDs left in the old shards (tools/scale/split.h: a ZSCAN of
  * each old shard) sampled with the monotonic clock; the rate is the drop
  * over the last RATE_SAMPLES refreshes, so a drain that starts or stops
  * mid-watch shows within a few of them. Without a drain the last moving ID

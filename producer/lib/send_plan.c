@@ -16,7 +16,7 @@
 
 #include "clock.h"
 #include "hash.h"
-#include "queue.h"
+#include "producer_priv.h"
 
 /* Key names (and, while splitting, an empty moved-ID cache) for layout l;
  * NULL if out of memory. */

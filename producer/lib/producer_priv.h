@@ -1,5 +1,5 @@
 /*
- * queue — the producer's internals, shared by its files and no others:
+ * producer_priv — the producer's internals, shared by its files and no others:
  * producer.c (the queue, coalescing, the public API), flight.c (the ring of
  * batches in flight), send.c (sending a batch: pipelines, replies, retries,
  * the split protocol), send_plan.c (turning a batch into Redis calls),
@@ -13,8 +13,8 @@
  * arena (producer_arena_put) is called back. Not installed; not part of the
  * library's API.
  */
-#ifndef LAPSE_QUEUE_H
-#define LAPSE_QUEUE_H
+#ifndef LAPSE_PRODUCER_PRIV_H
+#define LAPSE_PRODUCER_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>

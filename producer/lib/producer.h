@@ -39,7 +39,7 @@
  * judged on its own: only the operations on a primary whose WAIT saw too
  * few replicas are retried and then reported; that primary's window is
  * shared by every batch, so once it has run out its operations are
- * reported at once (see producer/degrade.c).
+ * reported at once (see producer/lib/degrade.c).
  *
  * Threads: a handle is not thread-safe; use one per thread (each has its own
  * Redis connections), or serialise calls.
@@ -158,11 +158,11 @@ void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *
 
 /* With redis.wait_replicas: the primaries whose last WAIT saw fewer
  * replicas than that (their writes are retried, then reported failed:
- * producer/degrade.c). Writes the i-th one's "host:port" into addr and
+ * producer/lib/degrade.c). Writes the i-th one's "host:port" into addr and
  * returns 1, or returns 0 past the last one (i from 0). */
 int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size);
 
-/* PINGs every node (producer/probe.c). Returns how many did not answer (0:
+/* PINGs every node (producer/lib/probe.c). Returns how many did not answer (0:
  * all up), with the nodes' reconnects so far in *reconnects (may be NULL);
  * or -1, touching nothing, while operations are queued or in flight (call
  * it after a flush). A node in its reconnect back-off counts as down

@@ -28,7 +28,7 @@
 
 #include "backoff.h"
 #include "clock.h"
-#include "queue.h"
+#include "producer_priv.h"
 #include "slot.h"
 
 #define PROBE_MIN_MS 250  /* the wait before a failing primary is tried again: */

@@ -13,7 +13,7 @@
  */
 #include <stddef.h>
 
-#include "queue.h"
+#include "producer_priv.h"
 
 /* Exchanges the queue with batch b (one in flight): send.c works on the
  * queue. */

@@ -51,7 +51,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "hash.h"
-#include "queue.h"
+#include "producer_priv.h"
 
 #define LAYOUT_REREAD_MS 1000 /* bounded staleness when nothing fences us */
 #define RETRY_MIN_MS 10       /* the wait after a lost connection: doubling, */

@@ -13,7 +13,7 @@
  * since different IDs never interact.
  */
 #include "producer.h"
-#include "queue.h"
+#include "producer_priv.h"
 
 #include <errno.h>
 #include <stdio.h>

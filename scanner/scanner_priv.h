@@ -1,5 +1,5 @@
 /*
- * shard — the scanner's internals, shared by its files and no others. Each
+ * scanner_priv — the scanner's internals, shared by its files and no others. Each
  * file calls only those below it in this list (the sink calls back into
  * ack.c: scanner_delivered; a nap keeps the loop's metrics retries going:
  * scanner_metrics_retry):
@@ -13,8 +13,8 @@
  *   batch.c     a claim's references and the settle list
  * Not part of any public API.
  */
-#ifndef LAPSE_SHARD_H
-#define LAPSE_SHARD_H
+#ifndef LAPSE_SCANNER_PRIV_H
+#define LAPSE_SCANNER_PRIV_H
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * confirm — see queue.h. Each node's waiter has at most one INCR + WAIT in
+ * confirm — see producer_priv.h. Each node's waiter has at most one INCR + WAIT in
  * flight: WAITs on one connection run one after the other, so a second one
  * queued behind the first would only confirm later than a WAIT asked once
  * the first answered, which covers more.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue.h"
+#include "producer_priv.h"
 
 /* The waiters, created on first use; NULL if out of memory. */
 static struct confirm_waiter *confirm_waiters(lapse_producer *p)

@@ -4,7 +4,7 @@
  * Why it exists: the ingress accepts the producer's operations as JSON so
  * that any language can produce them; this module turns one such object into
  * the same struct lapse_cmd the line protocol gives, with the same limits
- * (producer/line.h), so the producer library cannot tell the two apart.
+ * (producer/lib/line.h), so the producer library cannot tell the two apart.
  *
  *   {"op": "touch"|"extend"|"repeat"|"cancel"|"watch",
  *    "id": "<1..512 bytes, none of them 0x00-0x20 or 0x7f>",

@@ -6,7 +6,7 @@
  * It only runs with nothing queued or in flight: a PING on a connection
  * that still owes replies to a pipelined batch would read one of them.
  */
-#include "queue.h"
+#include "producer_priv.h"
 
 int lapse_producer_probe(lapse_producer *p, uint64_t *reconnects)
 {

@@ -1,6 +1,6 @@
 /*
  * lapse-scale: the operators' tool for the shard layout (scripts/lapse-scale
- * runs it). The work is in common/layout.c and common/split.c; this file
+ * runs it). The work is in common/layout.c and tools/scale/split.c; this file
  * parses the command line and prints.
  *
  *   init N            create the layout with N shards (a power of two); again
@@ -16,7 +16,7 @@
  *                     per shard and in total, how many pending deadlines
  *                     fall due when (tools/scale/due.c)
  *   get ID [--json]   where an ID lives and what is held for it
- *                     (tools/scale/get.c, common/inspect.c)
+ *                     (tools/scale/get.c, tools/scale/inspect.c)
  *   offline [--json] [--limit N] [--prefix P]
  *                     the IDs offline now (recovery on, timed out, not
  *                     back), since when (tools/scale/offline.c)
@@ -44,12 +44,12 @@
 #include "layout.h"
 #include "redis.h"
 #include "split.h"
-#include "scale/check.h"
-#include "scale/get.h"
-#include "scale/memory.h"
-#include "scale/offline.h"
-#include "scale/status.h"
-#include "scale/watch.h"
+#include "check.h"
+#include "get.h"
+#include "memory.h"
+#include "offline.h"
+#include "status.h"
+#include "watch.h"
 
 static void usage(FILE *out)
 {

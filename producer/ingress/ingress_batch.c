@@ -26,7 +26,7 @@
  *    not), so tags always index the current batch.
  *  - Logging of what input can trigger is rate-limited.
  */
-#include "ingress_batch.h"
+#include "ingress_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -31,7 +31,7 @@
  * can fire. Seed only copies twins that take leased, which a settled ID
  * cannot have. The cache compares ID bytes (exact), is emptied when the
  * layout's epoch changes (finish, the next split) and freed when the split
- * ends; it holds at most MOVED_MAX IDs (queue.h: 8 MiB of address
+ * ends; it holds at most MOVED_MAX IDs (producer_priv.h: 8 MiB of address
  * space, touched as it fills) and then stops learning: the IDs it holds
  * keep the fast path, the others take the long way. A restarted producer,
  * or another one, starts with nothing cached: take answers "a" (or "b"/"t"
@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "queue.h"
+#include "producer_priv.h"
 
 /* The cache slot of the ID: the one holding it, or the empty one where it
  * goes. The table is never more than half full, so one is found. */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "queue.h"
+#include "producer_priv.h"
 
 /* The extends absorbed by this batch's writes of the IDs whose hashes are
  * set in `hashes` (open addressing, mask + 1 slots, 0 = empty) are

@@ -22,7 +22,7 @@
 #include "deadletter.h"
 #include "hash.h"
 #include "httpd.h"
-#include "ingress_batch.h"
+#include "ingress_priv.h"
 #include "ingress_metrics.h"
 #include "kafka.h"
 #include "log.h"

@@ -1,11 +1,11 @@
 /*
- * ingress_batch — private to the ingress (ingress.c, ingress_batch.c): the
+ * ingress_priv — private to the ingress (ingress.c, ingress_batch.c): the
  * handle's fields, the batch of messages taken since the last commit, and
  * what settles it (ingress_batch.c). ingress.c calls into ingress_batch.c,
  * never the other way.
  */
-#ifndef LAPSE_INGRESS_BATCH_H
-#define LAPSE_INGRESS_BATCH_H
+#ifndef LAPSE_INGRESS_PRIV_H
+#define LAPSE_INGRESS_PRIV_H
 
 #include <signal.h>
 #include <stdatomic.h>
