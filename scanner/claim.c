@@ -130,6 +130,73 @@ static void scanner_seen(lapse_scanner *s, long long now, long long due_left, in
 }
 
 /*
+ * claim.lua's reply, by name (the script's header says what each part is):
+ * { now_ms, lease, next_ms, due_left, extras, claimed, returned }. Decoded
+ * and checked here only; the rest of the scanner reads the fields.
+ */
+enum {
+    CLAIM_NOW,      /* Redis time, ms */
+    CLAIM_LEASE,    /* "<ms>.25": the claim's record field, its repeats' score */
+    CLAIM_NEXT,     /* the lowest score left, -1: none */
+    CLAIM_DUE_LEFT, /* due IDs left after the claim (the backlog) */
+    CLAIM_EXTRAS,   /* { place, payload or nil, seq, ... } */
+    CLAIM_IDS,      /* the claimed IDs and deadlines (scanner_claimed) */
+    CLAIM_RETURNED, /* places of IDs back from an expired lease, ascending */
+    CLAIM_PARTS
+};
+struct claim_reply {
+    long long now, next, due_left;
+    const redisReply *lease, *extras, *ids, *returned; /* inside the reply */
+    long count; /* IDs claimed */
+};
+
+/* The fence in a claim's reply: -1 (the lock is not ours), -2 (the layout
+ * changed: { -2, epoch }), or 0 when r is no fence. */
+static long long claim_fenced(const redisReply *r)
+{
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->elements <= 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0)
+        return r->element[0]->integer == -1 ? -1 : -2;
+    return 0;
+}
+
+/* Decodes r into c. Returns 0, or -1 when r is not a claim's reply (c is
+ * then left as it was, in part). */
+static int claim_decode(const redisReply *r, struct claim_reply *c)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != CLAIM_PARTS)
+        return -1;
+    redisReply *const *e = r->element;
+    if (e[CLAIM_NOW]->type != REDIS_REPLY_INTEGER || e[CLAIM_LEASE]->type != REDIS_REPLY_STRING ||
+        e[CLAIM_NEXT]->type != REDIS_REPLY_INTEGER ||
+        e[CLAIM_DUE_LEFT]->type != REDIS_REPLY_INTEGER ||
+        e[CLAIM_EXTRAS]->type != REDIS_REPLY_ARRAY || e[CLAIM_EXTRAS]->elements % 3 != 0 ||
+        e[CLAIM_RETURNED]->type != REDIS_REPLY_ARRAY)
+        return -1;
+    const redisReply *x = e[CLAIM_EXTRAS];
+    for (size_t i = 0; i < x->elements; i += 3)
+        if (x->element[i]->type != REDIS_REPLY_INTEGER ||
+            (x->element[i + 1]->type != REDIS_REPLY_STRING &&
+             x->element[i + 1]->type != REDIS_REPLY_NIL) ||
+            x->element[i + 2]->type != REDIS_REPLY_INTEGER)
+            return -1;
+    for (size_t i = 0; i < e[CLAIM_RETURNED]->elements; i++)
+        if (e[CLAIM_RETURNED]->element[i]->type != REDIS_REPLY_INTEGER)
+            return -1;
+    c->count = scanner_claimed(e[CLAIM_IDS], NULL, NULL);
+    if (c->count < 0)
+        return -1;
+    c->now = e[CLAIM_NOW]->integer;
+    c->lease = e[CLAIM_LEASE];
+    c->next = e[CLAIM_NEXT]->integer;
+    c->due_left = e[CLAIM_DUE_LEFT]->integer;
+    c->extras = x;
+    c->ids = e[CLAIM_IDS];
+    c->returned = e[CLAIM_RETURNED];
+    return 0;
+}
+
+/*
  * Claims (renewing the lock) and dispatches up to `want` due IDs, or takes
  * the reply of the claim sent ahead (then `want` is that claim's). Returns
  * how long the loop may wait before claiming again: 0 when the batch was
@@ -164,10 +231,8 @@ int scanner_claim(lapse_scanner *s, int want)
         r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
         SET(redis_up, r != NULL);
     }
-    enum { HEAD = 5 /* then the claimed IDs, then `returned`; payloads and seq in extras */ };
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements <= 2 && r->elements >= 1 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0) {
-        long long why = r->element[0]->integer;
+    long long why = claim_fenced(r);
+    if (why < 0) {
         freeReplyObject(r);
         if (why == -1) {
             scanner_fenced(s);
@@ -185,21 +250,18 @@ int scanner_claim(lapse_scanner *s, int want)
                           s->shard, (long long)was);
         return poll_ms;
     }
-    long count = -1;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != HEAD + 2 ||
-        r->element[4]->type != REDIS_REPLY_ARRAY || r->element[4]->elements % 3 != 0 ||
-        r->element[HEAD + 1]->type != REDIS_REPLY_ARRAY ||
-        (count = scanner_claimed(r->element[HEAD], NULL, NULL)) < 0) {
+    struct claim_reply c;
+    if (claim_decode(r, &c) < 0) {
         scanner_redis_error(s, "claim", s->node, r);
         if (r)
             freeReplyObject(r);
         int wait = lapse_redis_backoff_ms(s->node);
         return wait > poll_ms ? wait : poll_ms;
     }
-    long long now = r->element[0]->integer, next = r->element[2]->integer;
-    const redisReply *lease = r->element[1];
-    size_t claimed = (size_t)count;
-    long long due_left = r->element[3]->integer, max_deadline = LLONG_MIN;
+    long long now = c.now, next = c.next;
+    const redisReply *lease = c.lease;
+    size_t claimed = c.count;
+    long long due_left = c.due_left, max_deadline = LLONG_MIN;
     if (claimed >= (size_t)want && want > 0 && s->active)
         scanner_claim_ahead(s, claimed);
     /* the batch keeps the reply: the flights' IDs live in it */
@@ -218,10 +280,10 @@ int scanner_claim(lapse_scanner *s, int want)
             .reply = r, .lease = lease, .term = s->term, .refs = claimed + 1, .claimed = claimed};
         for (size_t i = 0; i < claimed; i++)
             fl[i] = (struct flight){.batch = b};
-        scanner_claimed(r->element[HEAD], fl, deadlines);
+        scanner_claimed(c.ids, fl, deadlines);
         scanner_twins_check(s, fl, claimed, verdict);
         scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
-        const redisReply *extras = r->element[4], *returned = r->element[HEAD + 1];
+        const redisReply *extras = c.extras, *returned = c.returned;
         size_t x = 0, y = 0; /* the next (k, payload, seq); the next place returned */
         int old_taken = 0;
         long long seen_below = s->seen_below, seen_at = s->seen_at;

@@ -124,6 +124,10 @@ if i > 3 then
     end
 end
 
+-- The flag letters of a head (above), and the mark of an absolute time.
+local F_REPEAT, F_PAYLOAD, F_MOVE, F_INHERIT, F_WATCH, F_WATCH_OLD = string.byte('RPMIWO', 1, 6)
+local F_FIRST, F_LAST, AT_MARK = string.byte('AZ@', 1, 3)
+
 while i <= #ARGV do
     local h = ARGV[i]
     n = n + 1
@@ -131,14 +135,14 @@ while i <= #ARGV do
     i = i + 2
     local j = 2
     local b = string.byte(h, j)
-    while b and b >= 65 and b <= 90 do -- 'A'..'Z'
-        if b == 87 then REC[n] = true -- (no argument)
+    while b and b >= F_FIRST and b <= F_LAST do
+        if b == F_WATCH then REC[n] = true -- (no argument)
         else
-            if b == 82 then PER[n] = ARGV[i]
-            elseif b == 80 then PL[n] = ARGV[i]
-            elseif b == 77 then MV[n] = ARGV[i]
-            elseif b == 79 then WREC[n] = ARGV[i]
-            else INH[n] = ARGV[i] end
+            if b == F_REPEAT then PER[n] = ARGV[i]
+            elseif b == F_PAYLOAD then PL[n] = ARGV[i]
+            elseif b == F_MOVE then MV[n] = ARGV[i]
+            elseif b == F_WATCH_OLD then WREC[n] = ARGV[i]
+            elseif b == F_INHERIT then INH[n] = ARGV[i] end
             i = i + 1
         end
         j = j + 1
@@ -146,7 +150,7 @@ while i <= #ARGV do
     end
     if OP[n] ~= 'c' then
         local num = string.sub(h, j + 1)
-        if b == 64 then -- '@': the exact digits are the score (AT: on demand)
+        if b == AT_MARK then -- the exact digits are the score (AT: on demand)
             ATS[n] = num
         else
             AT[n] = now + tonumber(num)

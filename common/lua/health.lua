@@ -104,7 +104,7 @@ for _, l in ipairs(redis.call('HKEYS', f)) do
             local set = {}
             for i = 1, #held do set[held[i]] = true end
             local rec, list = redis.call('HGET', f, l), {}
-            if rec and string.byte(rec, 1) == 32 then list = cmsgpack.unpack(string.sub(rec, 2))
+            if rec and string.sub(rec, 1, 1) == ' ' then list = cmsgpack.unpack(string.sub(rec, 2))
             elseif rec then
                 for id, d in string.gmatch(rec, '([^ ]+) ([^ ]+)') do
                     list[#list + 1] = id; list[#list + 1] = d

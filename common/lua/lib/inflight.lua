@@ -32,6 +32,9 @@
 -- #include chunks
 -- #include bucket
 
+-- A record that starts with a space is packed (cmsgpack, after the space).
+local INFLIGHT_PACKED = string.byte(' ')
+
 -- Whether lease l is a claim's whose IDs left the zset (".25").
 local function inflight_out(l)
     return string.sub(l, -3) == '.25'
@@ -57,7 +60,7 @@ local function inflight_pairs(rec, l)
         end
         return list
     end
-    if string.byte(rec, 1) == 32 then return cmsgpack.unpack(string.sub(rec, 2)) end
+    if string.byte(rec, 1) == INFLIGHT_PACKED then return cmsgpack.unpack(string.sub(rec, 2)) end
     local list = {}
     for id, d in string.gmatch(rec, '([^ ]+) ([^ ]+)') do -- (spaces only: an ID may hold a tab)
         list[#list + 1] = id
@@ -162,14 +165,14 @@ local function inflight_deadline(f, lease, id)
         inflight_recs[key] = c
     end
     if not c.rec then return nil end
-    if not c.map and c.finds < 8 and not inflight_out(lease) and string.byte(c.rec, 1) ~= 32
+    if not c.map and c.finds < 8 and not inflight_out(lease) and string.byte(c.rec, 1) ~= INFLIGHT_PACKED
             and string.find(id, '[^%d%-]') then
         c.finds = c.finds + 1
         local at = 1
         while true do
             local b, e = string.find(c.rec, id .. ' ', at, true)
             if not b then return nil end
-            if b == 1 or string.byte(c.rec, b - 1) == 32 then -- the whole token: the ID
+            if b == 1 or string.sub(c.rec, b - 1, b - 1) == ' ' then -- the whole token: the ID
                 return tonumber(string.match(c.rec, '^[^ ]+', e + 1))
             end
             at = b + 1
