@@ -147,7 +147,7 @@ enum {
 struct claim_reply {
     long long now, next, due_left;
     const redisReply *lease, *extras, *ids, *returned; /* inside the reply */
-    long count; /* IDs claimed */
+    long count;                                        /* IDs claimed */
 };
 
 /* The fence in a claim's reply: -1 (the lock is not ours), -2 (the layout
