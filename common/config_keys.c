@@ -155,10 +155,10 @@ const struct key config_node_keys[] = {
      "Sentinel node: the \"host:port\" it had as a plain node, which layouts may still name"},
 };
 
-_Static_assert(NKEYS(config_keys) <= SEEN_MAX, "raise SEEN_MAX");
-_Static_assert(NKEYS(config_node_keys) <= SEEN_MAX, "raise SEEN_MAX");
-_Static_assert(NKEYS(config_rule_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(COUNT_OF(config_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(COUNT_OF(config_node_keys) <= SEEN_MAX, "raise SEEN_MAX");
+_Static_assert(COUNT_OF(config_rule_keys) <= SEEN_MAX, "raise SEEN_MAX");
 
-const size_t config_nkeys = NKEYS(config_keys);
-const size_t config_nnode_keys = NKEYS(config_node_keys);
-const size_t config_nrule_keys = NKEYS(config_rule_keys);
+const size_t config_nkeys = COUNT_OF(config_keys);
+const size_t config_nnode_keys = COUNT_OF(config_node_keys);
+const size_t config_nrule_keys = COUNT_OF(config_rule_keys);

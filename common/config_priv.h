@@ -20,7 +20,7 @@
 #define SEEN_MAX 48   /* entries a table may have (seen[] is on the stack) */
 #define RULES_MAX 256 /* ingress.rules upper bound */
 
-#define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
+#define COUNT_OF(t) (sizeof(t) / sizeof((t)[0]))
 
 enum ktype {
     K_GROUP, /* a group whose keys are further entries of the same table */

@@ -359,7 +359,7 @@ static int load_props(struct ctx *x, const config_setting_t *s, const struct key
             return config_fail(x, e, path, "property name must be a non-empty string");
         if (strcmp(name, "bootstrap.servers") == 0 || strcmp(name, "metadata.broker.list") == 0)
             return config_fail(x, e, path, "%s: set kafka.brokers instead", name);
-        for (size_t r = 0; ingress && r < NKEYS(ingress_reserved); r++)
+        for (size_t r = 0; ingress && r < COUNT_OF(ingress_reserved); r++)
             if (strcmp(name, ingress_reserved[r]) == 0)
                 return config_fail(x, e, path,
                                    "%s: set by lapse (ingress.group; offsets are "
@@ -434,7 +434,7 @@ static const char *const time_names[] = {
 
 static int time_parse(const char *v)
 {
-    for (int i = 0; i < (int)NKEYS(time_names); i++)
+    for (int i = 0; i < (int)COUNT_OF(time_names); i++)
         if (strcmp(v, time_names[i]) == 0)
             return i;
     return -1;

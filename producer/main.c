@@ -29,7 +29,7 @@
 
 /* Parsed lines between their prefetch hint and their submission: enough to
  * overlap a few cache misses, few enough to stay in L1. */
-#define PIPELINE 16
+#define PREFETCH 16
 
 struct run {
     lapse_producer *p;
@@ -37,7 +37,7 @@ struct run {
     struct {
         struct lapse_cmd cmd; /* points into the read buffer */
         unsigned long long lineno;
-    } pending[PIPELINE]; /* a ring: `first`, then npending - 1 more */
+    } pending[PREFETCH]; /* a ring: `first`, then npending - 1 more */
     size_t first, npending;
 };
 
@@ -83,7 +83,7 @@ static void submit(struct run *run, const struct lapse_cmd *cmd, unsigned long l
 static void submit_oldest(struct run *run)
 {
     submit(run, &run->pending[run->first].cmd, run->pending[run->first].lineno);
-    run->first = (run->first + 1) % PIPELINE;
+    run->first = (run->first + 1) % PREFETCH;
     run->npending--;
 }
 
@@ -94,7 +94,7 @@ static void drain(struct run *run)
         submit_oldest(run);
 }
 
-/* Parsed lines wait PIPELINE - 1 lines after their prefetch hint before they
+/* Parsed lines wait PREFETCH - 1 lines after their prefetch hint before they
  * are submitted (see lapse_producer_prefetch); they point into the read
  * buffer, so the caller drains them before it moves or reuses it. */
 static void handle_line(struct run *run, const char *line, size_t len, unsigned long long lineno)
@@ -111,9 +111,9 @@ static void handle_line(struct run *run, const char *line, size_t len, unsigned 
         return;
     case LAPSE_LINE_OK:
         lapse_producer_prefetch(run->p, cmd.id, cmd.id_len);
-        if (run->npending == PIPELINE)
+        if (run->npending == PREFETCH)
             submit_oldest(run);
-        size_t k = (run->first + run->npending++) % PIPELINE;
+        size_t k = (run->first + run->npending++) % PREFETCH;
         run->pending[k].cmd = cmd;
         run->pending[k].lineno = lineno;
         return;

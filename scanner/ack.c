@@ -24,9 +24,9 @@ void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
     struct flight *f = opaque;
     struct batch *b = f->batch;
     s->inflight--;
-    SET(inflight, (int64_t)s->inflight);
+    METRIC_SET(s, inflight, (int64_t)s->inflight);
     if (ok && b->term == s->term && s->active) {
-        INC(acked);
+        METRIC_INC(s, acked);
         f->next = NULL;
         if (!b->acked) { /* joins the settle list */
             b->acked_ms = lapse_clock_mono_ms();
@@ -41,11 +41,11 @@ void scanner_delivered(void *ctx, void *opaque, int ok, const char *reason)
         return;
     }
     if (ok) {
-        INC(acked); /* delivered, but our lease term ended: the new holder settles it */
+        METRIC_INC(s, acked); /* delivered, but our lease term ended: the new holder settles it */
     } else {
         /* Not lost: the ID stays leased in Redis and is claimed again when
          * the lease runs out. */
-        INC(failed);
+        METRIC_INC(s, failed);
         lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
                           "shard %u: an event was not delivered (%s); it will be claimed again",
                           s->shard, reason);
@@ -78,7 +78,7 @@ static int scanner_whole(const struct batch *b)
  * at-least-once). */
 void scanner_ack(lapse_scanner *s, int force)
 {
-    enum { MAXARGS = NKEYS + 1 + 3 * ACK_CHUNK };
+    enum { MAXARGS = LAPSE_SHARD_NKEYS + 1 + 3 * ACK_CHUNK };
     const char *argv[MAXARGS];
     size_t argvlen[MAXARGS];
     char counts[ACK_CHUNK][12];
@@ -86,7 +86,7 @@ void scanner_ack(lapse_scanner *s, int force)
     int64_t now = lapse_clock_mono_ms();
     while (s->settle && s->active) {
         int n = 0, groups = 0, ids = 0;
-        for (int k = 0; k < NKEYS; k++)
+        for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
             argv[n] = s->keys[k], argvlen[n++] = strlen(s->keys[k]);
         argv[n] = s->token, argvlen[n++] = strlen(s->token);
         /* ready batches' acked lists, the last one cut at the chunk size */
@@ -111,8 +111,10 @@ void scanner_ack(lapse_scanner *s, int force)
         }
         if (groups == 0)
             return;
-        redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, NKEYS, n, argv, argvlen);
-        SET(redis_up, r != NULL); /* as scanner_eval: acks go past it for their argv size */
+        redisReply *r =
+            lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, LAPSE_SHARD_NKEYS, n, argv, argvlen);
+        METRIC_SET(s, redis_up,
+                   r != NULL); /* as scanner_eval: acks go past it for their argv size */
         if (!r || r->type != REDIS_REPLY_INTEGER) {
             scanner_redis_error(s, "ack", s->node, r);
             if (r)
@@ -125,7 +127,7 @@ void scanner_ack(lapse_scanner *s, int force)
             scanner_fenced(s);
             return;
         }
-        ADD(settled, (uint64_t)settled);
+        METRIC_ADD(s, settled, (uint64_t)settled);
         freeReplyObject(r);
         /* what was sent: `groups` batches, the last one up to `rest` */
         for (int g = 0; g < groups; g++)

@@ -37,7 +37,7 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
 
 /* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
  * numbers written into buf. Returns argc. */
-enum { CLAIM_NKEYS = NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 6 };
+enum { CLAIM_NKEYS = LAPSE_SHARD_NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 6 };
 static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
                               size_t *argvlen)
 {
@@ -47,9 +47,9 @@ static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const
     snprintf(buf[3], 24, "%d", scanner_backlog_budget(s, want));
     snprintf(buf[4], 24, "%lld", (long long)s->layout.epoch);
     const char *args[6] = {s->token, buf[0], buf[1], buf[2], buf[3], buf[4]};
-    for (int k = 0; k < NKEYS; k++)
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
-    argv[NKEYS] = s->lease_key, argvlen[NKEYS] = strlen(s->lease_key);
+    argv[LAPSE_SHARD_NKEYS] = s->lease_key, argvlen[LAPSE_SHARD_NKEYS] = strlen(s->lease_key);
     for (int i = 0; i < 6; i++)
         argv[CLAIM_NKEYS + i] = args[i], argvlen[CLAIM_NKEYS + i] = strlen(args[i]);
     return CLAIM_ARGC;
@@ -229,7 +229,7 @@ int scanner_claim(lapse_scanner *s, int want)
          * mid-batch). */
         lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
         r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
-        SET(redis_up, r != NULL);
+        METRIC_SET(s, redis_up, r != NULL);
     }
     long long why = claim_fenced(r);
     if (why < 0) {
@@ -312,16 +312,16 @@ int scanner_claim(lapse_scanner *s, int want)
                 scanner_dispatch(s, &fl[i], deadline, since, payload, seq) < 0)
                 b->refs--;
             else if (since != deadline)
-                INC(written_past_due);
+                METRIC_INC(s, written_past_due);
         }
         scanner_batch_unref(b, 1); /* the hold of the loop above */
         if (s->cfg->scanner_catchup_rate)
             s->backlog_tokens -= old_taken;
     }
     scanner_seen(s, now, due_left, claimed == (size_t)want && want > 0, max_deadline);
-    ADD(claimed, claimed);
-    SET(due, due_left);
-    SET(oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);
+    METRIC_ADD(s, claimed, claimed);
+    METRIC_SET(s, due, due_left);
+    METRIC_SET(s, oldest_overdue_ms, next >= 0 && next <= now ? now - next : 0);
     if (claimed >= (size_t)want && want > 0)
         return 0;
     if (due_left > 0 && s->cfg->scanner_catchup_rate) { /* held back: wait for budget */

@@ -60,11 +60,11 @@ static void scanner_recovered(lapse_scanner *s, struct lapse_event *ev, long lon
         lapse_log_limited(&s->lim_kafka, 2, LAPSE_LOG_WARN,
                           "shard %u: a recovered event without its record (not lapse's?)",
                           s->shard);
-        INC(bad_records);
+        METRIC_INC(s, bad_records);
         d = f = 0, r = queued > 0 ? queued : 1;
     }
     ev->deadline_ms = d, ev->fired_ms = f, ev->recovered_ms = r;
-    INC(recovered_sent);
+    METRIC_INC(s, recovered_sent);
 }
 
 int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
@@ -102,8 +102,8 @@ int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, lon
     }
     lapse_metrics_lateness(&s->metrics, ev.fired_ms - since);
     s->inflight++;
-    INC(sent);
-    SET(inflight, (int64_t)s->inflight);
+    METRIC_INC(s, sent);
+    METRIC_SET(s, inflight, (int64_t)s->inflight);
     return 0;
 }
 

@@ -50,7 +50,7 @@ void scanner_forget(lapse_scanner *s)
         int64_t rest = (int64_t)s->cfg->scanner_offline_retention_s * 500;
         s->forget_at_ms = now + (rest < FORGET_REST_MS ? rest : FORGET_REST_MS);
     }
-    ADD(offline_forgotten, (uint64_t)r->element[1]->integer);
-    SET(offline, r->element[2]->integer);
+    METRIC_ADD(s, offline_forgotten, (uint64_t)r->element[1]->integer);
+    METRIC_SET(s, offline, r->element[2]->integer);
     freeReplyObject(r);
 }

@@ -22,7 +22,7 @@
 void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *from,
                          const redisReply *r)
 {
-    INC(redis_errors);
+    METRIC_INC(s, redis_errors);
     lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: %s: %s", s->shard, what,
                       !r                             ? lapse_redis_errstr(from)
                       : r->type == REDIS_REPLY_ERROR ? r->str
@@ -55,23 +55,24 @@ void scanner_memory(lapse_scanner *s)
     if (lapse_redis_memory(s->node, lapse_shard_slot(s->cfg->ns, s->shard), &m) < 0)
         return; /* (the claims say it is down; the last reading stays) */
     const char *policy = m.policy[0] ? m.policy : s->cfg->redis_policy_checked;
-    SET(memory_used, m.used);
-    SET(memory_max, m.max);
-    SET(evicting, policy ? lapse_redis_policy_evicts(policy) : -1);
+    METRIC_SET(s, memory_used, m.used);
+    METRIC_SET(s, memory_max, m.max);
+    METRIC_SET(s, evicting, policy ? lapse_redis_policy_evicts(policy) : -1);
     /* with redis.wait_replicas: how many replicas the primary lacks (its
      * writes cannot be confirmed: producers report them failed) */
     int want = s->cfg->redis_wait_replicas;
-    SET(replicas, m.replicas);
-    SET(replicas_missing, want <= 0 || m.replicas < 0 ? -1
-                          : m.replicas >= want        ? 0
-                                                      : want - m.replicas);
+    METRIC_SET(s, replicas, m.replicas);
+    METRIC_SET(s, replicas_missing,
+               want <= 0 || m.replicas < 0 ? -1
+               : m.replicas >= want        ? 0
+                                           : want - m.replicas);
 }
 
 /* Publishes the layout followed (metrics: splitting, layout_epoch). */
 static void scanner_layout_gauges(lapse_scanner *s)
 {
-    SET(splitting, s->layout.splitting ? 1 : 0);
-    SET(layout_epoch, (int64_t)s->layout.epoch);
+    METRIC_SET(s, splitting, s->layout.splitting ? 1 : 0);
+    METRIC_SET(s, layout_epoch, (int64_t)s->layout.epoch);
 }
 
 /* Reads the layout and opens the shard's node, waiting out a Redis outage
@@ -102,7 +103,7 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
             log_error("%s", lapse_redis_errstr(s->home));
             return -1;
         }
-        SET(redis_up, 0);
+        METRIC_SET(s, redis_up, 0);
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
                           lapse_redis_errstr(s->home));
         lapse_clock_sleep_ms(200);
@@ -122,8 +123,8 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     }
     s->peers[0] = s->home;
     scanner_layout_gauges(s);
-    SET(redis_up, 1);
-    SET(attached, 1);
+    METRIC_SET(s, redis_up, 1);
+    METRIC_SET(s, attached, 1);
     if (n == 0)
         s->node = s->home;
     else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
@@ -147,7 +148,7 @@ void scanner_reload(lapse_scanner *s)
     struct lapse_layout l;
     char err[512];
     if (lapse_layout_load(s->home, s->cfg, &l, err, sizeof err) != 0) {
-        INC(redis_errors);
+        METRIC_INC(s, redis_errors);
         lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "shard %u: layout: %s", s->shard, err);
         return;
     }
@@ -163,14 +164,16 @@ void scanner_reload(lapse_scanner *s)
 redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
                          const size_t *lens, int nargs)
 {
-    const char *argv[NKEYS + 8];
-    size_t argvlen[NKEYS + 8];
-    for (int k = 0; k < NKEYS; k++)
+    const char *argv[LAPSE_SHARD_NKEYS + 8];
+    size_t argvlen[LAPSE_SHARD_NKEYS + 8];
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
     for (int i = 0; i < nargs; i++)
-        argv[NKEYS + i] = args[i], argvlen[NKEYS + i] = lens ? lens[i] : strlen(args[i]);
-    redisReply *r = lapse_redis_eval(s->node, script, NKEYS, NKEYS + nargs, argv, argvlen);
-    SET(redis_up, r != NULL); /* NULL: the node did not answer (redis.h) */
+        argv[LAPSE_SHARD_NKEYS + i] = args[i],
+                                 argvlen[LAPSE_SHARD_NKEYS + i] = lens ? lens[i] : strlen(args[i]);
+    redisReply *r = lapse_redis_eval(s->node, script, LAPSE_SHARD_NKEYS, LAPSE_SHARD_NKEYS + nargs,
+                                     argv, argvlen);
+    METRIC_SET(s, redis_up, r != NULL); /* NULL: the node did not answer (redis.h) */
     return r;
 }
 
@@ -203,9 +206,9 @@ void scanner_fenced(lapse_scanner *s)
     log_warn("shard %u: lost the lease (paused or cut off for longer than %d ms); "
              "another scanner serves the shard now; back to standby",
              s->shard, s->cfg->scanner_lease_ms);
-    INC(fenced);
+    METRIC_INC(s, fenced);
     s->active = 0;
-    SET(lease_held, 0);
+    METRIC_SET(s, lease_held, 0);
     scanner_drop_acks(s);
 }
 
@@ -260,9 +263,9 @@ int scanner_acquire(lapse_scanner *s)
         s->backlog_tokens = s->cfg->scanner_catchup_rate;
         s->backlog_refill_ms = lapse_clock_mono_ms();
         s->seen_below = 0; /* what fell due meanwhile waited (claim.c: scanner_seen) */
-        INC(takeovers);
-        ADD(recovered, (uint64_t)r->element[1]->integer);
-        SET(lease_held, 1);
+        METRIC_INC(s, takeovers);
+        METRIC_ADD(s, recovered, (uint64_t)r->element[1]->integer);
+        METRIC_SET(s, lease_held, 1);
         log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
                  s->shard, s->token, r->element[1]->integer);
         s->standby_holder[0] = '\0';

@@ -42,7 +42,7 @@
 static void scanner_kafka_error(void *ctx)
 {
     lapse_scanner *s = ctx;
-    INC(kafka_errors);
+    METRIC_INC(s, kafka_errors);
 }
 
 /* A token nobody else holds: host:pid:random. */
@@ -108,11 +108,11 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->cfg = cfg;
     s->shard = shard;
     s->settle_tail = &s->settle;
-    for (int k = 0; k < NKEYS; k++)
-        lapse_key(s->keys[k], KEY_MAX, cfg, lapse_shard_keys[k], shard);
-    lapse_key(s->lease_key, KEY_MAX, cfg, LAPSE_KEY_LEASE, shard);
-    lapse_key(s->sleep_key, KEY_MAX, cfg, LAPSE_KEY_SLEEP, shard);
-    lapse_key(s->bell_key, KEY_MAX, cfg, LAPSE_KEY_BELL, shard);
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+        lapse_key(s->keys[k], LAPSE_KEY_MAX, cfg, lapse_shard_keys[k], shard);
+    lapse_key(s->lease_key, LAPSE_KEY_MAX, cfg, LAPSE_KEY_LEASE, shard);
+    lapse_key(s->sleep_key, LAPSE_KEY_MAX, cfg, LAPSE_KEY_SLEEP, shard);
+    lapse_key(s->bell_key, LAPSE_KEY_MAX, cfg, LAPSE_KEY_BELL, shard);
     scanner_token(s);
     s->metrics.ns = cfg->ns;
     s->metrics.shard = shard;
@@ -195,7 +195,7 @@ static int scanner_new_sink(lapse_scanner *s, const char *why)
     log_error("shard %u: %s; starting a new Kafka producer (%zu unanswered events will be "
               "claimed again when their leases run out)",
               s->shard, why, s->inflight);
-    INC(kafka_errors);
+    METRIC_INC(s, kafka_errors);
     lapse_sink_free(s->sink); /* purges: every flight is answered (failed) and freed */
     char err[512];
     s->sink = lapse_sink_new(s->cfg, scanner_delivered, scanner_kafka_error, s, err, sizeof err);
@@ -234,7 +234,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         }
         if (lapse_redis_reconnects(s->node) != reconnects) {
             reconnects = lapse_redis_reconnects(s->node);
-            SET(redis_reconnects, reconnects);
+            METRIC_SET(s, redis_reconnects, reconnects);
             s->seen_below = 0; /* perhaps another server now (claim.c: scanner_seen) */
         }
         scanner_log_moved(s);

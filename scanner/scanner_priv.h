@@ -35,8 +35,6 @@
                                     * more than linger.ms (sink.c), whose batches
                                     * answer a claim over several round trips */
 #define SHUTDOWN_WAIT_MS 10000 /* longest wait for in-flight events on stop */
-#define KEY_MAX LAPSE_KEY_MAX
-#define NKEYS LAPSE_SHARD_NKEYS
 
 /*
  * One claim's IDs in flight. They share the claim's lease and its reply,
@@ -75,11 +73,11 @@ struct lapse_scanner {
     lapse_redis *node;   /* the shard's node (may be home) */
     lapse_redis **peers; /* other nodes by config index, opened on demand */
     struct lapse_layout layout;
-    char keys[NKEYS][KEY_MAX]; /* the shard's keys (layout.h) */
-    char lease_key[KEY_MAX];   /* claim.lua's KEYS[8]: the shard's last lease */
-    char token[96];            /* ours in the lock: host:pid:random */
-    int active;                /* we hold the lock */
-    uint64_t term;             /* bumped on every acquire: stale acks are dropped */
+    char keys[LAPSE_SHARD_NKEYS][LAPSE_KEY_MAX]; /* the shard's keys (layout.h) */
+    char lease_key[LAPSE_KEY_MAX];               /* claim.lua's KEYS[8]: the shard's last lease */
+    char token[96];                              /* ours in the lock: host:pid:random */
+    int active;                                  /* we hold the lock */
+    uint64_t term; /* bumped on every acquire: stale acks are dropped */
     /* Claim ahead: while a backlog drains, the next claim goes out on a
      * second connection before this one's events are sent, so Redis runs
      * it meanwhile (claim.c: scanner_claim_ahead). */
@@ -112,25 +110,27 @@ struct lapse_scanner {
     struct lapse_log_limit lim_redis, lim_kafka;
     /* Idle naps (wake.c): the mark in NS:s:N, the bell NS:b:N blocked on
      * with BLPOP on a connection of its own. */
-    char sleep_key[KEY_MAX];   /* NS:s:N: the mark (sleep.lua) */
-    char bell_key[KEY_MAX];    /* NS:b:N: the bell (lib/wake.lua) */
-    lapse_redis *bell;         /* the connection blocked on the bell; opened on first use */
-    int bell_pending;          /* a BLPOP sent there, its reply not read */
-    int64_t bell_sent_ms;      /* monotonic: when */
-    char mark[32];             /* the mark we set, "" when not known (sleep.lua's ARGV[3]) */
-    int64_t mark_due_ms;       /* monotonic: when its score falls due (INT64_MAX: "inf") */
-    int64_t synced_ms;         /* monotonic: the last nap that read the zset and Redis time */
-    long long synced_redis_ms; /* ... that Redis time */
-    int64_t renewed_ms;        /* monotonic: the lock's last renewal by a nap or claim */
-    uint64_t bell_reconnects;  /* the node's reconnects when the bell was opened */
-    char standby_holder[96];   /* the holder last logged while standing by; "" when active */
-    int64_t standby_logged_ms; /* monotonic time of that line or the last summary */
-    uint64_t standby_polls;    /* lock polls since then */
+    char sleep_key[LAPSE_KEY_MAX]; /* NS:s:N: the mark (sleep.lua) */
+    char bell_key[LAPSE_KEY_MAX];  /* NS:b:N: the bell (lib/wake.lua) */
+    lapse_redis *bell;             /* the connection blocked on the bell; opened on first use */
+    int bell_pending;              /* a BLPOP sent there, its reply not read */
+    int64_t bell_sent_ms;          /* monotonic: when */
+    char mark[32];                 /* the mark we set, "" when not known (sleep.lua's ARGV[3]) */
+    int64_t mark_due_ms;           /* monotonic: when its score falls due (INT64_MAX: "inf") */
+    int64_t synced_ms;             /* monotonic: the last nap that read the zset and Redis time */
+    long long synced_redis_ms;     /* ... that Redis time */
+    int64_t renewed_ms;            /* monotonic: the lock's last renewal by a nap or claim */
+    uint64_t bell_reconnects;      /* the node's reconnects when the bell was opened */
+    char standby_holder[96];       /* the holder last logged while standing by; "" when active */
+    int64_t standby_logged_ms;     /* monotonic time of that line or the last summary */
+    uint64_t standby_polls;        /* lock polls since then */
 };
 
-#define INC(x) atomic_fetch_add_explicit(&s->metrics.x, 1, memory_order_relaxed)
-#define ADD(x, n) atomic_fetch_add_explicit(&s->metrics.x, (n), memory_order_relaxed)
-#define SET(x, v) atomic_store_explicit(&s->metrics.x, (v), memory_order_relaxed)
+/* The scanner s's metrics (metrics.h), updated from its loop and read by the
+ * HTTP thread. */
+#define METRIC_INC(s, x) atomic_fetch_add_explicit(&(s)->metrics.x, 1, memory_order_relaxed)
+#define METRIC_ADD(s, x, n) atomic_fetch_add_explicit(&(s)->metrics.x, (n), memory_order_relaxed)
+#define METRIC_SET(s, x, v) atomic_store_explicit(&(s)->metrics.x, (v), memory_order_relaxed)
 
 /* lease.c: the shard's node, layout and lock (see there). */
 

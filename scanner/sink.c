@@ -165,12 +165,6 @@ void lapse_sink_push(lapse_sink *s, int timeout_ms)
         rd_kafka_flush(s->rk, timeout_ms);
 }
 
-int lapse_sink_flush(lapse_sink *s, int timeout_ms)
-{
-    rd_kafka_flush(s->rk, timeout_ms);
-    return rd_kafka_outq_len(s->rk);
-}
-
 int lapse_sink_fatal(lapse_sink *s, char *errstr, size_t size)
 {
     char why[512];

@@ -54,10 +54,6 @@ void lapse_sink_poll(lapse_sink *s, int timeout_ms);
  */
 void lapse_sink_push(lapse_sink *s, int timeout_ms);
 
-/* Waits up to timeout_ms for every queued event to be answered. Returns the
- * number still unanswered. */
-int lapse_sink_flush(lapse_sink *s, int timeout_ms);
-
 /* 1 with the reason in errstr if librdkafka hit a fatal error. */
 int lapse_sink_fatal(lapse_sink *s, char *errstr, size_t size);
 

@@ -63,7 +63,7 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
         for (uint32_t j = prev; j < s->layout.shards; j++) {
             if (s->layout.node_of[j] != node)
                 continue;
-            char z[KEY_MAX], m[KEY_MAX];
+            char z[LAPSE_KEY_MAX], m[LAPSE_KEY_MAX];
             int argc = 2;
             lens[0] = (size_t)lapse_key(z, sizeof z, s->cfg, LAPSE_KEY_DUE, j);
             lens[1] = (size_t)lapse_key(m, sizeof m, s->cfg, LAPSE_KEY_MOVED, j);

@@ -87,7 +87,7 @@ static int nap_renew(lapse_scanner *s, int full)
     for (int i = 0; i < 10; i++)
         len[i] = strlen(argv[i]);
     redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 6, 10, argv, len);
-    SET(redis_up, r != NULL);
+    METRIC_SET(s, redis_up, r != NULL);
     int64_t mono = lapse_clock_mono_ms();
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1) {
@@ -233,7 +233,7 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
     int rc = nap_renew(s, 1); /* claims moved scores: read the zset */
     if (rc <= 0)
         return -1;
-    INC(naps);
+    METRIC_INC(s, naps);
     for (;;) {
         if (lapse_redis_reconnects(s->node) != reconnects)
             return 0; /* the node came back or moved: the loop claims there once */
@@ -250,7 +250,7 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
         if (end == NAP_TICK)
             continue; /* the BLPOP timed out: send the next */
         if (end == NAP_RUNG)
-            INC(woken);
+            METRIC_INC(s, woken);
         int full = end == NAP_RUNG || !s->mark[0] || now - s->synced_ms >= RESYNC_MS ||
                    s->mark_due_ms - now <= 2 * (int64_t)max;
         if ((rc = nap_renew(s, full)) <= 0)

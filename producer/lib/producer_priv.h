@@ -26,10 +26,9 @@
 #include "redis.h"
 #include "slack.h"
 
-#define APPLY_CHUNK 256 /* ops per Lua call: keeps each call short for Redis */
-#define FLIGHTS 16      /* batches sent and not confirmed yet, at most (ring size) */
-#define PIPELINE 4      /* of those, sent and not read yet, at most */
-#define KEY_MAX LAPSE_KEY_MAX
+#define APPLY_CHUNK 256             /* ops per Lua call: keeps each call short for Redis */
+#define FLIGHTS 16                  /* batches sent and not confirmed yet, at most (ring size) */
+#define PIPELINE 4                  /* of those, sent and not read yet, at most */
 #define MOVED_SLOTS (1u << 18)      /* moved-ID cache (send_split.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2) /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
@@ -78,11 +77,11 @@ struct moved_slot {
  * does.
  */
 struct producer_routes {
-    struct moved_slot *moved;                /* MOVED_SLOTS slots; NULL when not splitting */
-    char *moved_ids;                         /* MOVED_BYTES bytes */
-    size_t moved_n;                          /* IDs held */
-    size_t moved_len;                        /* bytes of moved_ids used */
-    char keys[][LAPSE_SHARD_NKEYS][KEY_MAX]; /* per shard: the keys of common/lua */
+    struct moved_slot *moved;                      /* MOVED_SLOTS slots; NULL when not splitting */
+    char *moved_ids;                               /* MOVED_BYTES bytes */
+    size_t moved_n;                                /* IDs held */
+    size_t moved_len;                              /* bytes of moved_ids used */
+    char keys[][LAPSE_SHARD_NKEYS][LAPSE_KEY_MAX]; /* per shard: the keys of common/lua */
 };
 
 /* A batch's buffers: its ops and the bytes they point into. */

@@ -32,7 +32,7 @@ static struct producer_routes *send_routes_new(const lapse_producer *p,
         return NULL;
     for (uint32_t s = 0; s < l->shards; s++)
         for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-            lapse_key(rt->keys[s][k], KEY_MAX, p->cfg, lapse_shard_keys[k], s);
+            lapse_key(rt->keys[s][k], LAPSE_KEY_MAX, p->cfg, lapse_shard_keys[k], s);
     if (cache) {
         rt->moved = (struct moved_slot *)((char *)rt + head);
         rt->moved_ids = (char *)(rt->moved + MOVED_SLOTS);

@@ -72,7 +72,7 @@
 #define LOAD_MEMBERS 1000 /* members per ZADD */
 #define LOAD_PIPELINE 16  /* ZADDs per round trip */
 #define WATCH_MS 2
-#define KEY_MAX (LAPSE_NS_MAX + 32)
+#define BENCH_KEY_MAX (LAPSE_NS_MAX + 32)
 
 /* The reference loop body: the least a claim-and-remove of due IDs can do. */
 static const char BARE_LUA[] =
@@ -181,7 +181,7 @@ static int cmd_load(redisContext *c, const char *ns, uint32_t shards, int64_t co
     size_t *fill = calloc(shards, sizeof *fill);
     const char **argv = malloc((2 + 2 * LOAD_MEMBERS) * sizeof *argv);
     size_t *argvlen = malloc((2 + 2 * LOAD_MEMBERS) * sizeof *argvlen);
-    char key[KEY_MAX];
+    char key[BENCH_KEY_MAX];
     int rc = -1, queued = 0;
     if (!buf || !fill || !argv || !argvlen) {
         fprintf(stderr, PROG ": out of memory\n");
@@ -330,7 +330,7 @@ static int cmd_load_small(redisContext *c, const char *ns, uint32_t shards, int6
         fprintf(stderr, PROG ": out of memory\n");
         goto out;
     }
-    char key[KEY_MAX], bkey[KEY_MAX + 16], val[32];
+    char key[BENCH_KEY_MAX], bkey[BENCH_KEY_MAX + 16], val[32];
     for (uint32_t s = 0; s < shards; s++) {
         /* 1. the state key */
         lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_BUCKETS, s);
@@ -372,7 +372,7 @@ static int cmd_load_small(redisContext *c, const char *ns, uint32_t shards, int6
         if (drain_replies(c, &queued, "ZADD") < 0)
             goto out;
         /* 3. the index: each group's, then the top */
-        char xkey[KEY_MAX], gkey[KEY_MAX + 16];
+        char xkey[BENCH_KEY_MAX], gkey[BENCH_KEY_MAX + 16];
         lapse_key_shard(xkey, sizeof xkey, ns, LAPSE_KEY_INDEX, s);
         uint32_t ngroups = (nbs + SMALL_GROUP - 1) / SMALL_GROUP;
         int64_t *gmin = malloc(ngroups * sizeof *gmin);
@@ -446,7 +446,7 @@ static int cmd_bare(redisContext *c, const char *script, const char *ns, uint32_
                     int64_t due, int64_t batch, int64_t timeout_ms)
 {
     int64_t deadline = wall_ms() + timeout_ms;
-    char key[KEY_MAX], nbatch[24];
+    char key[BENCH_KEY_MAX], nbatch[24];
     lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, shard);
     snprintf(nbatch, sizeof nbatch, "%" PRId64, batch);
     redisReply *r = checked(c, redisCommand(c, "SCRIPT LOAD %s", script), "SCRIPT LOAD");
@@ -491,7 +491,7 @@ static int small_keys; /* watch-small: the index's groups too */
 
 static int64_t pending(redisContext *c, const char *ns, uint32_t shards)
 {
-    char key[KEY_MAX];
+    char key[BENCH_KEY_MAX];
     for (uint32_t s = 0; s < shards; s++) {
         lapse_key_shard(key, sizeof key, ns, LAPSE_KEY_DUE, s);
         if (redisAppendCommand(c, "ZCARD %s", key) != REDIS_OK)

@@ -23,8 +23,6 @@
 #include "bucket.h"
 #include "hash.h"
 
-#define KEY_MAX LAPSE_KEY_MAX
-
 int lapse_inspect_id_check(const char *id, size_t len, char *errstr, size_t size)
 {
     if (len == 0) {
@@ -153,8 +151,9 @@ static int reply_fail(lapse_redis *r, redisReply *rep, const char *what, char *e
 static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char *id, size_t len,
                       int want_moved, struct lapse_inspect_place *p, char *errstr, size_t size)
 {
-    char z[KEY_MAX], pk[KEY_MAX], rk[KEY_MAX], lk[KEY_MAX], mk[KEY_MAX], fk[KEY_MAX];
-    char kk[KEY_MAX], state[64] = "";
+    char z[LAPSE_KEY_MAX], pk[LAPSE_KEY_MAX], rk[LAPSE_KEY_MAX], lk[LAPSE_KEY_MAX],
+        mk[LAPSE_KEY_MAX], fk[LAPSE_KEY_MAX];
+    char kk[LAPSE_KEY_MAX], state[64] = "";
     lapse_key(lk, sizeof lk, cfg, LAPSE_KEY_LOCK, p->shard);
     lapse_key(fk, sizeof fk, cfg, LAPSE_KEY_INFLIGHT, p->shard);
     lapse_key(kk, sizeof kk, cfg, LAPSE_KEY_BUCKETS, p->shard);
@@ -202,7 +201,7 @@ static int place_read(lapse_redis *r, const struct lapse_config *cfg, const char
         if (old)
             bk.small = 0;
         uint32_t j = lapse_bucket_of(&bk, lapse_bucket_hash(id, len));
-        char key[KEY_MAX];
+        char key[LAPSE_KEY_MAX];
         lapse_key(key, sizeof key, cfg, LAPSE_KEY_DUE, p->shard);
         lapse_bucket_key(z, sizeof z, &bk, key, j);
         lapse_key(key, sizeof key, cfg, LAPSE_KEY_PAYLOAD, p->shard);

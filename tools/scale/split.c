@@ -9,12 +9,11 @@
 #include "clock.h"
 #include "hash.h"
 
-#define KEY_MAX LAPSE_KEY_MAX
 #define SCAN_COUNT 1000
 #define MOVE_CHUNK 256
 
 struct shard_keys {
-    char name[LAPSE_SHARD_NKEYS][KEY_MAX];
+    char name[LAPSE_SHARD_NKEYS][LAPSE_KEY_MAX];
     const char *argv[LAPSE_SHARD_NKEYS];
     size_t len[LAPSE_SHARD_NKEYS];
 };
@@ -22,7 +21,7 @@ struct shard_keys {
 static void shard_keys(const struct lapse_config *cfg, uint32_t shard, struct shard_keys *k)
 {
     for (int i = 0; i < LAPSE_SHARD_NKEYS; i++) {
-        k->len[i] = (size_t)lapse_key(k->name[i], KEY_MAX, cfg, lapse_shard_keys[i], shard);
+        k->len[i] = (size_t)lapse_key(k->name[i], LAPSE_KEY_MAX, cfg, lapse_shard_keys[i], shard);
         k->argv[i] = k->name[i];
     }
 }
@@ -48,7 +47,7 @@ static int split_write(lapse_redis *home, const struct lapse_config *cfg, const 
         snprintf(errstr, size, "out of memory");
         return -1;
     }
-    char key[KEY_MAX];
+    char key[LAPSE_KEY_MAX];
     lapse_key_layout(key, sizeof key, cfg, which);
     redisReply *r = lapse_redis_command(
         home, "HSET %s shards %u prev_shards %u epoch %lld state %s nodes %s", key, l->shards,
@@ -82,7 +81,7 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
         for (uint32_t only = 0; only < calls; only++) {
             const char **argv = malloc((l->shards + 4) * sizeof *argv);
             size_t *lens = malloc((l->shards + 4) * sizeof *lens);
-            char(*keys)[KEY_MAX] = malloc(l->shards * sizeof *keys);
+            char(*keys)[LAPSE_KEY_MAX] = malloc(l->shards * sizeof *keys);
             if (!argv || !lens || !keys) {
                 free(argv);
                 free(lens);
@@ -93,7 +92,7 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
             int argc = 3;
             for (uint32_t s = 0; s < l->shards; s++)
                 if (l->node_of[s] == n && (!cfg->cluster || s == only)) {
-                    lens[argc] = (size_t)lapse_key(keys[s], KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
+                    lens[argc] = (size_t)lapse_key(keys[s], LAPSE_KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
                     argv[argc++] = keys[s];
                 }
             char nkeys[16];
@@ -129,7 +128,7 @@ static int split_commit(lapse_redis **nodes, const struct lapse_config *cfg,
         "redis.call('DEL', KEYS[2])\n"
         "redis.call('PUBLISH', KEYS[1], ARGV[1])\n"
         "return 1\n";
-    char layout[KEY_MAX], nextkey[KEY_MAX];
+    char layout[LAPSE_KEY_MAX], nextkey[LAPSE_KEY_MAX];
     lapse_key_layout(layout, sizeof layout, cfg, "layout");
     lapse_key_layout(nextkey, sizeof nextkey, cfg, "layout:next");
     redisReply *r = lapse_redis_command(nodes[0], "EVAL %s 2 %s %s %lld", lua, layout, nextkey,
@@ -247,7 +246,7 @@ static int split_scan(lapse_redis *r, const char *key, const struct lapse_layout
 static int split_buckets(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
                          struct lapse_buckets *bk, char *errstr, size_t size)
 {
-    char k[KEY_MAX];
+    char k[LAPSE_KEY_MAX];
     lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, shard);
     redisReply *rep = lapse_redis_command(r, "GET %s", k);
     int ok = rep && (rep->type == REDIS_REPLY_NIL ||
@@ -281,7 +280,7 @@ static int split_walk(lapse_redis **nodes, const struct lapse_config *cfg,
                       char *errstr, size_t size)
 {
     lapse_redis *r = nodes[l->node_of[shard]];
-    char z[KEY_MAX], key[KEY_MAX + 16];
+    char z[LAPSE_KEY_MAX], key[LAPSE_KEY_MAX + 16];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     struct lapse_buckets bk;
     if (split_buckets(r, cfg, shard, &bk, errstr, size) < 0)
@@ -399,7 +398,7 @@ static redisReply *split_eval(lapse_redis *r, enum lapse_script s, const struct 
 static void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_t j)
 {
     enum { BATCH = 256 };
-    char m[KEY_MAX];
+    char m[LAPSE_KEY_MAX];
     lapse_key(m, sizeof m, cfg, LAPSE_KEY_MOVED, j);
     redisReply *rep = lapse_redis_command(r, "DEL %s", m);
     if (rep)
@@ -408,7 +407,7 @@ static void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_
     char err[256];
     if (split_buckets(r, cfg, j, &bk, err, sizeof err) < 0 || !bk.small)
         return;
-    char(*keys)[KEY_MAX + 16] = malloc(BATCH * sizeof *keys);
+    char(*keys)[LAPSE_KEY_MAX + 16] = malloc(BATCH * sizeof *keys);
     if (!keys)
         return;
     const char *argv[BATCH + 1];
@@ -559,7 +558,7 @@ static redisReply *split_watch_call(lapse_redis **nodes, const struct lapse_conf
                                     const struct lapse_layout *l, uint32_t shard, int nargs,
                                     const char **args, const size_t *lens)
 {
-    char z[KEY_MAX], e[KEY_MAX];
+    char z[LAPSE_KEY_MAX], e[LAPSE_KEY_MAX];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(e, sizeof e, cfg, LAPSE_KEY_EPOCH, shard);
     const char *argv[5 + 2 * MOVE_CHUNK + 1] = {"EVAL", lapse_lua_watchmove, "2", z, e};
