@@ -7,7 +7,7 @@
 # producer/examples/watchdog.c builds from the installed headers with
 # `pkg-config --cflags --libs lapse-producer` (the prefix overridden to the
 # staging dir), against the shared library and statically, and with the
-# README's build lines as written there, and every build writes deadlines; the installed lapse-scale,
+# build lines of docs/library.md as written there, and every build writes deadlines; the installed lapse-scale,
 # lapse-producer and lapse-scanner run end to end (init, produce, fire to
 # Kafka). make uninstall with the same variables removes every file install
 # put there and nothing else.
@@ -143,32 +143,33 @@ grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d wd-shared) ||
 assert_match "$(LD_LIBRARY_PATH=$R/lib ldd wd-shared | grep liblapse-producer)" "=> $R/lib/liblapse-producer\.so\.0 " \
     "the library wd-shared loads"
 
-# ---------------------------------------------------------------- the README's build lines
-# The README's lines for building a program with the library (section
-# "Embedding the producer") run as written there, on watchdog.c: from the
-# build tree, and after the install with pkg-config, shared and static.
-# Only app.c and "-o app" are replaced, pkg-config is given the staging dir
-# as prefix, and under a sanitizer its flag and build tree go in.
-readme_builds() {
-    awk '/^## Embedding the producer/ { sec = 1 } sec && /^```sh$/ { blk = 1; next }
-        blk && /^```$/ { exit } blk' "$LAPSE_ROOT/README.md" |
+# ---------------------------------------------------------------- the documented build lines
+# The lines of docs/library.md for building a program with the library
+# (section "Building a program with the library") run as written there, on
+# watchdog.c: from the build tree, and after the install with pkg-config,
+# shared and static. Only app.c and "-o app" are replaced, pkg-config is
+# given the staging dir as prefix, and under a sanitizer its flag and build
+# tree go in.
+doc_builds() {
+    awk '/^## Building a program with the library/ { sec = 1 } sec && /^```sh$/ { blk = 1; next }
+        blk && /^```$/ { exit } blk' "$LAPSE_ROOT/docs/library.md" |
         sed -e ':a' -e '/\\$/ { N; s/\\\n *//; ba' -e '}' | grep '^cc '
 }
-mapfile -t builds < <(readme_builds)
-assert_eq "${#builds[@]}" 3 "cc lines in the README's Embedding section"
+mapfile -t builds < <(doc_builds)
+assert_eq "${#builds[@]}" 3 "cc lines in docs/library.md's build section"
 pkg-config() { command pkg-config --define-variable=prefix="$R" "$@"; }
 for i in 0 1 2; do
     cmd=$(sed -e "s| app\.c | $LAPSE_ROOT/producer/examples/watchdog.c |" -e "s| -o app\$| -o $T/readme-$i|" \
         -e "s|^cc |cc $sanflags |" ${san:+-e "s|build/plain/|build/$san/|g"} <<<"${builds[i]}")
     [[ $cmd == *watchdog.c* && $cmd == *" -o $T/readme-$i" ]] ||
-        fail "the README's line is not 'cc ... app.c ... -o app': ${builds[i]}"
-    (cd "$LAPSE_ROOT" && eval "$cmd") 2>cc.err || fail "the README's build line fails: ${builds[i]}: $(head -c 800 cc.err)"
+        fail "the documented line is not 'cc ... app.c ... -o app': ${builds[i]}"
+    (cd "$LAPSE_ROOT" && eval "$cmd") 2>cc.err || fail "the documented build line fails: ${builds[i]}: $(head -c 800 cc.err)"
 done
-assert_match "${builds[0]}" 'build/plain/libproducer\.a' "the README's first line: from the build tree"
+assert_match "${builds[0]}" 'build/plain/libproducer\.a' "the documented first line: from the build tree"
 grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-1) ||
-    fail "the README's pkg-config line does not link the shared library"
+    fail "the documented pkg-config line does not link the shared library"
 ! grep -q 'liblapse-producer' <(readelf -d readme-0) <(readelf -d readme-2) ||
-    fail "the README's build-tree or static line links the shared library"
+    fail "the documented build-tree or static line links the shared library"
 unset -f pkg-config
 
 # ---------------------------------------------------------------- end to end
@@ -183,7 +184,7 @@ printf 'wd-shared-%d\n' 1 2 3 | LD_LIBRARY_PATH=$R/lib ./wd-shared "$CONF" 2>wd.
 printf 'wd-static-%d\n' 1 2 3 | ./wd-static "$CONF" 2>wd.err || fail "watchdog (static) failed: $(cat wd.err)"
 for i in 0 1 2; do
     printf "readme-$i-%d\n" 1 2 | LD_LIBRARY_PATH=$R/lib "./readme-$i" "$CONF" 2>wd.err ||
-        fail "watchdog built by the README's line $((i + 1)) failed: $(cat wd.err)"
+        fail "watchdog built by the documented line $((i + 1)) failed: $(cat wd.err)"
 done
 now=$(now_ms)
 for id in wd-shared-{1,2,3} wd-static-{1,2,3} readme-{0,1,2}-{1,2}; do
