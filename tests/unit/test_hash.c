@@ -3,7 +3,8 @@
  * layout: other tools compute it too, so XXH64 (seed 0) and the masking must
  * never change. The expected values were computed independently of libxxhash
  * (a separate XXH64 written from the spec, cross-checked against published
- * vectors for "" and "a") and are the ones listed in the README.
+ * vectors for "" and "a") and are the ones listed in docs/protocol.md,
+ * "Where an ID lives".
  */
 #include "hash.h"
 #include "t.h"
