@@ -44,6 +44,13 @@ int lapse_key_layout(char *buf, size_t size, const struct lapse_config *cfg, con
                         : snprintf(buf, size, "%s:%s", cfg->ns, which);
 }
 
+lapse_redis *lapse_node_open(const struct lapse_config *cfg, size_t index)
+{
+    char prefix[LAPSE_NS_MAX + 8];
+    snprintf(prefix, sizeof prefix, "%s:%c", cfg->ns, (char)LAPSE_KEY_WAIT);
+    return lapse_redis_new(cfg, index, prefix);
+}
+
 void lapse_layout_free(struct lapse_layout *l)
 {
     free(l->node_of);

@@ -73,6 +73,11 @@ enum lapse_key_kind {
 extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
 
 /* Writes "NS:K:SHARD" into buf; returns its length. */
+/* cfg->nodes[index]'s handle (lapse_redis_new), its WAIT key in the
+ * namespace: NS:w:<index> (on a cluster NS:w:{<tag>}, a key per primary).
+ * NULL on allocation failure. */
+lapse_redis *lapse_node_open(const struct lapse_config *cfg, size_t index);
+
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                     uint32_t shard);
 

@@ -1,6 +1,8 @@
 /* redis — see redis.h. Connections are conn.h's; this module decides where
- * they go (the node's address, or the primary its sentinels name:
- * redis_sentinel.c) and keeps them up. A cluster node is redis_cluster.c's. */
+ * they go and keeps them up, through the node's backend (redis_priv.h): the
+ * public calls are here, with the one connection of a plain or Sentinel
+ * node (redis_single_: the plain backend, and most of the Sentinel one,
+ * whose primary redis_sentinel.c finds). A cluster node is redis_cluster.c's. */
 #include "redis.h"
 
 #include <stdarg.h>
@@ -28,7 +30,7 @@ static char *redis_dup(const char *s, int *oom)
     return d;
 }
 
-lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
+lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const char *wait_prefix)
 {
     const struct lapse_redis_node *node = &cfg->nodes[index];
     lapse_redis *r = calloc(1, sizeof *r);
@@ -68,7 +70,10 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
     r->ns = cfg->ns;
     r->accept_eviction = cfg->redis_accept_eviction;
     r->policy_checked = cfg->redis_policy_checked;
-    if (oom || (n->nseeds && redis_cluster_new(r) < 0)) {
+    r->be = n->nseeds       ? &redis_backend_cluster
+            : n->nsentinels ? &redis_backend_sentinel
+                            : &redis_backend_plain;
+    if (oom || (r->be->open && r->be->open(r) < 0)) {
         lapse_redis_free(r);
         return NULL;
     }
@@ -76,7 +81,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index)
     r->command_timeout_ms = cfg->redis_command_timeout_ms;
     lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     lapse_node_name(node, r->name, sizeof r->name);
-    lapse_key_shard(r->wait_key, sizeof r->wait_key, cfg->ns, LAPSE_KEY_WAIT, (uint32_t)index);
+    snprintf(r->wait_prefix, sizeof r->wait_prefix, "%s", wait_prefix);
+    snprintf(r->wait_key, sizeof r->wait_key, "%s:%zu", wait_prefix, index);
     if (node->host)
         snprintf(r->addr, sizeof r->addr, "%s:%d", node->host, node->port);
     return r;
@@ -87,7 +93,8 @@ void lapse_redis_free(lapse_redis *r)
     if (!r)
         return;
     lapse_conn_free(r->c);
-    redis_cluster_free(r);
+    if (r->be && r->be->close)
+        r->be->close(r);
     lapse_tls_free(r->tls);
     for (size_t i = 0; i < 4; i++)
         free(r->tls_files[i]);
@@ -110,12 +117,15 @@ void lapse_redis_free(lapse_redis *r)
 
 void lapse_redis_disconnect(lapse_redis *r)
 {
-    if (r->cl)
-        redis_cluster_disconnect(r);
-    lapse_conn_free(r->c);
-    r->c = NULL;
+    r->be->disconnect(r);
     r->scripts_loaded = 0;
     r->pending = 0;
+}
+
+void redis_single_disconnect(lapse_redis *r)
+{
+    lapse_conn_free(r->c);
+    r->c = NULL;
 }
 
 /* An append ran out of memory: whatever it queued (a part of a command, or
@@ -192,16 +202,16 @@ static int redis_connect(lapse_redis *r)
     r->refused = 0;
     char host[256], err[300];
     int port = r->node.port;
-    if (r->node.master) {
-        if (redis_discover(r, host, sizeof host, &port) < 0)
+    if (r->be->locate) {
+        if (r->be->locate(r, host, sizeof host, &port) < 0)
             return -1;
         snprintf(r->addr, sizeof r->addr, "%s:%d", host, port);
     } else {
         snprintf(host, sizeof host, "%s", r->node.host);
     }
-    /* messages name the node, and for Sentinel also where it was found */
+    /* messages name the node, and where it was found when it moves */
     char who[LAPSE_NODE_NAME_MAX + 320];
-    if (r->node.master)
+    if (r->be->locate)
         snprintf(who, sizeof who, "%s (primary at %s)", r->name, r->addr);
     else
         snprintf(who, sizeof who, "%s", r->name);
@@ -209,7 +219,7 @@ static int redis_connect(lapse_redis *r)
     int primary = 1, rc = 0;
     if (c &&
         ((rc = redis_auth(c, r->node.username, r->node.password, err, sizeof err)) ||
-         (r->node.master && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
+         (r->be->must_be_primary && (primary = redis_is_primary(c, err, sizeof err)) < 0) ||
          (r->node.db && (rc = redis_expect_ok(c, lapse_conn_command(c, "SELECT %d", r->node.db),
                                               "SELECT", err, sizeof err))) ||
          (primary && (rc = redis_policy_check(r, c, who, err, sizeof err))))) {
@@ -238,10 +248,13 @@ int redis_retry_after(lapse_redis *r, int64_t attempt_ms)
 
 int lapse_redis_ensure(lapse_redis *r)
 {
-    if (r->cl)
-        return redis_cluster_ensure(r);
-    if (r->c && r->node.master)
-        redis_sentinel_check(r); /* (may drop it: connected again below) */
+    return r->be->ensure(r);
+}
+
+int redis_single_ensure(lapse_redis *r)
+{
+    if (r->c && r->be->check)
+        r->be->check(r); /* (may drop it: connected again below) */
     if (r->c && r->scripts_loaded)
         return 0;
     int fresh = 0;
@@ -285,14 +298,20 @@ int lapse_redis_ensure_within(lapse_redis *r, int timeout_ms, volatile sig_atomi
 
 int lapse_redis_backoff_ms(const lapse_redis *r)
 {
-    if (r->c || (r->cl && redis_cluster_ready(r)))
+    if (r->be->ready(r))
         return 0;
     int64_t left = r->next_attempt_ms - lapse_clock_mono_ms();
     return left > 0 ? (int)left : 0;
 }
 
-/* A cluster node's command: formatted here, routed by its key. */
-static redisReply *redis_cluster_vcommand(lapse_redis *r, const char *fmt, va_list ap)
+int redis_single_ready(const lapse_redis *r)
+{
+    return r->c != NULL;
+}
+
+/* A command formatted here, then sent as argv, so that the backend routes
+ * it by its key like any other. */
+static redisReply *redis_vcommand(lapse_redis *r, const char *fmt, va_list ap)
 {
     char *cmd = NULL;
     int len = redisvFormatCommand(&cmd, fmt, ap);
@@ -324,22 +343,11 @@ static redisReply *redis_cluster_vcommand(lapse_redis *r, const char *fmt, va_li
 
 redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
 {
-    if (r->cl) {
-        va_list ap;
-        va_start(ap, fmt);
-        redisReply *reply = redis_cluster_vcommand(r, fmt, ap);
-        va_end(ap);
-        return reply;
-    }
-    if (lapse_redis_ensure(r) < 0)
-        return NULL;
     va_list ap;
     va_start(ap, fmt);
-    redisReply *reply = lapse_conn_vcommand(r->c, fmt, ap);
+    redisReply *reply = redis_vcommand(r, fmt, ap);
     va_end(ap);
-    if (!reply)
-        redis_fail(r, "command");
-    return redis_failover_reply(r, reply) ? NULL : reply;
+    return reply;
 }
 
 /* Which argument of argv is the key a cluster routes by: the first key of
@@ -357,22 +365,21 @@ static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
     return argc > 1 ? 1 : -1;
 }
 
+/* One command, to the server of argv[key] or of slot (the backend's
+ * append), and its reply. */
+static redisReply *redis_round_trip(lapse_redis *r, int argc, const char **argv,
+                                    const size_t *argvlen, int key, int slot)
+{
+    redisReply *reply = NULL;
+    if (r->be->append(r, argc, argv, argvlen, key, slot) < 0 || r->be->get_reply(r, &reply) < 0)
+        return NULL;
+    return reply;
+}
+
 redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    if (r->cl) {
-        redisReply *reply = NULL;
-        if (redis_cluster_append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen)) < 0 ||
-            redis_cluster_get_reply(r, &reply) < 0)
-            return NULL;
-        return reply;
-    }
-    if (lapse_redis_ensure(r) < 0)
-        return NULL;
-    redisReply *reply = lapse_conn_command_argv(r->c, argc, argv, argvlen);
-    if (!reply)
-        redis_fail(r, "command");
-    return redis_failover_reply(r, reply) ? NULL : reply;
+    return redis_round_trip(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
 }
 
 int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
@@ -403,24 +410,24 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     v[2] = nk, l[2] = (size_t)nklen;
     memcpy(v + 3, argv, (size_t)argc * sizeof *v);
     memcpy(l + 3, argvlen, (size_t)argc * sizeof *l);
-    int rc = r->cl ? redis_cluster_append(r, argc + 3, v, l, nkeys > 0 ? 3 : -1)
-                   : lapse_conn_append_argv(r->c, argc + 3, v, l);
+    int rc = r->be->append(r, argc + 3, v, l, nkeys > 0 ? 3 : -1, -1);
     if (v != sv) {
         free(v);
         free(l);
     }
-    if (rc < 0 && !r->cl)
-        redis_append_failed(r);
-    else if (!r->cl)
-        r->pending++;
     return rc;
 }
 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen)
 {
-    if (r->cl)
-        return redis_cluster_append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen));
-    if (lapse_redis_ensure(r) < 0)
+    return r->be->append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
+}
+
+int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
+                        int slot)
+{
+    (void)key, (void)slot; /* one server holds every slot */
+    if (redis_single_ensure(r) < 0)
         return -1;
     if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0) {
         r->pending++;
@@ -432,8 +439,11 @@ int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const s
 
 int lapse_redis_send(lapse_redis *r)
 {
-    if (r->cl)
-        return redis_cluster_send(r);
+    return r->be->send(r);
+}
+
+int redis_single_send(lapse_redis *r)
+{
     if (!r->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
@@ -446,16 +456,23 @@ int lapse_redis_send(lapse_redis *r)
 
 int lapse_redis_reply_fd(lapse_redis *r)
 {
-    if (r->cl)
-        return redis_cluster_reply_fd(r);
+    return r->be->reply_fd(r);
+}
+
+int redis_single_reply_fd(lapse_redis *r)
+{
     return r->c && r->pending > 0 ? lapse_conn_fd(r->c) : -1;
 }
 
 int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;
-    if (r->cl)
-        return redis_cluster_get_reply(r, reply);
+    return r->be->get_reply(r, reply);
+}
+
+int redis_single_get_reply(lapse_redis *r, redisReply **reply)
+{
+    *reply = NULL;
     if (!r->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
@@ -476,8 +493,8 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply)
 {
     if (reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        if (r->cl)
-            redis_cluster_noscript(r);
+        if (r->be->noscript)
+            r->be->noscript(r);
         r->scripts_loaded = 0;
         return 1;
     }
@@ -502,9 +519,12 @@ redisReply *lapse_redis_eval(lapse_redis *r, enum lapse_script s, int nkeys, int
 
 int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
-    if (r->cl)
-        return redis_cluster_append_wait(r, replicas, timeout_ms);
-    if (lapse_redis_ensure(r) < 0)
+    return r->be->append_wait(r, replicas, timeout_ms);
+}
+
+int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms)
+{
+    if (redis_single_ensure(r) < 0)
         return -1;
     if (lapse_conn_append(r->c, "INCR %s", r->wait_key) == 0 &&
         lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0) {
@@ -517,8 +537,11 @@ int lapse_redis_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 
 int lapse_redis_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
 {
-    if (r->cl)
-        return redis_cluster_wait_reply(r, replicas, timeout_ms);
+    return r->be->wait_reply(r, replicas, timeout_ms);
+}
+
+int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
+{
     redisReply *incr, *reply;
     if (lapse_redis_get_reply(r, &incr) < 0)
         return -1;
@@ -578,49 +601,65 @@ const char *lapse_redis_addr(const lapse_redis *r)
 {
     return r->addr;
 }
-int lapse_redis_is_sentinel(const lapse_redis *r)
-{
-    return r->node.master != NULL;
-}
 uint64_t lapse_redis_reconnects(const lapse_redis *r)
 {
     return r->reconnects;
 }
-int lapse_redis_is_cluster(const lapse_redis *r)
+int lapse_redis_one_server(const lapse_redis *r)
 {
-    return r->cl != NULL;
+    return r->be->servers;
 }
 
 const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
 {
-    return r->cl ? redis_cluster_map(r) : NULL;
+    return r->be->map ? r->be->map(r) : NULL;
 }
 
 int lapse_redis_append_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                             const size_t *argvlen)
 {
-    if (!r->cl)
-        return lapse_redis_append_argv(r, argc, argv, argvlen);
-    return redis_cluster_append_slot(r, argc, argv, argvlen, -1, slot);
+    return r->be->append(r, argc, argv, argvlen, -1, slot);
 }
 
 redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    if (!r->cl)
-        return lapse_redis_command_argv(r, argc, argv, argvlen);
-    redisReply *reply = NULL;
-    if (redis_cluster_append_slot(r, argc, argv, argvlen, -1, slot) < 0 ||
-        redis_cluster_get_reply(r, &reply) < 0)
-        return NULL;
-    return reply;
+    return redis_round_trip(r, argc, argv, argvlen, -1, slot);
 }
+
 int lapse_redis_wait_short(const lapse_redis *r, const char *addr)
 {
-    return r->cl ? redis_cluster_wait_short(r, addr) : 1;
+    return r->be->wait_short(r, addr);
+}
+
+int redis_single_wait_short(const lapse_redis *r, const char *addr)
+{
+    (void)r, (void)addr;
+    return 1; /* (asked after its WAIT fell short: the one server is not confirmed) */
 }
 
 const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot)
 {
-    return r->cl ? redis_cluster_owner(r, slot) : r->addr;
+    return r->be->slot_owner(r, slot);
 }
+
+const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot)
+{
+    (void)slot;
+    return r->addr;
+}
+
+const struct redis_backend redis_backend_plain = {
+    .ensure = redis_single_ensure,
+    .ready = redis_single_ready,
+    .append = redis_single_append,
+    .send = redis_single_send,
+    .reply_fd = redis_single_reply_fd,
+    .get_reply = redis_single_get_reply,
+    .disconnect = redis_single_disconnect,
+    .append_wait = redis_single_append_wait,
+    .wait_reply = redis_single_wait_reply,
+    .wait_short = redis_single_wait_short,
+    .slot_owner = redis_single_slot_owner,
+    .servers = 1,
+};

@@ -41,8 +41,12 @@
 typedef struct lapse_redis lapse_redis;
 
 /* Creates a disconnected handle for cfg->nodes[index]; copies what it
- * needs from cfg (timeouts, redis.tls). NULL on allocation failure. */
-lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index);
+ * needs from cfg (timeouts, redis.tls). wait_prefix names the key a WAIT's
+ * INCR writes (redis.h, lapse_redis_append_wait), to which the handle adds
+ * ":<index>", or on a cluster ":{tag}" with the tag of the keys last sent
+ * to that primary; the namespace's key names are layout.h's, so programs
+ * open a node with lapse_node_open. NULL on allocation failure. */
+lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const char *wait_prefix);
 void lapse_redis_free(lapse_redis *r); /* accepts NULL */
 
 /* Makes sure the connection is up and the scripts loaded. Returns 0, or -1 if
@@ -191,7 +195,6 @@ int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory 
  * Sentinel node's current primary; "" before the first attempt). */
 const char *lapse_redis_name(const lapse_redis *r);
 const char *lapse_redis_addr(const lapse_redis *r);
-int lapse_redis_is_sentinel(const lapse_redis *r);     /* 1 for a Sentinel node */
 uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects after the first */
 
 /*
@@ -206,7 +209,12 @@ uint64_t lapse_redis_reconnects(const lapse_redis *r); /* successful reconnects 
  * after the map is read again. WAIT goes to every primary written since
  * the last one. Every command of a pipeline must keep to one slot.
  */
-int lapse_redis_is_cluster(const lapse_redis *r);
+/* 1 when one server holds every key of the handle's shards (a plain or
+ * Sentinel node: a script may take any of its keys, and a WAIT from a second
+ * connection confirms what the first wrote); 0 for a cluster node, whose
+ * shards live on several primaries (a script keeps to one shard's slot; a
+ * WAIT goes in the pipeline of each primary written, redis.h above). */
+int lapse_redis_one_server(const lapse_redis *r);
 /* The "host:port" of the primary serving `slot` on a cluster node (NULL if
  * none does, or before the map was read); any other node's address. */
 const char *lapse_redis_slot_owner(lapse_redis *r, uint16_t slot);

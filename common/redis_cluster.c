@@ -29,6 +29,9 @@
 
 #define TAG_MAX (LAPSE_NS_MAX + 24)
 
+static void cluster_disconnect(lapse_redis *r);
+static int cluster_ensure(lapse_redis *r);
+
 struct route {
     char addr[LAPSE_CLUSTER_ADDR_MAX]; /* the primary's "host:port" */
     lapse_conn *c;                     /* NULL until used, and after a drop */
@@ -49,7 +52,7 @@ struct redis_cluster {
     size_t wait_head, nwaits, cap_waits;
 };
 
-int redis_cluster_new(lapse_redis *r)
+static int cluster_open(lapse_redis *r)
 {
     if (!(r->cl = calloc(1, sizeof *r->cl)))
         return -1;
@@ -67,11 +70,11 @@ int redis_cluster_new(lapse_redis *r)
     return 0;
 }
 
-void redis_cluster_free(lapse_redis *r)
+static void cluster_close(lapse_redis *r)
 {
     if (!r->cl)
         return;
-    redis_cluster_disconnect(r);
+    cluster_disconnect(r);
     lapse_cluster_map_free(&r->cl->map);
     free(r->cl->routes);
     free(r->cl->due);
@@ -80,7 +83,7 @@ void redis_cluster_free(lapse_redis *r)
     r->cl = NULL;
 }
 
-void redis_cluster_disconnect(lapse_redis *r)
+static void cluster_disconnect(lapse_redis *r)
 {
     struct redis_cluster *cl = r->cl;
     int had = 0;
@@ -95,15 +98,15 @@ void redis_cluster_disconnect(lapse_redis *r)
         r->reconnects++; /* replies due on the old connections never come */
 }
 
-void redis_cluster_noscript(lapse_redis *r)
+static void cluster_noscript(lapse_redis *r)
 {
-    redis_cluster_disconnect(r); /* a route reloads the scripts when it reconnects */
+    cluster_disconnect(r); /* a route reloads the scripts when it reconnects */
 }
 
 /* Drops everything after a failure (errstr set); with stale, the map too. */
 static int cluster_fail(lapse_redis *r, int stale)
 {
-    redis_cluster_disconnect(r);
+    cluster_disconnect(r);
     if (stale)
         r->cl->map_ok = 0;
     return -1;
@@ -189,7 +192,7 @@ static int cluster_refresh(lapse_redis *r)
     return -1;
 }
 
-int redis_cluster_ensure(lapse_redis *r)
+static int cluster_ensure(lapse_redis *r)
 {
     if (r->cl->map_ok)
         return 0;
@@ -205,7 +208,7 @@ int redis_cluster_ensure(lapse_redis *r)
     return 0;
 }
 
-int redis_cluster_ready(const lapse_redis *r)
+static int cluster_ready(const lapse_redis *r)
 {
     return r->cl->map_ok;
 }
@@ -287,18 +290,11 @@ static int cluster_due_room(struct redis_cluster *cl)
     return 0;
 }
 
-int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                         int key)
-{
-    return redis_cluster_append_slot(r, argc, argv, argvlen, key,
-                                     key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0);
-}
-
-int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                              int key, uint16_t slot)
+static int cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
+                               int key, uint16_t slot)
 {
     struct redis_cluster *cl = r->cl;
-    if (redis_cluster_ensure(r) < 0)
+    if (cluster_ensure(r) < 0)
         return -1;
     const char *owner = lapse_cluster_owner(&cl->map, slot);
     if (!owner) {
@@ -326,7 +322,15 @@ int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv, const
     return 0;
 }
 
-int redis_cluster_send(lapse_redis *r)
+/* The backend's append: to slot's owner, or argv[key]'s (keyless: slot 0's). */
+static int cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
+                          int key, int slot)
+{
+    uint16_t at = slot >= 0 ? (uint16_t)slot : key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0;
+    return cluster_append_slot(r, argc, argv, argvlen, key, at);
+}
+
+static int cluster_send(lapse_redis *r)
 {
     struct redis_cluster *cl = r->cl;
     for (size_t i = 0; i < cl->nroutes; i++)
@@ -338,7 +342,7 @@ int redis_cluster_send(lapse_redis *r)
     return 0;
 }
 
-int redis_cluster_reply_fd(lapse_redis *r)
+static int cluster_reply_fd(lapse_redis *r)
 {
     struct redis_cluster *cl = r->cl;
     if (cl->ndue == 0)
@@ -347,7 +351,7 @@ int redis_cluster_reply_fd(lapse_redis *r)
     return rt->c ? lapse_conn_fd(rt->c) : -1;
 }
 
-int redis_cluster_get_reply(lapse_redis *r, redisReply **reply)
+static int cluster_get_reply(lapse_redis *r, redisReply **reply)
 {
     struct redis_cluster *cl = r->cl;
     *reply = NULL;
@@ -378,10 +382,10 @@ int redis_cluster_get_reply(lapse_redis *r, redisReply **reply)
     return 0;
 }
 
-int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
+static int cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
     struct redis_cluster *cl = r->cl;
-    if (redis_cluster_ensure(r) < 0)
+    if (cluster_ensure(r) < 0)
         return -1;
     if (cl->wait_head + cl->nwaits == cl->cap_waits) { /* room for one more group */
         if (cl->wait_head > 0) {
@@ -406,12 +410,12 @@ int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
         /* the INCR (redis.h) must land on this primary: a key with the tag
          * of the last key sent there */
         char key[LAPSE_NS_MAX + TAG_MAX + 8], nrep[16], nms[16];
-        int kl = snprintf(key, sizeof key, "%s:w:{%s}", r->ns, rt->tag);
+        int kl = snprintf(key, sizeof key, "%s:{%s}", r->wait_prefix, rt->tag);
         int rl = snprintf(nrep, sizeof nrep, "%d", replicas);
         int ml = snprintf(nms, sizeof nms, "%d", timeout_ms);
         const char *incr[] = {"INCR", key}, *wait[] = {"WAIT", nrep, nms};
         size_t incrl[] = {4, (size_t)kl}, waitl[] = {4, (size_t)rl, (size_t)ml};
-        if (redis_cluster_append(r, 2, incr, incrl, 1) < 0)
+        if (cluster_append(r, 2, incr, incrl, 1, -1) < 0)
             return -1;
         rt = &cl->routes[i]; /* (the append may have grown the routes) */
         /* WAIT is keyless: it goes where the INCR went */
@@ -427,7 +431,7 @@ int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
     return 0;
 }
 
-int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
+static int cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
 {
     struct redis_cluster *cl = r->cl;
     if (cl->nwaits == 0) {
@@ -444,14 +448,14 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
         size_t at = cl->ndue ? cl->due[cl->head] : 0;
         snprintf(addr, sizeof addr, "%s", cl->ndue ? cl->routes[at].addr : "?");
         redisReply *incr, *wait;
-        if (redis_cluster_get_reply(r, &incr) < 0)
+        if (cluster_get_reply(r, &incr) < 0)
             return -1;
         int counted = incr->type == REDIS_REPLY_INTEGER;
         if (!counted && rc == 0)
             redis_set_error(r, "redis cluster: primary %s: INCR: %.200s", addr,
                             incr->type == REDIS_REPLY_ERROR ? incr->str : "unexpected reply");
         freeReplyObject(incr);
-        if (redis_cluster_get_reply(r, &wait) < 0)
+        if (cluster_get_reply(r, &wait) < 0)
             return -1;
         if (rc == 0 && counted && (wait->type != REDIS_REPLY_INTEGER || wait->integer < replicas))
             redis_set_error(r,
@@ -471,7 +475,7 @@ int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
     return rc < 0 && !failed ? -2 : rc;
 }
 
-int redis_cluster_wait_short(const lapse_redis *r, const char *addr)
+static int cluster_wait_short(const lapse_redis *r, const char *addr)
 {
     const struct redis_cluster *cl = r->cl;
     for (size_t i = 0; addr && i < cl->nroutes; i++)
@@ -480,14 +484,33 @@ int redis_cluster_wait_short(const lapse_redis *r, const char *addr)
     return 1; /* (asked after a WAIT fell short: a primary not known is not confirmed) */
 }
 
-const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r)
+static const struct lapse_cluster_map *cluster_map(lapse_redis *r)
 {
-    return redis_cluster_ensure(r) < 0 ? NULL : &r->cl->map;
+    return cluster_ensure(r) < 0 ? NULL : &r->cl->map;
 }
 
-const char *redis_cluster_owner(lapse_redis *r, uint16_t slot)
+static const char *cluster_owner(lapse_redis *r, uint16_t slot)
 {
-    if (redis_cluster_ensure(r) < 0)
+    if (cluster_ensure(r) < 0)
         return NULL;
     return lapse_cluster_owner(&r->cl->map, slot);
 }
+
+const struct redis_backend redis_backend_cluster = {
+    .open = cluster_open,
+    .close = cluster_close,
+    .ensure = cluster_ensure,
+    .ready = cluster_ready,
+    .append = cluster_append,
+    .send = cluster_send,
+    .reply_fd = cluster_reply_fd,
+    .get_reply = cluster_get_reply,
+    .disconnect = cluster_disconnect,
+    .noscript = cluster_noscript,
+    .append_wait = cluster_append_wait,
+    .wait_reply = cluster_wait_reply,
+    .wait_short = cluster_wait_short,
+    .slot_owner = cluster_owner,
+    .map = cluster_map,
+    .servers = 0,
+};

@@ -161,7 +161,7 @@ int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory 
  * does not hide a graver one of another primary. */
 static void policy_say(lapse_redis *r, int state, const char *who, const char *msg)
 {
-    if (r->cl && state < r->policy_state && strcmp(who, r->policy_who) != 0)
+    if (!r->be->servers && state < r->policy_state && strcmp(who, r->policy_who) != 0)
         return;
     r->policy_state = state;
     r->policy_next_ms = 0;
@@ -191,7 +191,8 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
     }
     if (!lapse_redis_policy_evicts(m.policy)) {
         /* (a cluster handle's other primaries keep what they said) */
-        if (r->policy_state != REDIS_POLICY_UNREAD && (!r->cl || strcmp(who, r->policy_who) == 0))
+        if (r->policy_state != REDIS_POLICY_UNREAD &&
+            (r->be->servers || strcmp(who, r->policy_who) == 0))
             r->policy_state = REDIS_POLICY_OK;
         return 0;
     }

@@ -1,7 +1,8 @@
 /*
- * redis_priv — the redis module's own: the handle's fields and what its
- * files share: redis.c (a node, kept connected), redis_sentinel.c (finding
- * a Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
+ * redis_priv — the redis module's own: the handle's fields, its backends
+ * and what its files share: redis.c (the public calls, and the one
+ * connection of a plain or Sentinel node), redis_sentinel.c (finding a
+ * Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
  * each command routed by its key's slot), redis_open.c (one authenticated
  * connection; its error replies told apart). Included by those files only.
  */
@@ -14,7 +15,6 @@
 #include "cluster.h"
 #include "config.h"
 #include "conn.h"
-#include "layout.h"
 #include "redis.h"
 
 #define BACKOFF_MIN_MS 100
@@ -22,9 +22,69 @@
 
 struct redis_cluster;
 
+/*
+ * A backend: how a handle reaches its servers, one table of operations per
+ * kind of node (OpenSMTPD's scheduler backends are the model). lapse_redis_new
+ * picks the node's, and redis.c's public calls go through it, so no caller
+ * asks which kind it has:
+ *   redis_backend_plain     one server, at the configured address (redis.c)
+ *   redis_backend_sentinel  one server, the primary the sentinels name
+ *                           (redis_sentinel.c; the connection is redis.c's)
+ *   redis_backend_cluster   a connection per primary, each command routed by
+ *                           its key's slot (redis_cluster.c)
+ * Each operation has the contract of the lapse_redis_ call of its name
+ * (redis.h); the others are said here.
+ */
+struct redis_backend {
+    int (*open)(lapse_redis *r);        /* once the handle is filled: 0, or -1 (out of memory) */
+    void (*close)(lapse_redis *r);      /* frees what open made */
+    int (*ensure)(lapse_redis *r);      /* lapse_redis_ensure */
+    int (*ready)(const lapse_redis *r); /* 1: a call now needs no connect first */
+    /* queues a command for the server of argv[key]'s slot (key -1: keyless)
+     * or, with slot >= 0, of that slot's */
+    int (*append)(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
+                  int slot);
+    int (*send)(lapse_redis *r);
+    int (*reply_fd)(lapse_redis *r);
+    int (*get_reply)(lapse_redis *r, redisReply **reply);
+    void (*disconnect)(
+        lapse_redis *r);              /* drops every connection (the handle's state is redis.c's) */
+    void (*noscript)(lapse_redis *r); /* a NOSCRIPT reply: make every server load them again */
+    int (*append_wait)(lapse_redis *r, int replicas, int timeout_ms);
+    int (*wait_reply)(lapse_redis *r, int replicas, int timeout_ms);
+    int (*wait_short)(const lapse_redis *r, const char *addr);
+    const char *(*slot_owner)(lapse_redis *r, uint16_t slot);
+    const struct lapse_cluster_map *(*map)(lapse_redis *r); /* NULL: no slot map */
+    /* one server: where it is now (host, port; NULL: the configured
+     * address), and a look at it before each call (NULL: none) */
+    int (*locate)(lapse_redis *r, char *host, size_t hsize, int *port);
+    int (*check)(lapse_redis *r);
+    int must_be_primary; /* the server located may be a replica: make sure it is not */
+    int servers;         /* 1: one server holds every key; 0: several (one per primary) */
+};
+
+extern const struct redis_backend redis_backend_plain, redis_backend_sentinel,
+    redis_backend_cluster;
+
+/* redis.c: the one connection of a plain or Sentinel node, as the backend
+ * operations of that name (redis_sentinel.c's table uses them too). */
+int redis_single_ensure(lapse_redis *r);
+int redis_single_ready(const lapse_redis *r);
+int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
+                        int slot);
+int redis_single_send(lapse_redis *r);
+int redis_single_reply_fd(lapse_redis *r);
+int redis_single_get_reply(lapse_redis *r, redisReply **reply);
+void redis_single_disconnect(lapse_redis *r);
+int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms);
+int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
+int redis_single_wait_short(const lapse_redis *r, const char *addr);
+const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot);
+
 struct lapse_redis {
-    lapse_conn *c;                  /* NULL while disconnected (not used for a cluster) */
-    struct redis_cluster *cl;       /* a Redis Cluster node (redis_cluster.c), or NULL */
+    const struct redis_backend *be; /* how it reaches its servers */
+    lapse_conn *c;                  /* one server's connection; NULL while disconnected */
+    struct redis_cluster *cl;       /* a Redis Cluster node's state (redis_cluster.c), or NULL */
     lapse_tls *tls;                 /* node.tls: made at the first connect */
     char *tls_files[4];             /* redis.tls: ca, cert, key, server_name */
     char name[LAPSE_NODE_NAME_MAX]; /* the node's name: host:port, master name or "cluster" */
@@ -47,13 +107,14 @@ struct lapse_redis {
     int connected_once;
     int refused; /* the last connect failed for good (redis.h) */
     uint64_t reconnects;
-    char wait_key[LAPSE_NS_MAX + 32]; /* NS:w:N, INCRed before each WAIT */
-    int accept_eviction;              /* redis.accept_eviction */
-    const char *policy_checked;       /* redis.policy_checked (the config's), or NULL */
-    int policy_state;                 /* enum redis_policy_state: what to say */
-    int64_t policy_next_ms;           /* monotonic: when to say policy_msg again */
-    char policy_msg[512];             /* what lapse_redis_policy_news returns */
-    char policy_who[300];             /* the server policy_msg is about (a cluster
+    char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new) */
+    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT */
+    int accept_eviction;                /* redis.accept_eviction */
+    const char *policy_checked;         /* redis.policy_checked (the config's), or NULL */
+    int policy_state;                   /* enum redis_policy_state: what to say */
+    int64_t policy_next_ms;             /* monotonic: when to say policy_msg again */
+    char policy_msg[512];               /* what lapse_redis_policy_news returns */
+    char policy_who[300];               /* the server policy_msg is about (a cluster
                                       * handle has several primaries) */
     char errstr[512];
 };
@@ -117,48 +178,11 @@ int redis_gone(const char *msg);
 /* "host:port" ("[v6]:port" too) into host and port; 0, or -1 if malformed. */
 int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
 
-/* redis_sentinel.c: asks the node's sentinels, in turn from the one that
- * answered last (r->sentinel_first, updated), where its primary is. 0 with
- * host and port, or -1 with r->errstr naming every sentinel's failure and
- * r->refused set if one refused for good. */
-int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port);
-
 /* How often a connected Sentinel node's primary is confirmed (ms). */
 #define REDIS_CONFIRM_EVERY_MS 1000
-
-/* redis_sentinel.c: confirms a connected Sentinel node's primary with a
- * sentinel, once every REDIS_CONFIRM_EVERY_MS and only while no reply is
- * owed (replies still owed would be lost with the connection). When the
- * sentinels name another server it drops the connection, for
- * lapse_redis_ensure to connect where they say at once (r->moved says
- * why). When no sentinel answers, the primary in use is kept (an outage of
- * the sentinels alone is no reason to leave it) and the next try waits
- * twice as long. Returns -1 when it dropped the connection, else 0. */
-int redis_sentinel_check(lapse_redis *r);
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
  * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */
 int redis_is_primary(lapse_conn *c, char *err, size_t size);
-
-/* redis_cluster.c: the same calls as redis.h's, for a cluster node. */
-int redis_cluster_new(lapse_redis *r);
-int redis_cluster_reply_fd(lapse_redis *r);
-void redis_cluster_free(lapse_redis *r);
-int redis_cluster_ensure(lapse_redis *r);
-int redis_cluster_ready(const lapse_redis *r); /* 1 while the slot map is known */
-int redis_cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                         int key);
-/* ... with the slot given: to its owner (key: the key's index, or -1) */
-int redis_cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                              int key, uint16_t slot);
-int redis_cluster_get_reply(lapse_redis *r, redisReply **reply);
-const struct lapse_cluster_map *redis_cluster_map(lapse_redis *r);
-int redis_cluster_send(lapse_redis *r);
-void redis_cluster_disconnect(lapse_redis *r);
-void redis_cluster_noscript(lapse_redis *r);
-int redis_cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms);
-int redis_cluster_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
-int redis_cluster_wait_short(const lapse_redis *r, const char *addr);
-const char *redis_cluster_owner(lapse_redis *r, uint16_t slot);
 
 #endif

@@ -3,17 +3,18 @@
  * asked in turn, from the one that answered last, and the server found is
  * checked to be a primary before it is used (a failover may be under way).
  * While connected, the primary is confirmed with a sentinel at most once a
- * second, at the handle's first call that owes no reply (redis.c calls
- * redis_sentinel_check): a primary the sentinels replaced
+ * second, at the handle's first call that owes no reply (the backend's
+ * check): a primary the sentinels replaced
  * without it dying (a false failover, a partition that healed) keeps
  * answering as a primary until Sentinel demotes it, 8 s or more later, and
  * what is written there meanwhile is lost.
  *
- * Why a file of its own: a plain node is connected to where the config says;
- * only a Sentinel node needs this, and only redis.c calls it. It calls back
- * into redis.c for nothing but the helpers redis_priv.h declares for every
- * part of the module (open, AUTH, split an address, read a refusal, set the
- * handle's error: the ones redis_cluster.c uses too). Its state is in the
+ * The Sentinel backend (redis_priv.h) is the plain one's connection
+ * (redis.c's redis_single_ operations) with two operations of its own,
+ * locate and check, here. It calls into redis.c for nothing else but the
+ * helpers redis_priv.h declares for every part of the module (open, AUTH,
+ * split an address, read a refusal, set the handle's error: the ones
+ * redis_cluster.c uses too). Its state is in the
  * handle: where to start asking (r->sentinel_first) and the connection kept
  * for confirming (r->sentinel_conn).
  */
@@ -75,7 +76,11 @@ static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int connect_ms, int r
 /* Asks the sentinels, in turn from the one that answered last, where the
  * node's primary is. 0 with host and port, or -1 with errstr naming every
  * sentinel's failure. */
-int redis_discover(lapse_redis *r, char *host, size_t hsize, int *port)
+/* Asks the node's sentinels, in turn from the one that answered last
+ * (r->sentinel_first, updated), where its primary is (the backend's
+ * locate). 0 with host and port (r->addr set), or -1 with r->errstr naming
+ * every sentinel's failure and r->refused set if one refused for good. */
+static int sentinel_locate(lapse_redis *r, char *host, size_t hsize, int *port)
 {
     const struct lapse_redis_node *n = &r->node;
     char why[400] = "", one[200];
@@ -149,7 +154,17 @@ static int sentinel_confirm(lapse_redis *r, char *named, size_t size)
  * waits up to CONFIRM_TIMEOUT_MS). */
 #define CONFIRM_FAILED_MAX_MS 30000
 
-int redis_sentinel_check(lapse_redis *r)
+/*
+ * The backend's check: confirms a connected node's primary with a sentinel,
+ * once every REDIS_CONFIRM_EVERY_MS and only while no reply is owed
+ * (replies still owed would be lost with the connection). When the
+ * sentinels name another server it drops the connection, for the next
+ * ensure to connect where they say at once (r->moved says why). When no
+ * sentinel answers, the primary in use is kept (an outage of the sentinels
+ * alone is no reason to leave it) and the next try waits twice as long.
+ * Returns -1 when it dropped the connection, else 0.
+ */
+static int sentinel_check(lapse_redis *r)
 {
     int64_t now = lapse_clock_mono_ms();
     if (now < r->confirm_at_ms || r->pending)
@@ -202,3 +217,21 @@ int redis_is_primary(lapse_conn *c, char *err, size_t size)
     freeReplyObject(reply);
     return rc;
 }
+
+const struct redis_backend redis_backend_sentinel = {
+    .ensure = redis_single_ensure,
+    .ready = redis_single_ready,
+    .append = redis_single_append,
+    .send = redis_single_send,
+    .reply_fd = redis_single_reply_fd,
+    .get_reply = redis_single_get_reply,
+    .disconnect = redis_single_disconnect,
+    .append_wait = redis_single_append_wait,
+    .wait_reply = redis_single_wait_reply,
+    .wait_short = redis_single_wait_short,
+    .slot_owner = redis_single_slot_owner,
+    .locate = sentinel_locate,
+    .check = sentinel_check,
+    .must_be_primary = 1,
+    .servers = 1,
+};

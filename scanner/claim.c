@@ -75,7 +75,7 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
         return;
     if (!s->ahead) {
         uint16_t n = s->layout.node_of[s->shard];
-        s->ahead = lapse_redis_new(s->cfg, n);
+        s->ahead = lapse_node_open(s->cfg, n);
         if (!s->ahead)
             return;
     }

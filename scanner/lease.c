@@ -127,7 +127,7 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     METRIC_SET(s, attached, 1);
     if (n == 0)
         s->node = s->home;
-    else if (!(s->node = s->peers[n] = lapse_redis_new(s->cfg, n))) {
+    else if (!(s->node = s->peers[n] = lapse_node_open(s->cfg, n))) {
         log_error("out of memory");
         return -1;
     }

@@ -120,7 +120,7 @@ lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard,
     s->metrics.offline = -1;
     strcpy(s->forget_cursor, "0");
     s->metrics.replicas = s->metrics.replicas_missing = -1;
-    s->home = lapse_redis_new(cfg, 0);
+    s->home = lapse_node_open(cfg, 0);
     s->sink = lapse_sink_new(cfg, scanner_delivered, scanner_kafka_error, s, errstr, size);
     if (!s->home || !s->sink) {
         if (!s->home)

@@ -19,7 +19,7 @@
 static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
 {
     if (!s->peers[n])
-        s->peers[n] = lapse_redis_new(s->cfg, n);
+        s->peers[n] = lapse_node_open(s->cfg, n);
     return s->peers[n];
 }
 

@@ -151,7 +151,7 @@ static int nap_renew(lapse_scanner *s, int full)
 static int bell_send(lapse_scanner *s, int max)
 {
     if (!s->bell) {
-        if (!(s->bell = lapse_redis_new(s->cfg, s->layout.node_of[s->shard])))
+        if (!(s->bell = lapse_node_open(s->cfg, s->layout.node_of[s->shard])))
             return -1;
         s->bell_reconnects = lapse_redis_reconnects(s->node);
     }

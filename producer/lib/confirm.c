@@ -17,7 +17,7 @@ static struct confirm_waiter *confirm_waiters(lapse_producer *p)
         return p->waiters;
     struct confirm_waiter *w = calloc(p->cfg->nnodes, sizeof *w);
     for (size_t n = 0; w && n < p->cfg->nnodes; n++)
-        if (!(w[n].r = lapse_redis_new(p->cfg, n))) {
+        if (!(w[n].r = lapse_node_open(p->cfg, n))) {
             while (n-- > 0)
                 lapse_redis_free(w[n].r);
             free(w);

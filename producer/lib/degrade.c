@@ -145,8 +145,8 @@ void degrade_ok(lapse_producer *p, size_t n, const char *addr)
      * too); a cluster's other primaries may still be (its pipeline failed
      * as a whole, so they are judged by their own probes) */
     for (size_t i = 0; i < p->ndegraded;)
-        if (p->degraded[i].node == n &&
-            ((p->degraded[i].down && !p->cfg->cluster) || strcmp(p->degraded[i].addr, addr) == 0))
+        if (p->degraded[i].node == n && ((p->degraded[i].down && !p->several_servers) ||
+                                         strcmp(p->degraded[i].addr, addr) == 0))
             degrade_drop(p, &p->degraded[i]);
         else
             i++;

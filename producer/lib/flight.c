@@ -112,7 +112,8 @@ int producer_read_one(lapse_producer *p, char *errstr, size_t size)
         return producer_resend(p, errstr, size);
     p->read_no[k] = ++p->reads;
     p->nread++;
-    if (p->cfg->redis_wait_replicas <= 0 || p->cfg->cluster) /* (its WAIT was in its pipeline) */
+    if (p->cfg->redis_wait_replicas <= 0 || p->several_servers)
+        /* (no WAIT, or several servers: its WAITs were in its pipeline) */
         producer_release(p);
     else
         confirm_kick(p, k);

@@ -60,8 +60,9 @@ lapse_producer *lapse_producer_new_waiting(const struct lapse_config *cfg,
     if (cfg->producer_slack_ms > 0 && !(p->slack = lapse_slack_new()))
         goto oom;
     for (size_t i = 0; i < cfg->nnodes; i++)
-        if (!(p->nodes[i] = lapse_redis_new(cfg, i)))
+        if (!(p->nodes[i] = lapse_node_open(cfg, i)))
             goto oom;
+    p->several_servers = !lapse_redis_one_server(p->nodes[0]); /* (a cluster is the one node) */
     /* an unreachable node is waited for as flush waits (a start during a
      * failover follows it); a refusal stops at once */
     if (lapse_redis_ensure_within(p->nodes[0], cfg->redis_retry_timeout_ms, &lapse_stop, on_wait,

@@ -106,6 +106,7 @@ struct lapse_producer {
     struct lapse_config owned_cfg; /* when opened from a file */
     int owns_cfg;
     lapse_redis **nodes; /* one per cfg->nodes entry */
+    int several_servers; /* the node is several servers (a cluster: lapse_redis_one_server) */
     struct lapse_layout layout;
     int64_t layout_read_ms;       /* monotonic: when the layout was read */
     struct producer_routes *keys; /* key names and moved-ID cache (see above) */

@@ -310,10 +310,11 @@ struct send *producer_send_start(lapse_producer *p)
     send_plan(s, LAPSE_SCRIPT_APPLY, NULL);
     /* with redis.wait_replicas, a later WAIT from a second connection
      * confirms these writes (confirm.c); if it cannot, the careful way. A
-     * cluster has no one address to confirm from: there the WAITs follow
+     * cluster has no one server to confirm from: there the WAITs follow
      * the calls in their own pipeline (redis.h). */
-    s->confirm = p->cfg->cluster;
-    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && !p->cfg->cluster && c < s->ncalls; c++) {
+    s->confirm = p->several_servers;
+    for (size_t c = 0; p->cfg->redis_wait_replicas > 0 && !p->several_servers && c < s->ncalls;
+         c++) {
         size_t n = p->layout.node_of[s->calls[c].shard];
         if (!s->witness[n] && (s->witness[n] = confirm_witness(p, n)) == 0) {
             send_free(s);

@@ -79,10 +79,10 @@ void send_route(lapse_producer *p)
         op->shard = lapse_shard_of(op->hash, l->shards);
         op->moving = l->splitting && (op->hash & l->prev_shards) && !send_moved(p, op);
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
-        /* on a cluster each shard has a slot of its own: a script never
-         * takes two shards' keys */
+        /* where a node is several servers (a cluster), each shard has a
+         * slot of its own: a script never takes two shards' keys */
         op->local =
-            op->moving && !p->cfg->cluster && l->node_of[op->old_shard] == l->node_of[op->shard];
+            op->moving && !p->several_servers && l->node_of[op->old_shard] == l->node_of[op->shard];
         op->twin = 0;
         op->has_watch = 0;
     }

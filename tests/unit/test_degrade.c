@@ -86,7 +86,7 @@ TEST(degrade_node_down)
     CHECK(degrade_gate(&p, 1, "10.0.0.1:6379", t0 + 2101, why, sizeof why) == NULL);
     /* a cluster's primaries are judged one by one: one that answered says
      * nothing of another */
-    cfg.cluster = 1;
+    p.several_servers = 1;
     CHECK(degrade_down(&p, 0, "10.0.0.5:6379", refused, t0) == 0);
     CHECK(degrade_down(&p, 0, "10.0.0.6:6379", refused, t0) == 0);
     degrade_ok(&p, 0, "10.0.0.5:6379");

@@ -189,8 +189,7 @@ static void due_read_all(const struct lapse_config *cfg, lapse_redis **nodes,
     struct lapse_backoff backoff;
     lapse_backoff_init(&backoff, 10, 500);
     int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
-    size_t nnodes = lapse_redis_is_cluster(nodes[0]) ? 1 : cfg->nnodes;
-    for (size_t n = 0; n < nnodes; n++) {
+    for (size_t n = 0; n < cfg->nnodes; n++) {
         size_t k = 0;
         for (uint32_t i = 0; i < l->shards; i++)
             if (l->node_of[i] == n)
@@ -219,7 +218,7 @@ static void due_read_all(const struct lapse_config *cfg, lapse_redis **nodes,
 static void due_where(const struct lapse_config *cfg, lapse_redis *r, uint32_t i, char *out,
                       size_t size)
 {
-    if (!lapse_redis_is_cluster(r)) {
+    if (lapse_redis_one_server(r)) {
         snprintf(out, size, "%s", lapse_redis_name(r));
         return;
     }

@@ -216,7 +216,8 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
         } else {
             const lapse_redis *r = nodes[l.node_of[j]];
             printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s%s\n", cfg->path,
-                   j, lapse_redis_is_sentinel(r) ? "the primary of " : "", lapse_redis_name(r));
+                   j, cfg->nodes[l.node_of[j]].master ? "the primary of " : "",
+                   lapse_redis_name(r));
         }
     }
     lapse_layout_free(&l);
@@ -515,7 +516,7 @@ int main(int argc, char **argv)
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);
     int rc = 1;
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
-        nodes[i] = lapse_redis_new(&cfg, i);
+        nodes[i] = lapse_node_open(&cfg, i);
     if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
     else if (scale_connect(&cfg, nodes[0], cmd, watch, &rc) < 0)

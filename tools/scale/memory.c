@@ -29,7 +29,7 @@ size_t lapse_scale_memory_read(const struct lapse_config *cfg, lapse_redis **nod
     for (size_t i = 0; a && i < cfg->nnodes; i++) {
         lapse_redis *r = nodes[i];
         const struct lapse_cluster_map *m = lapse_redis_cluster_map(r);
-        if (!lapse_redis_is_cluster(r) || !m) {
+        if (lapse_redis_one_server(r) || !m) {
             memory_one(cfg, r, 0, NULL, &a[n++]);
             continue;
         }

@@ -76,7 +76,7 @@ int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int
     long left = limit > 0 ? limit : -1;
     int rc = 0;
     for (uint32_t i = 0; i < l.shards && left != 0; i++) {
-        lapse_redis *r = lapse_redis_is_cluster(nodes[0]) ? nodes[0] : nodes[l.node_of[i]];
+        lapse_redis *r = nodes[l.node_of[i]];
         char cursor[24] = "0";
         do {
             if (offline_page(cfg, r, i, cursor, prefix, &left, list) < 0) {

@@ -42,7 +42,7 @@ int lapse_scale_replicas_each(const struct lapse_config *cfg, lapse_redis **node
     int missing = 0;
     for (size_t n = 0; cfg->redis_wait_replicas > 0 && n < cfg->nnodes; n++) {
         lapse_redis *r = nodes[n];
-        if (!lapse_redis_is_cluster(r)) {
+        if (lapse_redis_one_server(r)) {
             long k = lapse_redis_ensure(r) < 0 ? -1 : replicas_of(r, 0, 0);
             missing += k >= 0 && k < cfg->redis_wait_replicas;
             cb(ctx, lapse_redis_name(r), lapse_redis_addr(r)[0] ? lapse_redis_addr(r) : "-", k);

@@ -75,10 +75,11 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
         "return #KEYS\n";
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
-    /* one call per node; per shard on a cluster, where each has its own slot */
-    uint32_t calls = cfg->cluster ? l->shards : 1;
-    for (size_t n = 0; n < cfg->nnodes; n++)
-        for (uint32_t only = 0; only < calls; only++) {
+    /* one call per node; per shard where a node is several servers (a
+     * cluster: each shard has its own slot) */
+    for (size_t n = 0; n < cfg->nnodes; n++) {
+        int one = lapse_redis_one_server(nodes[n]);
+        for (uint32_t only = 0; only < (one ? 1 : l->shards); only++) {
             const char **argv = malloc((l->shards + 4) * sizeof *argv);
             size_t *lens = malloc((l->shards + 4) * sizeof *lens);
             char(*keys)[LAPSE_KEY_MAX] = malloc(l->shards * sizeof *keys);
@@ -91,7 +92,7 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
             }
             int argc = 3;
             for (uint32_t s = 0; s < l->shards; s++)
-                if (l->node_of[s] == n && (!cfg->cluster || s == only)) {
+                if (l->node_of[s] == n && (one || s == only)) {
                     lens[argc] = (size_t)lapse_key(keys[s], LAPSE_KEY_MAX, cfg, LAPSE_KEY_EPOCH, s);
                     argv[argc++] = keys[s];
                 }
@@ -114,6 +115,7 @@ static int split_fence(lapse_redis **nodes, const struct lapse_config *cfg,
             if (!ok || (argc > 4 && split_durable(nodes[n], cfg, "fencing", errstr, size) < 0))
                 return -1;
         }
+    }
     return 0;
 }
 

@@ -130,7 +130,7 @@ static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r
 {
     const struct lapse_redis_node *nc = &cfg->nodes[n];
     long online, lag;
-    if (lapse_redis_is_cluster(r)) {
+    if (!lapse_redis_one_server(r)) {
         cluster_status(cfg, r, out, as_json);
         return;
     }
@@ -308,10 +308,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                                 left.ids ? json_integer(left.last_due_ms) : json_null());
         }
         uint16_t slot = lapse_shard_slot(cfg->ns, i);
-        const char *owner = lapse_redis_is_cluster(r) ? lapse_redis_slot_owner(r, slot) : NULL;
+        const char *owner = lapse_redis_one_server(r) ? NULL : lapse_redis_slot_owner(r, slot);
         char where[LAPSE_NODE_NAME_MAX + 16];
         snprintf(where, sizeof where, "%s", lapse_redis_name(r));
-        if (lapse_redis_is_cluster(r)) {
+        if (!lapse_redis_one_server(r)) {
             json_object_set_new(o, "slot", json_integer(slot));
             json_object_set_new(o, "primary", owner ? json_string(owner) : json_null());
             snprintf(where, sizeof where, "%u@%s", slot, owner ? owner : "-");
