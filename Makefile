@@ -70,7 +70,7 @@ SCALE_OBJ    := $(SCALE_LIB:%.c=$(BUILD)/%.o)
 
 PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner $(BIN)/lapse-scale \
             $(DEV_SRC:tools/dev/%.c=$(BIN)/lapse-%)
-# The README's embedding example and the event consumers of examples/:
+# The library's example (docs/library.md) and the event consumers of examples/:
 # built so they cannot rot, not installed.
 EXAMPLES := $(BUILD)/examples/watchdog $(BUILD)/examples/offline
 UNIT_BIN := $(BUILD)/tests/unit/run-unit

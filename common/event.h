@@ -1,7 +1,7 @@
 /*
  * event — the JSON value of the Kafka message sent for each fire.
  *
- * Exactly the fields of CONTRACT.md: type ("timeout", since 2026-11-26), ns,
+ * Exactly the fields of docs/protocol.md, "The event": type ("timeout", since 2026-11-26), ns,
  * id, deadline_ms, fired_ms, shard, payload (only when one was stored), seq
  * (only for repeating IDs, > 0). A "recovered" event (recovered_ms > 0, since
  * 2026-11-27) has type, ns, id, deadline_ms and fired_ms (of the timeout),

@@ -2,7 +2,8 @@
  * hash — where an ID lives: shard = XXH64(id, seed 0) & (shards - 1).
  *
  * XXH64 is stable across versions and implemented in every common language,
- * so other tools can locate an ID; the README lists test vectors. The shard
+ * so other tools can locate an ID; docs/protocol.md ("Where an ID lives")
+ * lists test vectors. The shard
  * count is a power of two, so after a split 2^n -> 2^(n+1) an ID of shard i
  * either stays in i or moves to i + 2^n, decided by bit n of the hash.
  */

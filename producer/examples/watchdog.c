@@ -1,7 +1,7 @@
 /*
  * A device-signal pipeline embedding lapse: every signal pushes the device's
  * "offline" deadline 60 s ahead; the batch is flushed when the input goes
- * quiet. Build: cc watchdog.c -Icommon -Iproducer liblapse... (see README).
+ * quiet. Build: docs/library.md, "Building a program with the library".
  * Input: one device ID per line on stdin (blank lines are skipped).
  *
  * Written to be copied into production, so it keeps three rules:

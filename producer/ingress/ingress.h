@@ -1,6 +1,6 @@
 /*
  * ingress — lapse-producer --from-kafka: a consumer-group loop that applies
- * command messages and watchdog signals (CONTRACT.md, "Kafka ingress").
+ * command messages and watchdog signals (docs/protocol.md, "Kafka ingress").
  *
  *   lapse_ingress *ing = lapse_ingress_new(&cfg, err, sizeof err);
  *   lapse_producer *p = lapse_producer_new(&cfg, lapse_ingress_on_error, ing, ...);

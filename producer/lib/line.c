@@ -1,6 +1,6 @@
 /*
- * line — parses one line of the producer protocol (CONTRACT.md, "Producer
- * line protocol") from bytes: no I/O, no allocation, so it can be unit-tested
+ * line — parses one line of the producer protocol (docs/protocol.md, "The
+ * producer protocol") from bytes: no I/O, no allocation, so it can be unit-tested
  * and fuzzed on its own and the producer's hot loop never touches malloc.
  *
  * Invariants:

@@ -129,7 +129,7 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
 /* An extend with recovery on (LAPSE_OP_WATCH): once the ID's timeout fired,
- * its next write sends a "recovered" event (README, "Recovered events"). */
+ * its next write sends a "recovered" event (docs/protocol.md, "Recovered events"). */
 int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
                          enum lapse_when_kind kind, int64_t when_ms, const char *payload,
                          size_t payload_len, uint64_t tag, char *errstr, size_t size);

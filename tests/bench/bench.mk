@@ -63,7 +63,7 @@ $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# What recovery costs (README "Recovered events"), in both shard forms:
+# What recovery costs (docs/protocol.md, "Recovered events"), in both shard forms:
 # bytes per watched and per offline ID, and how soon recovered events go
 # out under a watchdog's stream (tests/bench/watch-run):
 #   make bench-watch                        N = 200,000, 20,000 signals/s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0620-acl-user: lapse runs as an ACL user limited to its namespace, the
-# README's line `~NS:* &* +@all -@dangerous`, with the default user off:
+# docs/operating.md's line `~NS:* &* +@all -@dangerous`, with the default user off:
 # init, produce, fire, cancel, status, and the operator's commands: split,
 # get, check, finish --drain; every key it writes is in the namespace. No
 # secret shows in a log (at log_level debug), in the status or on a

@@ -6,7 +6,7 @@
 # redis.accept_eviction = true they run, with a warning, and lapse-scale
 # status shows the policy and check fails on it. A policy changed to an
 # evicting one while a scanner runs is found at its reconnect: it logs an
-# error and keeps firing. An ACL user denied INFO and CONFIG (the README's
+# error and keeps firing. An ACL user denied INFO and CONFIG (docs/operating.md's
 # `-@dangerous` user) says once that it cannot check, and
 # redis.policy_checked silences that.
 . "$(dirname "$0")/../lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0660-plain-to-sentinel: moving a plain node behind Sentinel, online, as
-# the README's Production section describes. A namespace initialised on
+# docs/operating.md's Production section describes. A namespace initialised on
 # plain node a (replica b) names it "127.0.0.1:PORT" in its layout. Then:
 # sentinels start monitoring a as "lapse-a"; the config's node becomes
 # { sentinels; master = "lapse-a"; was = "127.0.0.1:PORT"; }; scanners are

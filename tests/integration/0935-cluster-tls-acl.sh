@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0935-cluster-tls-acl: lapse on a Redis Cluster over mutual TLS, as an ACL
 # user limited to its namespace (redis.cluster_tls, redis.tls,
-# cluster_username, cluster_password; the README's `~NS:* &* +@all
+# cluster_username, cluster_password; docs/operating.md's `~NS:* &* +@all
 # -@dangerous`). 3 primaries with a replica each; every node serves TLS on
 # a port of its own beside the plain one the test's redis-cli uses, and its
 # cluster bus and replication run over TLS (tls-cluster: the cluster tells

@@ -114,7 +114,7 @@ scale() { # ARGS...: scripts/lapse-scale -c CONF (lapse_scale)
 
 # lapse_scale CONFIG ARGS...: scripts/lapse-scale -c CONFIG ARGS. A new
 # namespace is in one sorted set a shard; with LAPSE_TEST_SMALL_KEYS=1 an
-# `init` gets --small-keys (the whole suite runs in small keys: README
+# `init` gets --small-keys (the whole suite runs in small keys: docs/operating.md
 # "Small keys"), unless the ARGS name a form already. A test of the
 # one-zset internals pins that form with scale_init_one_zset.
 lapse_scale() {

@@ -198,7 +198,7 @@ now_ms() {
     echo $((t[0] * 1000 + 10#${t[1]} / 1000))
 }
 
-# A shard's z, p or r in either form (README "Small keys"): the one key
+# A shard's z, p or r in either form (docs/protocol.md "Small keys"): the one key
 # K (NS:z:I, or NS:z:{NS:I} on a Cluster) and its buckets K:J (a shard in
 # small keys). (Lua, pasted into the helpers' scripts; KEYS: tests only.)
 #   _sk_keys(K): K and every K:J that exists, K first

@@ -146,7 +146,7 @@ TEST(line_payload_keeps_inner_and_trailing_spaces)
 }
 
 /* The contract's "everything after the spaces that follow the last field"
- * (README, lapse-producer(1)): leading spaces are separators, so a payload
+ * (docs/protocol.md, lapse-producer(1)): leading spaces are separators, so a payload
  * cannot begin with one here; inner and trailing spaces are payload. */
 TEST(line_payload_leading_spaces_are_separators)
 {

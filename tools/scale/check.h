@@ -1,7 +1,7 @@
 /*
  * check — lapse-scale check [--max-overdue S] [--json]: one health verdict
  * for cron jobs, probes and scripts. Exit statuses (also in --help and the
- * README):
+ * docs/protocol.md, "Exit statuses and signals"):
  *   0  every shard has an active scanner and nothing is overdue beyond S
  *   1  a problem: one line per problem on stdout, e.g.
  *      "shard 3: no active scanner", "shard 5: oldest due ID is 93 s

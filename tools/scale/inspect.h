@@ -51,7 +51,7 @@ struct lapse_inspect {
     struct lapse_inspect_place twin;
 };
 
-/* Longest ID lapse accepts (CONTRACT: 1..512 bytes). */
+/* Longest ID lapse accepts (docs/protocol.md: 1..512 bytes). */
 #define LAPSE_INSPECT_ID_MAX 512
 
 /* 0 when `id` is an ID lapse could hold (1..512 bytes, none of them

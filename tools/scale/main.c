@@ -59,7 +59,7 @@ static void usage(FILE *out)
         "  init N [--small-keys|--one-zset]\n"
         "                                 create the layout with N shards (a power of two), one\n"
         "                                 sorted set a shard; --small-keys: each shard many small\n"
-        "                                 keys (README), and on a namespace in one zset a shard\n"
+        "                                 keys (docs/operating.md), and on a namespace in one zset a shard\n"
         "                                 it converts it, online\n"
         "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
         "  status --watch [--interval S] [--count N]\n"

@@ -2,7 +2,7 @@
  * replicas — which primaries have fewer replicas than redis.wait_replicas
  * needs (lapse-scale status and check). Such a primary still applies
  * writes, but no WAIT there can confirm them: producers report its writes
- * failed (README: "When replicas are missing").
+ * failed (docs/operating.md, "Durable acknowledgement").
  *
  * Replicas are counted from INFO replication's connected_slaves; where the
  * ACL forbids INFO (-@dangerous), from a WAIT asking more replicas than can

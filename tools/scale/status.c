@@ -360,10 +360,11 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                    largest_shard, largest_ids, bytes);
         }
         if (over)
-            printf("%lld zsets hold more than %d IDs (Redis keeps them in its large encoding: "
-                   "more memory, nothing lost); in small keys the scanners split buckets while "
-                   "they run, or raise zset-max-listpack-entries (README, \"Small keys\")\n",
-                   over, LAPSE_HEALTH_LISTPACK);
+            printf(
+                "%lld zsets hold more than %d IDs (Redis keeps them in its large encoding: "
+                "more memory, nothing lost); in small keys the scanners split buckets while "
+                "they run, or raise zset-max-listpack-entries (docs/operating.md, \"Small keys\")\n",
+                over, LAPSE_HEALTH_LISTPACK);
         if (offline)
             printf("offline: %lld IDs (recovery on, timed out, not written since; lapse-scale "
                    "offline lists them)\n",

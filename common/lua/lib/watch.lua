@@ -1,4 +1,4 @@
--- watch: recovery (README "The event"). An ID written with recovery on
+-- watch: recovery (docs/protocol.md, "Recovered events"; docs/design.md). An ID written with recovery on
 -- ("watch", an ingress rule's recover = true) has a watch record in o (kind
 -- 'o' of lib/bucket.lua, beside its payload): "" while it is online, and
 -- "D F" once its timeout for deadline D fired and Kafka took the event at F
