@@ -10,38 +10,14 @@
  * their order) and each node gets one pipeline of apply.lua calls, one per
  * shard and chunk: one round trip per node per batch.
  *
- * During a split (N = prev_shards -> 2N shards) an ID whose hash has bit N
- * set moves from its old shard i to its new shard j = i + N. Its ops apply
- * in j, after what it had in i (its "twin") is accounted for:
- *   1. take  (i's node): each twin is reserved: a pending one is leased to us
- *      like a claimed ID ("t"), one in flight is "b" (busy), none is "a".
- *   2. seed + apply (j's node): taken twins are copied into j unless the ID
- *      already lives there (seed.lua); then the ops apply; an extend must
- *      also beat a busy twin's deadline; every change puts the ID in j's
- *      moved set m_j.
- *   3. drop  (i's node): taken twins are removed (compared with our lease).
- * The old shard's scanner fires a twin only if the ID is not in m_j, and
- * drops it otherwise (scanner/twins.c). Crash safety, with i and j on different
- * servers and no cross-node atomicity:
- *   - dead after 1: the taken twin's lease runs out; i's scanner claims it,
- *     finds the ID absent from m_j and fires it: nothing is lost;
- *   - dead after 2: the ID is in m_j; when the lease runs out i's scanner
- *     drops the twin: the copy in j fires, the twin never does;
- *   - a twin reaches j only through seed, after take put it out of i's
- *     scanner's reach, so it cannot fire from both.
- * When i and j are on the same node (the default placement: a split without
- * --to), none of this is needed: the op goes to j's apply.lua with "M ?" and
- * i's keys too, and apply.lua moves or inspects the twin itself in the same
- * atomic call (no lease, no crash window), so such batches are pipelined like
- * any other (producer_send_start).
- * Stale producers: every script compares our layout epoch with the shard's
- * (NS:e:I, fenced by lapse-scale before it publishes a new layout) and
- * answers "STALE": we reload the layout and route again, so nobody writes a
- * moving ID into its old shard once a split began.
- *
- * Moved-ID cache: an ID seen to settle in j is written there as a plain op
- * (no take, no drop), see send_split.c, which also reads take's answers and
- * the seeds' and applies' replies into the ops.
+ * During a split an ID that moves to a new shard on another node is
+ * written in three steps, take (its old shard's node), seed + apply (its
+ * new shard's), drop (the old one's), each a pipeline of its own; on one
+ * node apply.lua does all of it ("M ?") and the batch is pipelined like any
+ * other (producer_send_start). Why every crash point between the steps is
+ * safe, and the STALE fence: docs/design.md, "The steps of a moving ID's
+ * write, and every crash point". send_split.c reads take's answers, the
+ * seeds' and applies' replies into the ops, and keeps the moved-ID cache.
  */
 #include <stddef.h>
 #include <stdio.h>
