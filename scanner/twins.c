@@ -1,6 +1,6 @@
 /*
- * twins — what an old shard's scanner does during a split (see
- * producer/lib/send.c for the whole protocol).
+ * twins — what an old shard's scanner does during a split (the whole
+ * protocol: docs/design.md, "Splits: how they stay exact").
  *
  * An ID claimed from old shard i whose hash has bit prev_shards set belongs
  * to new shard j now. If it was written in j since the split began (j's

@@ -161,8 +161,9 @@ end
 
 -- A split whose old and new shard share this node (KEYS[8..14]: the old
 -- shard's keys): ops flagged "M ?" find their ID's twin in the old shard
--- here, in the same atomic call, instead of producer/lib/send.c's take, seed
--- and drop (three round trips, a lease and a record per take). A pending
+-- here, in the same atomic call, instead of the take, seed and drop of a
+-- split across nodes (three round trips, a lease and a record per take;
+-- docs/design.md, "Splits: how they stay exact"). A pending
 -- twin moves here with its payload and repeat record by lib/twins.lua's
 -- rule (unless the ID lives here already: then it is stale) and leaves the
 -- old shard; one in flight (claimed, or

@@ -12,7 +12,7 @@
  * Between 2 and 3 writers and scanners pause (bounded by the time the tool
  * takes); no one ever acts on the old layout after step 2. While splitting,
  * producers write moving IDs in their new shard, accounting for the old
- * twin (producer/lib/send.c), and old shards' scanners drop twins that were
+ * twin (docs/design.md, "Splits: how they stay exact"), and old shards' scanners drop twins that were
  * rewritten (scanner/twins.c). lapse_split_finish ends the split once no
  * old shard holds a moving ID; lapse_split_drain moves the rest itself.
  *
