@@ -51,7 +51,9 @@ endif
 # (the Kafka ingress of lapse-producer), scanner/, tools/scale/ (lapse-scale
 # and the operator's helpers it alone uses: split, inspect, health),
 # tools/dev/ (stand-ins for Kafka and its tools in development and tests:
-# lapse-kafka-dev, -put, -get, lapse-tail; not installed).
+# lapse-kafka-dev, -put, -get, lapse-tail; not installed). A folder includes
+# only its own headers and those of the folders below it, and no modules
+# include each other in a circle (scripts/layers-check, run by .ci/run).
 COMMON_SRC   := $(wildcard common/*.c)
 LUA_SRC      := $(wildcard common/lua/*.lua)
 LUA_LIB      := $(wildcard common/lua/lib/*.lua)

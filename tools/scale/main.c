@@ -45,6 +45,7 @@
 #include "redis.h"
 #include "split.h"
 #include "check.h"
+#include "due.h"
 #include "get.h"
 #include "memory.h"
 #include "offline.h"
@@ -532,7 +533,7 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "init") == 0)
         rc = cmd_init(&cfg, nodes, argv[optind + 1], form);
     else if (strcmp(cmd, "status") == 0)
-        rc = lapse_scale_status(&cfg, nodes, as_json, due);
+        rc = due ? lapse_scale_due(&cfg, nodes, as_json) : lapse_scale_status(&cfg, nodes, as_json);
     else if (strcmp(cmd, "offline") == 0)
         rc = lapse_scale_offline(&cfg, nodes, as_json, limit, prefix);
     else if (strcmp(cmd, "split") == 0)

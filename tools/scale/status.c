@@ -12,7 +12,6 @@
 
 #include "backoff.h"
 #include "clock.h"
-#include "due.h"
 #include "health.h"
 #include "memory.h"
 #include "split.h"
@@ -215,10 +214,8 @@ const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size)
     return buf;
 }
 
-int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json, int due)
+int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
-    if (due)
-        return lapse_scale_due(cfg, nodes, as_json);
     struct lapse_layout l;
     char err[512];
     if (lapse_scale_layout(cfg, nodes, &l) < 0)

@@ -32,11 +32,10 @@
  * due): the text status, status --watch show. Returns buf. */
 const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size);
 
-/* Prints the status (with `due`, the histogram of due times instead:
- * tools/scale/due.h). Returns the exit status: 0, or 1 when the layout or
- * a shard cannot be read (the reason on stderr; the other shards are
- * shown all the same). */
-int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json, int due);
+/* Prints the status (status --due is due.h's). Returns the exit status: 0,
+ * or 1 when the layout or a shard cannot be read (the reason on stderr;
+ * the other shards are shown all the same). */
+int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json);
 
 /* The layout, read again while no reply comes (up to
  * redis.retry_timeout_ms); status, get and finish read it through this. 0, or -1 with the reason printed on stderr (an
