@@ -649,17 +649,4 @@ const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot)
     return r->addr;
 }
 
-const struct redis_backend redis_backend_plain = {
-    .ensure = redis_single_ensure,
-    .ready = redis_single_ready,
-    .append = redis_single_append,
-    .send = redis_single_send,
-    .reply_fd = redis_single_reply_fd,
-    .get_reply = redis_single_get_reply,
-    .disconnect = redis_single_disconnect,
-    .append_wait = redis_single_append_wait,
-    .wait_reply = redis_single_wait_reply,
-    .wait_short = redis_single_wait_short,
-    .slot_owner = redis_single_slot_owner,
-    .servers = 1,
-};
+const struct redis_backend redis_backend_plain = {REDIS_SINGLE_OPS};

@@ -81,6 +81,14 @@ int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
 int redis_single_wait_short(const lapse_redis *r, const char *addr);
 const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot);
 
+/* The operations of a backend of one server (plain, Sentinel's too). */
+#define REDIS_SINGLE_OPS                                                                       \
+    .ensure = redis_single_ensure, .ready = redis_single_ready, .append = redis_single_append, \
+    .send = redis_single_send, .reply_fd = redis_single_reply_fd,                              \
+    .get_reply = redis_single_get_reply, .disconnect = redis_single_disconnect,                \
+    .append_wait = redis_single_append_wait, .wait_reply = redis_single_wait_reply,            \
+    .wait_short = redis_single_wait_short, .slot_owner = redis_single_slot_owner, .servers = 1
+
 struct lapse_redis {
     const struct redis_backend *be; /* how it reaches its servers */
     lapse_conn *c;                  /* one server's connection; NULL while disconnected */

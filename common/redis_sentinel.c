@@ -219,19 +219,8 @@ int redis_is_primary(lapse_conn *c, char *err, size_t size)
 }
 
 const struct redis_backend redis_backend_sentinel = {
-    .ensure = redis_single_ensure,
-    .ready = redis_single_ready,
-    .append = redis_single_append,
-    .send = redis_single_send,
-    .reply_fd = redis_single_reply_fd,
-    .get_reply = redis_single_get_reply,
-    .disconnect = redis_single_disconnect,
-    .append_wait = redis_single_append_wait,
-    .wait_reply = redis_single_wait_reply,
-    .wait_short = redis_single_wait_short,
-    .slot_owner = redis_single_slot_owner,
+    REDIS_SINGLE_OPS,
     .locate = sentinel_locate,
     .check = sentinel_check,
     .must_be_primary = 1,
-    .servers = 1,
 };
