@@ -160,12 +160,26 @@ void scanner_reload(lapse_scanner *s)
     scanner_layout_gauges(s);
 }
 
-/* Runs a shard script with the shard's keys and lock, then `args`. */
+/* Runs a shard script with the shard's keys and lock, then `args` (any
+ * number: twins.c drops up to 128 at once). NULL on a Redis failure or
+ * when out of memory. */
 redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char **args,
                          const size_t *lens, int nargs)
 {
-    const char *argv[LAPSE_SHARD_NKEYS + 8];
-    size_t argvlen[LAPSE_SHARD_NKEYS + 8];
+    enum { SMALL = LAPSE_SHARD_NKEYS + 8 };
+    const char *small_argv[SMALL];
+    size_t small_len[SMALL];
+    const char **argv = small_argv;
+    size_t *argvlen = small_len;
+    if (LAPSE_SHARD_NKEYS + nargs > SMALL) {
+        argv = malloc((size_t)(LAPSE_SHARD_NKEYS + nargs) * sizeof *argv);
+        argvlen = malloc((size_t)(LAPSE_SHARD_NKEYS + nargs) * sizeof *argvlen);
+        if (!argv || !argvlen) {
+            free(argv);
+            free(argvlen);
+            return NULL;
+        }
+    }
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
     for (int i = 0; i < nargs; i++)
@@ -173,6 +187,10 @@ redisReply *scanner_eval(lapse_scanner *s, enum lapse_script script, const char 
                                  argvlen[LAPSE_SHARD_NKEYS + i] = lens ? lens[i] : strlen(args[i]);
     redisReply *r = lapse_redis_eval(s->node, script, LAPSE_SHARD_NKEYS, LAPSE_SHARD_NKEYS + nargs,
                                      argv, argvlen);
+    if (argv != small_argv) {
+        free(argv);
+        free(argvlen);
+    }
     METRIC_SET(s, redis_up, r != NULL); /* NULL: the node did not answer (redis.h) */
     return r;
 }
