@@ -37,7 +37,11 @@ printf 'dev-1\t{"v":2}\nplain-1\t{"v":2}\nx\t{"op":"extend","id":"cmd-1","in_ms"
 wait_until 15000 '[[ $(jq -R -r "fromjson? | select(.type == \"recovered\") | .id" events.json | sort | paste -sd,) == cmd-1,dev-1 ]]' ||
     fail "recovered: '$(jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | paste -sd,)'"
 assert_eq "$(scale offline)" "" "offline at the end"
-# plain-1 signalled again: it must still be pending, and never recovered
-wait_until 5000 '[[ -n $(id_score plain-1) ]]' || fail "plain-1's second signal not applied"
-assert_eq "$(jq -R -r 'fromjson? | select(.id == "plain-1") | .type' events.json | paste -sd,)" timeout "plain-1's events"
+# plain-1 signalled again: pending again (or, 300 ms on, timed out again on
+# a slow machine), never recovered
+plain_events() { jq -R -r 'fromjson? | select(.id == "plain-1") | .type' events.json | paste -sd,; }
+wait_until 5000 '[[ -n $(id_score plain-1) || $(plain_events) == timeout,timeout ]]' ||
+    fail "plain-1's second signal not applied"
+[[ $(plain_events) == timeout || $(plain_events) == timeout,timeout ]] ||
+    fail "plain-1's events: '$(plain_events)', want its timeouts alone"
 ingress_stop
