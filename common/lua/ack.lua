@@ -27,7 +27,8 @@
 -- An ID with a watch record "" (recovery on, lib/watch.lua) goes offline
 -- ("D F") when it is settled, or, when it was written while its timeout was
 -- being dispatched, comes back at once: its recovered event is queued now,
--- after Kafka took the timeout.
+-- after Kafka took the timeout. So does one with a busy record (a split
+-- moved it while its timeout was in flight here).
 -- #include chunks
 -- #include inflight
 -- #include watch
@@ -61,7 +62,13 @@ local function settle(lease, ids, deadlines)
         local w = bk_read(sh, 'HMGET', 'o', ids)
         for j = 1, #ids do
             local id, c = ids[j], cur[j]
-            if w[j] == '' and wfinal[id] == nil then -- (an ID twice in a call: the first settles it)
+            if watch_is_busy(w[j]) and wfinal[id] == nil then
+                -- moved by a split while this timeout was in flight: its
+                -- new shard took a write meanwhile, so it came back
+                wback[#wback + 1] = id
+                wback[#wback + 1] = string.format('%d %d %d', tonumber(deadlines[j]), time_now(), time_now())
+                wfinal[id] = false
+            elseif w[j] == '' and wfinal[id] == nil then -- (an ID twice in a call: the first settles it)
                 local d = tonumber(deadlines[j])
                 if not c then -- not written since: offline
                     wfinal[id] = watch_record(d, time_now())

@@ -172,12 +172,12 @@ end
 -- after take; none: nothing to do. What each such op settled is answered
 -- (see the end).
 local settled = {}
-local old_sh, mq = nil, {} -- (the old shard and the "M ?" IDs, for the watch records below)
+local old_sh, mq, mtwin = nil, {}, {} -- (the old shard, the "M ?" IDs and their twins, for the watch records below)
 if KEYS[8] then
     local zi, pi, fi, ri = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
     local old = bk_open(zi, pi, ri)
     local q, twin, tpl = {}, {}, {}
-    old_sh, mq = old, q
+    old_sh, mq, mtwin = old, q, twin
     for k = 1, n do
         if MV[k] == '?' and not twin[ID[k]] then q[#q + 1] = ID[k]; twin[ID[k]] = 'a' end
     end
@@ -238,15 +238,23 @@ for k = 1, n do -- (a split across nodes: the producer brought them, drop.lua de
     end
 end
 if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
-    local recs, gone, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, 0
+    local recs, gone, busy, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, {}, 0
     for x = 1, #mq do
-        if recs[x] then
-            wmoved[mq[x]] = recs[x]
-            gone[#gone + 1] = mq[x]
-            if recs[x] ~= '' then off = off + 1 end
+        local rec = recs[x]
+        if rec and not watch_is_busy(rec) then
+            wmoved[mq[x]] = rec
+            if rec == '' and mtwin[mq[x]] ~= 'm' then
+                -- not pending there: its timeout is in flight (lib/watch.lua)
+                busy[#busy + 1] = mq[x]
+                busy[#busy + 1] = watch_busy(now)
+            else
+                gone[#gone + 1] = mq[x]
+                if rec ~= '' then off = off + 1 end
+            end
         end
     end
     bk_write(old_sh, 'HDEL', 'o', gone)
+    bk_write(old_sh, 'HSET', 'o', busy)
     watch_count(old_sh, -off)
     if #gone > 0 then has_o = true end
 end

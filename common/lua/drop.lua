@@ -3,8 +3,11 @@
 --
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV: pairs of id, lease; or of id, "o": the ID's watch record
--- (lib/watch.lua) goes, a producer carried it to the new shard (take.lua)
--- Returns the number of twins removed.
+-- (lib/watch.lua) goes, a producer carried it to the new shard (take.lua);
+-- an online one ("") of an ID out of the zset (its timeout in flight) stays
+-- as a busy record, and a busy record stays as it is
+-- Returns the number of twins removed. The busy records of the twins it
+-- removes go with them (their timeouts are never sent).
 --
 -- Under a producer's take (".75") an ID holds its lease in the zset. Under
 -- a scanner's claim (".25") a one-shot ID left the zset and is in the
@@ -26,10 +29,20 @@ do -- the watch records first (their pairs leave ARGV)
     end
     if #wids > 0 and bk_has(sh, 'o') then
         local cur, off = bk_read(sh, 'HMGET', 'o', wids), 0
+        local pending = bk_read(sh, 'ZMSCORE', 'z', wids)
+        local del, busy, now = {}, {}, nil
         for k = 1, #wids do
-            if cur[k] and cur[k] ~= '' then off = off + 1 end
+            if cur[k] == '' and not pending[k] then
+                if not now then now = tonumber(redis.call('TIME')[1]) * 1000 end
+                busy[#busy + 1] = wids[k]
+                busy[#busy + 1] = watch_busy(now)
+            elseif cur[k] and not watch_is_busy(cur[k]) then
+                del[#del + 1] = wids[k]
+                if cur[k] ~= '' then off = off + 1 end
+            end
         end
-        bk_write(sh, 'HDEL', 'o', wids)
+        bk_write(sh, 'HDEL', 'o', del)
+        bk_write(sh, 'HSET', 'o', busy)
         watch_count(sh, -off)
     end
     A = rest
@@ -92,5 +105,12 @@ end
 bk_write(sh, 'ZREM', 'z', ids)
 bk_write(sh, 'HDEL', 'p', ids)
 bk_write(sh, 'HDEL', 'r', ids)
+if #ids > 0 and bk_has(sh, 'o') then
+    local cur, busy = bk_read(sh, 'HMGET', 'o', ids), {}
+    for k = 1, #ids do
+        if watch_is_busy(cur[k]) then busy[#busy + 1] = ids[k] end
+    end
+    bk_write(sh, 'HDEL', 'o', busy)
+end
 inflight_forget(sh, f, leases)
 return n

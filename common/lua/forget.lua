@@ -18,20 +18,27 @@ local t = redis.call('TIME')
 local before = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[2])
 local want = tonumber(ARGV[4])
 
--- The offline records of list { id, record, ... } fired before `before`.
-local function old(list, out)
+-- The offline records of list { id, record, ... } fired before `before`,
+-- and the busy ones left over from before it (lib/watch.lua: a split's).
+local function old(list, out, busy)
     for i = 1, #list, 2 do
-        local _, f = watch_parse(list[i + 1])
-        if f and f < before then out[#out + 1] = list[i] end
+        local rec = list[i + 1]
+        local _, f = watch_parse(rec)
+        if f and f < before then
+            out[#out + 1] = list[i]
+        elseif watch_is_busy(rec) and tonumber(string.match(rec, '^B (%d+)$') or 0) < before then
+            busy[#busy + 1] = list[i]
+        end
     end
 end
 
 local gone = {}
 local next = watch_page(sh, ARGV[3], want, function(key, list)
-    local here = {}
-    old(list, here)
+    local here, busy = {}, {}
+    old(list, here, busy)
+    for i = 1, #busy do here[#here + 1] = busy[i] end
     if #here > 0 then redis.call('HDEL', key, unpack(here)) end
-    for i = 1, #here do gone[#gone + 1] = here[i] end
+    for i = 1, #here - #busy do gone[#gone + 1] = here[i] end
 end)
 watch_count(sh, -#gone)
 return { next, #gone, count - #gone }

@@ -25,6 +25,7 @@
 -- #include chunks
 -- #include inflight
 -- #include wake
+-- #include watch
 local z, p, f, r, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7]
 local sh = bk_open(z, p, r)
 local epoch = tonumber(redis.call('GET', e) or 0)
@@ -71,7 +72,7 @@ for i = 1, n do
         out[o + 1] = 't'; out[o + 2] = tonumber(cur)
         out[o + 3] = payloads[i] or false; out[o + 4] = repeats[i] or false
     end
-    out[o + 5] = watches[i] or false
+    out[o + 5] = not watch_is_busy(watches[i]) and watches[i] or false
 end
 bk_write(sh, 'ZADD', 'z', zargs)
 if #fargs > 0 then

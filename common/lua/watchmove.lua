@@ -6,7 +6,7 @@
 -- KEYS: [1] z, [2] e (any other key of the shard, to name the rest)
 -- ARGV[1] "list": ARGV[2] cursor ("0" to start), ARGV[3] records to look
 --   at; returns { next cursor ("0": done), id, record, ... }, every record
---   ("" included)
+--   ("" included) but busy ones (lib/watch.lua)
 -- ARGV[1] "put": then id, record, ...: each written where the shard has
 --   none (a write since brought it); returns how many were written
 -- ARGV[1] "del": then ids: each deleted; returns how many were there
@@ -17,7 +17,12 @@ if mode == 'list' then
     if not bk_has(sh, 'o') then return { '0' } end
     local out = { '0' }
     out[1] = watch_page(sh, ARGV[2], tonumber(ARGV[3]), function(_, list)
-        for i = 1, #list do out[#out + 1] = list[i] end
+        for i = 1, #list, 2 do
+            if not watch_is_busy(list[i + 1]) then -- (the old shard's ack settles those)
+                out[#out + 1] = list[i]
+                out[#out + 1] = list[i + 1]
+            end
+        end
     end)
     return out
 end

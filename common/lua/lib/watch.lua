@@ -14,6 +14,15 @@
 -- No ID begins with byte 1 (the line protocol forbids control bytes), so
 -- the member is no ID's own; common/hash.c places it where its ID lives.
 -- n counts the shard's offline IDs. A cancel or repeat forgets the record.
+--
+-- A split moves an ID's record to its new shard with its first write there.
+-- If its timeout was in flight in the old shard at that moment, the old
+-- shard keeps a busy record "B <ms>" (watch_busy) instead: once Kafka took
+-- that timeout, the old shard's ack queues the recovered event there (the
+-- ID was written in its new shard while the timeout went out); a timeout
+-- never delivered is claimed again, found stale (the ID lives in its new
+-- shard) and dropped with its busy record (drop.lua); the retention
+-- forgets one left over (forget.lua). Nothing else reads or moves it.
 -- #include bucket
 local WATCH_MARK = '\1'
 
@@ -26,6 +35,15 @@ end
 -- bytes more), and back.
 local function watch_record(d, f)
     return string.format('%d %d', d, f - d)
+end
+
+-- A busy record (above), made at now (ms), and whether rec is one.
+local function watch_busy(now)
+    return string.format('B %d', now)
+end
+
+local function watch_is_busy(rec)
+    return rec ~= nil and rec ~= false and string.byte(rec, 1) == 66 -- 'B'
 end
 
 -- The deadline and fire time of an offline record, or nil ("": online).

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# 0747-recovered-split-inflight: a watched ID whose timeout is in flight in
+# its old shard when its first write lands in its new shard still gets its
+# recovered event (lib/watch.lua, "busy record").
+#
+# 18 IDs that move to a new shard in a 2 -> 4 split are written with
+# `watch` while every broker is down, so their timeouts are claimed and
+# sent, not acknowledged: A, 12 from old shard 1, and B, 6 from old shard 0,
+# whose scanner is then killed (kill -9: B's timeouts are never delivered).
+# The split starts (SP_TWO_NODES=1, test 0748: the new shards on a second
+# Redis) and every ID signals again: its first write in its new shard finds
+# its twin in flight and leaves a busy record in the old one. The brokers
+# come back and shard 0 gets a scanner again. Each A ends with either its
+# timeout and then one recovered event for the same deadline (Kafka took
+# the timeout: the old shard's ack queues the recovered event), or neither
+# (librdkafka gave it up: claimed again, stale, dropped) - never a timeout
+# alone, which would leave a consumer thinking the device down for good.
+# Each B ends with neither: claimed again once the lease ran out, stale,
+# dropped with its busy record. Nobody is offline, no busy record is left.
+#
+# Catches: the old shard's ack finding no watch record (the recovered event
+# lost), a busy record shown as offline, moved by finish, or left behind.
+. "$(dirname "$0")/../lib.sh"
+
+command -v xxhsum >/dev/null || fail "xxhsum is needed (scripts/install-deps)"
+sp_start
+s0=$(_scanner_names 0)
+
+a=() b=()
+for i in $(seq 1 400); do
+    case $(hash_shard "bz-$i" 4) in
+    3) ((${#a[@]} < 12)) && a+=("bz-$i") ;;
+    2) ((${#b[@]} < 6)) && b+=("bz-$i") ;;
+    esac
+    ((${#a[@]} == 12 && ${#b[@]} == 6)) && break
+done
+inflight() { scale status --json | jq '[.shard_info[].inflight] | add'; }
+busy() { # busy records in every shard's watch records (either form)
+    local port key
+    for port in "${SP_PORTS[@]:-$(redis_port main)}"; do
+        redis-cli -p "$port" --scan --pattern "$NS:o:*" | while read -r key; do
+            redis-cli -p "$port" HVALS "$key"
+        done
+    done | grep -c '^B ' || true
+}
+events_of() { jq -R -r --arg id "$1" 'fromjson? | select(.id == $id) | "\(.type) \(.deadline_ms)"' events.json | paste -sd' '; }
+
+kafka_ctl "down 1"
+printf 'watch %s +50\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
+wait_until 10000 '(( $(inflight) >= 18 ))' || fail "in flight: $(inflight), not 18"
+proc_kill9 "$s0"
+sp_split >split.out || fail "split: exit status $?"
+scanner_start 2
+scanner_start 3
+printf 'extend %s +600000\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
+assert_eq "$(busy)" 18 "busy records of the IDs in flight"
+assert_eq "$(scale offline)" "" "offline (a busy record is not)"
+kafka_ctl "up 1"
+scanner_start 0
+
+wait_until 30000 '(( $(inflight) == 0 && $(busy) == 0 ))' ||
+    fail "in flight $(inflight), busy records $(busy): not settled"
+sleep 0.5 # a recovered event queued by the last ack goes out
+pairs=0
+for id in "${a[@]}"; do
+    ev=$(events_of "$id")
+    [[ -z $ev ]] && continue # given up, then stale and dropped: neither event
+    read -r t1 d1 t2 d2 rest <<<"$ev"
+    [[ $t1 == timeout && $t2 == recovered && $d1 == "$d2" && -z $rest ]] ||
+        fail "$id's events: '$ev' (a timeout alone, or out of order)"
+    pairs=$((pairs + 1))
+done
+note "$pairs of ${#a[@]} IDs had their timeout delivered and a recovered event; the rest neither"
+((pairs > 0)) || fail "no timeout was delivered after the brokers came back: the race was not exercised"
+for id in "${b[@]}"; do assert_eq "$(events_of "$id")" "" "$id's events (never delivered, then stale)"; done
+assert_eq "$(scale offline)" "" "offline at the end"
+scale finish >finish.out || fail "finish: exit status $? ($(cat finish.out))"
+assert_eq "$(scale offline)" "" "offline after finish"
