@@ -21,6 +21,17 @@ enum lapse_script {
     LAPSE_SCRIPT_COUNT
 };
 
+/* take.lua's reply, by name: the lease (element 0), then for each ID asked
+ * LAPSE_TAKE_PARTS elements (its header says what each holds). */
+enum lapse_take_part {
+    LAPSE_TAKE_STATE,    /* "t" taken, "b" busy (in flight), "a" absent */
+    LAPSE_TAKE_DEADLINE, /* the twin's deadline (t, b) */
+    LAPSE_TAKE_PAYLOAD,  /* its payload, or nil */
+    LAPSE_TAKE_REPEAT,   /* its repeat record, or nil */
+    LAPSE_TAKE_WATCH,    /* its watch record (lib/watch.lua), or nil */
+    LAPSE_TAKE_PARTS
+};
+
 /* The Lua source of script `s`. */
 const char *lapse_script_source(enum lapse_script s);
 

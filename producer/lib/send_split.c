@@ -85,36 +85,37 @@ static void send_moved_add(lapse_producer *p, const struct producer_op *op)
 int send_took(struct send *s, const struct send_call *c, const redisReply *r)
 {
     lapse_producer *p = s->p;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 5 * c->count)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + LAPSE_TAKE_PARTS * c->count)
         return SEND_RETRY;
     const redisReply *lease = r->element[0];
     for (size_t i = 0; i < c->count; i++) {
         struct producer_op *op = &p->ops[c->ops[i]];
-        redisReply **e = r->element + 1 + 5 * i;
-        op->twin = e[0]->type == REDIS_REPLY_STRING ? e[0]->str[0] : 'a';
-        op->twin_deadline = e[1]->integer;
+        redisReply **e = r->element + 1 + LAPSE_TAKE_PARTS * i;
+        const redisReply *state = e[LAPSE_TAKE_STATE], *pl = e[LAPSE_TAKE_PAYLOAD];
+        const redisReply *rep = e[LAPSE_TAKE_REPEAT], *watch = e[LAPSE_TAKE_WATCH];
+        op->twin = state->type == REDIS_REPLY_STRING ? state->str[0] : 'a';
+        op->twin_deadline = e[LAPSE_TAKE_DEADLINE]->integer;
         op->inherit_len = 0;
-        op->has_watch = e[4]->type == REDIS_REPLY_STRING;
-        op->watch_len = op->has_watch ? e[4]->len : 0;
-        if (op->has_watch && producer_arena_put(p, e[4]->str, e[4]->len, &op->watch_off) < 0)
+        op->has_watch = watch->type == REDIS_REPLY_STRING;
+        op->watch_len = op->has_watch ? watch->len : 0;
+        if (op->has_watch && producer_arena_put(p, watch->str, watch->len, &op->watch_off) < 0)
             return SEND_RETRY;
-        if (op->twin == 'b' && e[2]->type == REDIS_REPLY_STRING) {
+        if (op->twin == 'b' && pl->type == REDIS_REPLY_STRING) {
             size_t rest;
             if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||
-                producer_arena_put(p, e[2]->str, e[2]->len, &rest) < 0)
+                producer_arena_put(p, pl->str, pl->len, &rest) < 0)
                 return SEND_RETRY;
-            op->inherit_len = 1 + e[2]->len;
+            op->inherit_len = 1 + pl->len;
         }
         if (op->twin != 't')
             continue;
-        op->twin_has_pl = e[2]->type == REDIS_REPLY_STRING;
-        op->twin_pl_len = op->twin_has_pl ? e[2]->len : 0;
-        op->twin_rep_len = e[3]->type == REDIS_REPLY_STRING ? e[3]->len : 0;
+        op->twin_has_pl = pl->type == REDIS_REPLY_STRING;
+        op->twin_pl_len = op->twin_has_pl ? pl->len : 0;
+        op->twin_rep_len = rep->type == REDIS_REPLY_STRING ? rep->len : 0;
         op->lease_len = lease->len;
-        if ((op->twin_has_pl &&
-             producer_arena_put(p, e[2]->str, e[2]->len, &op->twin_pl_off) < 0) ||
+        if ((op->twin_has_pl && producer_arena_put(p, pl->str, pl->len, &op->twin_pl_off) < 0) ||
             (op->twin_rep_len &&
-             producer_arena_put(p, e[3]->str, e[3]->len, &op->twin_rep_off) < 0) ||
+             producer_arena_put(p, rep->str, rep->len, &op->twin_rep_off) < 0) ||
             producer_arena_put(p, lease->str, lease->len, &op->lease_off) < 0)
             return SEND_RETRY;
     }

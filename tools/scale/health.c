@@ -14,6 +14,23 @@
  * lib/bucket.lua, which reads a shard in small keys bucket by bucket). */
 extern const char lapse_lua_health[];
 
+/* health.lua's reply, by name (the script's header says what each is). */
+enum {
+    H_PENDING,
+    H_DUE,
+    H_INFLIGHT,
+    H_OLDEST_DUE,        /* score, or -1 */
+    H_NOW,               /* Redis time, ms */
+    H_HOLDER,            /* the lock's holder, or "" (the one string) */
+    H_EARLIEST_INFLIGHT, /* deadline, or -1 */
+    H_KEYS,
+    H_LARGEST_IDS,
+    H_LARGEST_BYTES,
+    H_OVER_LISTPACK,
+    H_OFFLINE,
+    H_PARTS
+};
+
 int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
                       struct lapse_health *out, char *errstr, size_t size)
 {
@@ -27,24 +44,25 @@ int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;
     }
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 12;
-    for (size_t i = 0; ok && i < 12; i++)
-        ok = rep->element[i]->type == (i == 5 ? REDIS_REPLY_STRING : REDIS_REPLY_INTEGER);
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == H_PARTS;
+    for (size_t i = 0; ok && i < H_PARTS; i++)
+        ok = rep->element[i]->type == (i == H_HOLDER ? REDIS_REPLY_STRING : REDIS_REPLY_INTEGER);
     if (ok) {
-        long long now = rep->element[4]->integer, oldest = rep->element[3]->integer;
-        long long earliest = rep->element[6]->integer;
+        redisReply *const *e = rep->element;
+        long long now = e[H_NOW]->integer, oldest = e[H_OLDEST_DUE]->integer;
+        long long earliest = e[H_EARLIEST_INFLIGHT]->integer;
         out->now_ms = now;
-        out->pending = rep->element[0]->integer;
-        out->due = rep->element[1]->integer;
-        out->inflight = rep->element[2]->integer;
+        out->pending = e[H_PENDING]->integer;
+        out->due = e[H_DUE]->integer;
+        out->inflight = e[H_INFLIGHT]->integer;
         out->oldest_due_ms = oldest >= 0 ? now - oldest : -1;
         out->oldest_inflight_ms = earliest >= 0 && earliest <= now ? now - earliest : -1;
-        snprintf(out->holder, sizeof out->holder, "%s", rep->element[5]->str);
-        out->keys = rep->element[7]->integer;
-        out->largest_ids = rep->element[8]->integer;
-        out->largest_bytes = rep->element[9]->integer;
-        out->over_listpack = rep->element[10]->integer;
-        out->offline = rep->element[11]->integer;
+        snprintf(out->holder, sizeof out->holder, "%s", e[H_HOLDER]->str);
+        out->keys = e[H_KEYS]->integer;
+        out->largest_ids = e[H_LARGEST_IDS]->integer;
+        out->largest_bytes = e[H_LARGEST_BYTES]->integer;
+        out->over_listpack = e[H_OVER_LISTPACK]->integer;
+        out->offline = e[H_OFFLINE]->integer;
     } else {
         snprintf(errstr, size, "%s: shard %u: unexpected reply to the counters' script%s%s",
                  lapse_redis_name(r), shard, rep->type == REDIS_REPLY_ERROR ? ": " : "",

@@ -457,7 +457,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
     if (!took)
         return -1;
-    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + 5 * n) {
+    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + LAPSE_TAKE_PARTS * n) {
         snprintf(errstr, size, "%s: take: unexpected reply", lapse_redis_name(ri));
         freeReplyObject(took);
         return -1;
@@ -473,19 +473,22 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         goto out;
     }
     for (size_t k = 0; k < n; k++) {
-        redisReply **e = took->element + 1 + 5 * k;
-        if (e[0]->str[0] == 'b')
+        redisReply **e = took->element + 1 + LAPSE_TAKE_PARTS * k;
+        if (e[LAPSE_TAKE_STATE]->str[0] == 'b')
             (*busy)++;
-        if (e[0]->str[0] != 't')
+        if (e[LAPSE_TAKE_STATE]->str[0] != 't')
             continue;
         args[seeds] = ids[k], alen[seeds++] = lens[k];
-        alen[seeds] = (size_t)snprintf(dl[k], sizeof dl[k], "%lld", e[1]->integer);
+        alen[seeds] =
+            (size_t)snprintf(dl[k], sizeof dl[k], "%lld", e[LAPSE_TAKE_DEADLINE]->integer);
         args[seeds++] = dl[k];
-        int has = e[2]->type == REDIS_REPLY_STRING;
+        int has = e[LAPSE_TAKE_PAYLOAD]->type == REDIS_REPLY_STRING;
         args[seeds] = has ? "1" : "0", alen[seeds++] = 1;
-        args[seeds] = has ? e[2]->str : "", alen[seeds++] = has ? e[2]->len : 0;
-        has = e[3]->type == REDIS_REPLY_STRING;
-        args[seeds] = has ? e[3]->str : "", alen[seeds++] = has ? e[3]->len : 0;
+        args[seeds] = has ? e[LAPSE_TAKE_PAYLOAD]->str : "",
+        alen[seeds++] = has ? e[LAPSE_TAKE_PAYLOAD]->len : 0;
+        has = e[LAPSE_TAKE_REPEAT]->type == REDIS_REPLY_STRING;
+        args[seeds] = has ? e[LAPSE_TAKE_REPEAT]->str : "",
+        alen[seeds++] = has ? e[LAPSE_TAKE_REPEAT]->len : 0;
         drop[drops] = ids[k], dlen[drops++] = lens[k];
         drop[drops] = took->element[0]->str, dlen[drops++] = took->element[0]->len;
     }
