@@ -244,10 +244,11 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
         return;
     }
     rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
-    json_decref(j); /* submit copied the bytes */
+    uint64_t id_hash = lapse_hash(cmd.id, cmd.id_len); /* (cmd.id may point into j) */
+    json_decref(j);                                    /* submit copied the bytes */
     if (rc == 0) {
         ing->batch[i].kind = is_cmd ? 'c' : 's';
-        ing->batch[i].id_hash = lapse_hash(cmd.id, cmd.id_len);
+        ing->batch[i].id_hash = id_hash;
         if (is_cmd)
             ing->st.commands++;
         else
