@@ -33,9 +33,12 @@ void scanner_forget(lapse_scanner *s)
         lens[i] = strlen(argv[i]);
     redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_FORGET, 2, 6, argv, lens);
     s->forget_at_ms = now + FORGET_STEP_MS;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_INTEGER) {
+    /* forget.lua's reply: { next cursor, forgotten, offline IDs now } */
+    enum { F_CURSOR, F_FORGOTTEN, F_OFFLINE, F_PARTS };
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != F_PARTS ||
+        r->element[F_CURSOR]->type != REDIS_REPLY_STRING ||
+        r->element[F_FORGOTTEN]->type != REDIS_REPLY_INTEGER ||
+        r->element[F_OFFLINE]->type != REDIS_REPLY_INTEGER) {
         if (!(r && r->type == REDIS_REPLY_ARRAY &&
               r->elements == 1)) /* ({ -1 }: fenced, the claim says so) */
             scanner_redis_error(s, "forget", s->node, r);
@@ -43,14 +46,14 @@ void scanner_forget(lapse_scanner *s)
             freeReplyObject(r);
         return;
     }
-    snprintf(s->forget_cursor, sizeof s->forget_cursor, "%.*s", (int)r->element[0]->len,
-             r->element[0]->str);
+    const redisReply *cursor = r->element[F_CURSOR];
+    snprintf(s->forget_cursor, sizeof s->forget_cursor, "%.*s", (int)cursor->len, cursor->str);
     if (strcmp(s->forget_cursor, "0") == 0) { /* a pass ended: the next in 10 s, or sooner
                                                  with a short retention */
         int64_t rest = (int64_t)s->cfg->scanner_offline_retention_s * 500;
         s->forget_at_ms = now + (rest < FORGET_REST_MS ? rest : FORGET_REST_MS);
     }
-    METRIC_ADD(s, offline_forgotten, (uint64_t)r->element[1]->integer);
-    METRIC_SET(s, offline, r->element[2]->integer);
+    METRIC_ADD(s, offline_forgotten, (uint64_t)r->element[F_FORGOTTEN]->integer);
+    METRIC_SET(s, offline, r->element[F_OFFLINE]->integer);
     freeReplyObject(r);
 }

@@ -109,15 +109,18 @@ static int nap_renew(lapse_scanner *s, int full)
             nap_seen(s, s->synced_redis_ms + (mono - s->synced_ms));
         return s->mark_due_ms > mono;
     }
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING) {
+    /* sleep.lua's reply when it set a mark: { Redis time ms, the mark } */
+    enum { S_NOW, S_MARK, S_PARTS };
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != S_PARTS ||
+        r->element[S_NOW]->type != REDIS_REPLY_INTEGER ||
+        r->element[S_MARK]->type != REDIS_REPLY_STRING) {
         scanner_redis_error(s, "nap", s->node, r);
         if (r)
             freeReplyObject(r);
         return -1;
     }
-    long long now = r->element[0]->integer;
-    const char *mark = r->element[1]->str;
+    long long now = r->element[S_NOW]->integer;
+    const char *mark = r->element[S_MARK]->str;
     s->renewed_ms = s->synced_ms = mono;
     s->synced_redis_ms = now;
     if (strcmp(mark, "inf") == 0) {
@@ -134,7 +137,7 @@ static int nap_renew(lapse_scanner *s, int full)
         s->mark_due_ms = due > now ? mono + (due - now) : mono;
     }
     /* a mark too long to keep (not one lapse writes) is read afresh each time */
-    if (r->element[1]->len < sizeof s->mark)
+    if (r->element[S_MARK]->len < sizeof s->mark)
         snprintf(s->mark, sizeof s->mark, "%s", mark);
     else
         s->mark[0] = '\0';
