@@ -23,15 +23,19 @@ void scanner_forget(lapse_scanner *s)
     int64_t now = lapse_clock_mono_ms();
     if (!s->active || !s->node || now < s->forget_at_ms)
         return;
-    char retention[24], slice[16];
+    char retention[24], slice[16], busy_age[24];
     snprintf(retention, sizeof retention, "%lld",
              (long long)s->cfg->scanner_offline_retention_s * 1000);
     snprintf(slice, sizeof slice, "%d", FORGET_SLICE);
-    const char *argv[] = {s->keys[0], s->keys[5], s->token, retention, s->forget_cursor, slice};
-    size_t lens[6];
-    for (int i = 0; i < 6; i++)
+    /* a busy record (lib/watch.lua) waits for its timeout's ack or drop: a
+     * timeout stays in flight a lease or two, so one far older is left over */
+    snprintf(busy_age, sizeof busy_age, "%lld", (long long)s->cfg->scanner_lease_ms * 20);
+    const char *argv[] = {s->keys[0],       s->keys[5], s->token, retention,
+                          s->forget_cursor, slice,      busy_age};
+    size_t lens[7];
+    for (int i = 0; i < 7; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_FORGET, 2, 6, argv, lens);
+    redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_FORGET, 2, 7, argv, lens);
     s->forget_at_ms = now + FORGET_STEP_MS;
     /* forget.lua's reply: { next cursor, forgotten, offline IDs now } */
     enum { F_CURSOR, F_FORGOTTEN, F_OFFLINE, F_PARTS };

@@ -237,16 +237,15 @@ for k = 1, n do -- (a split across nodes: the producer brought them, drop.lua de
         has_o = true
     end
 end
+local wbusy = {} -- (online there, their timeouts in flight: busy records, unless forgotten)
 if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
-    local recs, gone, busy, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, {}, 0
+    local recs, gone, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, 0
     for x = 1, #mq do
-        local rec = recs[x]
+        local rec, tw = recs[x], mtwin[mq[x]]
         if rec and not watch_is_busy(rec) then
             wmoved[mq[x]] = rec
-            if rec == '' and mtwin[mq[x]] ~= 'm' then
-                -- not pending there: its timeout is in flight (lib/watch.lua)
-                busy[#busy + 1] = mq[x]
-                busy[#busy + 1] = watch_busy(now)
+            if rec == '' and (tw == 'a' or tw == 0) then
+                wbusy[#wbusy + 1] = mq[x] -- claimed out of the zset: in flight (lib/watch.lua)
             else
                 gone[#gone + 1] = mq[x]
                 if rec ~= '' then off = off + 1 end
@@ -254,7 +253,6 @@ if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
         end
     end
     bk_write(old_sh, 'HDEL', 'o', gone)
-    bk_write(old_sh, 'HSET', 'o', busy)
     watch_count(old_sh, -off)
     if #gone > 0 then has_o = true end
 end
@@ -415,6 +413,19 @@ for k = 1, n do
 end
 flush_gt()
 flush()
+if #wbusy > 0 then -- a cancel or repeat forgets the ID's timeout in flight there too
+    local busy, gone = {}, {}
+    for _, id in ipairs(wbusy) do
+        if wfinal[id] == false then
+            gone[#gone + 1] = id
+        else
+            busy[#busy + 1] = id
+            busy[#busy + 1] = watch_busy(now)
+        end
+    end
+    bk_write(old_sh, 'HDEL', 'o', gone)
+    bk_write(old_sh, 'HSET', 'o', busy)
+end
 watch_write(sh, wfinal)
 watch_queue(sh, wback, string.format('%d', now))
 watch_count(sh, wdelta)

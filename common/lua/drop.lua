@@ -2,10 +2,13 @@
 -- flight under the lease the caller holds on it (take.lua or claim.lua).
 --
 -- KEYS: the old shard's keys (see apply.lua)
--- ARGV: pairs of id, lease; or of id, "o": the ID's watch record
--- (lib/watch.lua) goes, a producer carried it to the new shard (take.lua);
--- an online one ("") of an ID out of the zset (its timeout in flight) stays
--- as a busy record, and a busy record stays as it is
+-- ARGV: pairs of id, lease; or of id, "o" or "f" and then the watch record
+-- take.lua answered (lib/watch.lua): a producer carried that record to the
+-- new shard, so it goes here ("f": the op forgot it, a cancel or repeat).
+-- With "o", an online one ("") of an ID out of the zset (its timeout in
+-- flight) stays as a busy record; one that went offline since take (its
+-- timeout's ack came in between) comes back now: its recovered event is
+-- queued here, as the new shard holds it online; a busy record stays.
 -- Returns the number of twins removed. The busy records of the twins it
 -- removes go with them (their timeouts are never sent).
 --
@@ -17,33 +20,57 @@
 -- #include chunks
 -- #include inflight
 -- #include watch
+-- #include wake
 local z, p, f, r = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sh = bk_open(z, p, r)
 local A = ARGV
 do -- the watch records first (their pairs leave ARGV)
-    local wids, rest = {}, {}
+    local wids, taken, forgets, rest = {}, {}, {}, {}
     for i = 1, #ARGV, 2 do
-        local t = ARGV[i + 1] == 'o' and wids or rest
-        t[#t + 1] = ARGV[i]
-        if t == rest then t[#t + 1] = ARGV[i + 1] end
+        local tag = string.sub(ARGV[i + 1], 1, 1)
+        if tag == 'o' or tag == 'f' then
+            local id = ARGV[i]
+            if not taken[id] then wids[#wids + 1] = id end
+            taken[id] = string.sub(ARGV[i + 1], 2)
+            forgets[id] = forgets[id] or tag == 'f' -- (any op of the ID that forgets wins)
+        else
+            rest[#rest + 1] = ARGV[i]
+            rest[#rest + 1] = ARGV[i + 1]
+        end
     end
     if #wids > 0 and bk_has(sh, 'o') then
         local cur, off = bk_read(sh, 'HMGET', 'o', wids), 0
         local pending = bk_read(sh, 'ZMSCORE', 'z', wids)
-        local del, busy, now = {}, {}, nil
+        local t = redis.call('TIME')
+        local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+        local del, busy, back = {}, {}, {}
         for k = 1, #wids do
-            if cur[k] == '' and not pending[k] then
-                if not now then now = tonumber(redis.call('TIME')[1]) * 1000 end
-                busy[#busy + 1] = wids[k]
-                busy[#busy + 1] = watch_busy(now)
-            elseif cur[k] and not watch_is_busy(cur[k]) then
-                del[#del + 1] = wids[k]
-                if cur[k] ~= '' then off = off + 1 end
+            local id, rec = wids[k], cur[k]
+            if forgets[id] then
+                if rec then
+                    del[#del + 1] = id
+                    if watch_parse(rec) then off = off + 1 end
+                end
+            elseif rec == '' and not pending[k] then
+                busy[#busy + 1] = id
+                busy[#busy + 1] = watch_busy(tonumber(now))
+            elseif rec and not watch_is_busy(rec) then
+                del[#del + 1] = id
+                local d, f = watch_parse(rec)
+                if d then
+                    off = off + 1
+                    if taken[id] == '' then -- offline since take: the new shard has it online
+                        back[#back + 1] = id
+                        back[#back + 1] = string.format('%d %d %s', d, f, now)
+                    end
+                end
             end
         end
         bk_write(sh, 'HDEL', 'o', del)
         bk_write(sh, 'HSET', 'o', busy)
+        watch_queue(sh, back, now)
         watch_count(sh, -off)
+        if #back > 0 then wake_ring(sh) end -- (the shard's scanner may be napping)
     end
     A = rest
 end

@@ -60,7 +60,8 @@ struct producer_op {
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
     int has_watch;                   /* take.lua found the ID's watch record in the old shard: */
-    size_t watch_off, watch_len;     /* it goes to the new one (apply's flag O), then drop */
+    size_t watch_off, watch_len;     /* it goes to the new one (apply's flag O), then drop:
+                                        "o" or "f" (the op forgets it) and the record */
 };
 
 struct moved_slot {

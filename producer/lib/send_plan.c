@@ -184,8 +184,8 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         v[n++] = nums[2];
     if (inherit) /* kept as "1" + payload */
         v[n] = p->arena + op->inherit_off + 1, l[n++] = op->inherit_len - 1;
-    if (op->has_watch)
-        v[n] = p->arena + op->watch_off, l[n++] = op->watch_len;
+    if (op->has_watch) /* (the record, after its tag for drop.lua) */
+        v[n] = p->arena + op->watch_off + 1, l[n++] = op->watch_len - 1;
     return n;
 }
 
@@ -258,8 +258,10 @@ int send_build(struct send *s, const struct send_call *c)
                 v[n] = id, l[n++] = op->id_len;
                 v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
             }
-            if (op->has_watch) /* its watch record went to the new shard */
-                v[n] = id, l[n++] = op->id_len, v[n] = "o", l[n++] = 1;
+            if (op->has_watch) /* its watch record went to the new shard: "o" or "f" and
+                                  the record take answered */
+                v[n] = id, l[n++] = op->id_len, v[n] = p->arena + op->watch_off,
+                l[n++] = op->watch_len;
             break;
         case LAPSE_SCRIPT_SEED:
             v[n] = id, l[n++] = op->id_len;

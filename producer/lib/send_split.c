@@ -96,10 +96,17 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
         op->twin = state->type == REDIS_REPLY_STRING ? state->str[0] : 'a';
         op->twin_deadline = e[LAPSE_TAKE_DEADLINE]->integer;
         op->inherit_len = 0;
+        /* kept as a tag and the record: drop.lua's "o" (an op that keeps
+         * it) or "f" (a cancel or repeat, which forget it) */
         op->has_watch = watch->type == REDIS_REPLY_STRING;
-        op->watch_len = op->has_watch ? watch->len : 0;
-        if (op->has_watch && producer_arena_put(p, watch->str, watch->len, &op->watch_off) < 0)
-            return SEND_RETRY;
+        op->watch_len = op->has_watch ? 1 + watch->len : 0;
+        if (op->has_watch) {
+            size_t rest;
+            if (producer_arena_put(p, op->op == 'c' || op->op == 'r' ? "f" : "o", 1,
+                                   &op->watch_off) < 0 ||
+                producer_arena_put(p, watch->str, watch->len, &rest) < 0)
+                return SEND_RETRY;
+        }
         if (op->twin == 'b' && pl->type == REDIS_REPLY_STRING) {
             size_t rest;
             if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||

@@ -16,7 +16,9 @@
 # (librdkafka gave it up: claimed again, stale, dropped) - never a timeout
 # alone, which would leave a consumer thinking the device down for good.
 # Each B ends with neither: claimed again once the lease ran out, stale,
-# dropped with its busy record. Nobody is offline, no busy record is left.
+# dropped with its busy record. C, 4 more from old shard 1, are cancelled
+# instead of signalling: never a recovered event. Nobody is offline, no
+# busy record is left.
 #
 # Catches: the old shard's ack finding no watch record (the recovered event
 # lost), a busy record shown as offline, moved by finish, or left behind.
@@ -26,13 +28,13 @@ command -v xxhsum >/dev/null || fail "xxhsum is needed (scripts/install-deps)"
 sp_start
 s0=$(_scanner_names 0)
 
-a=() b=()
+a=() b=() c=()
 for i in $(seq 1 400); do
     case $(hash_shard "bz-$i" 4) in
-    3) ((${#a[@]} < 12)) && a+=("bz-$i") ;;
+    3) if ((${#a[@]} < 12)); then a+=("bz-$i"); elif ((${#c[@]} < 4)); then c+=("bz-$i"); fi ;;
     2) ((${#b[@]} < 6)) && b+=("bz-$i") ;;
     esac
-    ((${#a[@]} == 12 && ${#b[@]} == 6)) && break
+    ((${#a[@]} == 12 && ${#b[@]} == 6 && ${#c[@]} == 4)) && break
 done
 inflight() { scale status --json | jq '[.shard_info[].inflight] | add'; }
 busy() { # busy records in every shard's watch records (either form)
@@ -46,14 +48,15 @@ busy() { # busy records in every shard's watch records (either form)
 events_of() { jq -R -r --arg id "$1" 'fromjson? | select(.id == $id) | "\(.type) \(.deadline_ms)"' events.json | paste -sd' '; }
 
 kafka_ctl "down 1"
-printf 'watch %s +50\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
-wait_until 10000 '(( $(inflight) >= 18 ))' || fail "in flight: $(inflight), not 18"
+printf 'watch %s +50\n' "${a[@]}" "${b[@]}" "${c[@]}" | produce 2>/dev/null || fail "producer: $?"
+wait_until 10000 '(( $(inflight) >= 22 ))' || fail "in flight: $(inflight), not 22"
 proc_kill9 "$s0"
 sp_split >split.out || fail "split: exit status $?"
 scanner_start 2
 scanner_start 3
 printf 'extend %s +600000\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
-assert_eq "$(busy)" 18 "busy records of the IDs in flight"
+printf 'cancel %s\n' "${c[@]}" | produce 2>/dev/null || fail "producer: $?"
+assert_eq "$(busy)" 18 "busy records of the IDs in flight (none for the cancelled)"
 assert_eq "$(scale offline)" "" "offline (a busy record is not)"
 kafka_ctl "up 1"
 scanner_start 0
@@ -73,6 +76,9 @@ done
 note "$pairs of ${#a[@]} IDs had their timeout delivered and a recovered event; the rest neither"
 ((pairs > 0)) || fail "no timeout was delivered after the brokers came back: the race was not exercised"
 for id in "${b[@]}"; do assert_eq "$(events_of "$id")" "" "$id's events (never delivered, then stale)"; done
+for id in "${c[@]}"; do
+    [[ $(events_of "$id") =~ recovered ]] && fail "$id (cancelled) got a recovered event: $(events_of "$id")"
+done
 assert_eq "$(scale offline)" "" "offline at the end"
 scale finish >finish.out || fail "finish: exit status $? ($(cat finish.out))"
 assert_eq "$(scale offline)" "" "offline after finish"

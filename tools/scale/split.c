@@ -610,19 +610,21 @@ static int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
         }
         snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
         /* the moving ones: "put" id, record, ... on the new shard, then
-         * "del" id, ... here, MOVE_CHUNK at a time */
+         * "del" id, record, ... here (each only if still as listed),
+         * MOVE_CHUNK at a time */
         for (size_t i = 1; ok && i + 1 < rep->elements;) {
-            const char *put[1 + 2 * MOVE_CHUNK], *del[1 + MOVE_CHUNK];
-            size_t putl[1 + 2 * MOVE_CHUNK], dell[1 + MOVE_CHUNK];
+            const char *put[1 + 2 * MOVE_CHUNK], *del[1 + 2 * MOVE_CHUNK];
+            size_t putl[1 + 2 * MOVE_CHUNK], dell[1 + 2 * MOVE_CHUNK];
             int np = 1, nd = 1;
             put[0] = "put", putl[0] = 3, del[0] = "del", dell[0] = 3;
-            for (; i + 1 < rep->elements && nd <= MOVE_CHUNK; i += 2) {
+            for (; i + 1 < rep->elements && nd <= 2 * MOVE_CHUNK; i += 2) {
                 const redisReply *id = rep->element[i], *rec = rep->element[i + 1];
                 if (!(lapse_hash(id->str, id->len) & l->prev_shards))
                     continue;
                 put[np] = id->str, putl[np++] = id->len;
                 put[np] = rec->str, putl[np++] = rec->len;
                 del[nd] = id->str, dell[nd++] = id->len;
+                del[nd] = rec->str, dell[nd++] = rec->len;
             }
             if (nd == 1)
                 continue;
