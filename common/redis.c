@@ -316,27 +316,38 @@ static redisReply *redis_vcommand(lapse_redis *r, const char *fmt, va_list ap)
     char *cmd = NULL;
     int len = redisvFormatCommand(&cmd, fmt, ap);
     if (len < 0) {
-        redis_set_error(r, "redis %s: out of memory", r->name);
+        redis_set_error(r, "redis %s: %s", r->name,
+                        len == -2 ? "a malformed command format" : "out of memory");
         return NULL;
     }
     /* back into argv: *N then $len + bytes per argument, as hiredis wrote it */
     enum { ARGS = 16 };
-    const char *argv[ARGS];
-    size_t argvlen[ARGS];
-    int argc = 0;
+    const char *small_argv[ARGS];
+    size_t small_len[ARGS];
+    const char **argv = small_argv;
+    size_t *argvlen = small_len;
     const char *p = cmd + 1;
     long n = strtol(p, (char **)&p, 10);
     p += 2;
-    for (; argc < n && argc < ARGS; argc++) {
-        size_t l = (size_t)strtoul(p + 1, (char **)&p, 10);
-        argv[argc] = p + 2, argvlen[argc] = l;
-        p += 2 + l + 2;
+    if (n > ARGS) {
+        argv = malloc((size_t)n * sizeof *argv);
+        argvlen = malloc((size_t)n * sizeof *argvlen);
     }
     redisReply *reply = NULL;
-    if (argc != n)
-        redis_set_error(r, "redis %s: a command of more than %d arguments", r->name, ARGS);
-    else
-        reply = lapse_redis_command_argv(r, argc, argv, argvlen);
+    if (n < 1 || !argv || !argvlen) {
+        redis_set_error(r, "redis %s: %s", r->name, n < 1 ? "an empty command" : "out of memory");
+    } else {
+        for (long i = 0; i < n; i++) {
+            size_t l = (size_t)strtoul(p + 1, (char **)&p, 10);
+            argv[i] = p + 2, argvlen[i] = l;
+            p += 2 + l + 2;
+        }
+        reply = lapse_redis_command_argv(r, (int)n, argv, argvlen);
+    }
+    if (argv != small_argv) {
+        free(argv);
+        free(argvlen);
+    }
     redisFreeCommand(cmd);
     return reply;
 }
