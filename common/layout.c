@@ -238,7 +238,7 @@ static const char small_keys_lua[] =
     "local fl = ''\n"
     "if redis.call('EXISTS', KEYS[2]) == 1 then fl = fl .. 'p' end\n"
     "if redis.call('EXISTS', KEYS[3]) == 1 then fl = fl .. 'r' end\n"
-    "if redis.call('EXISTS', KEYS[5]) == 1 then fl = fl .. 'o' end\n"
+    "if redis.call('EXISTS', KEYS[5], KEYS[6]) > 0 then fl = fl .. 'o' end\n"
     "redis.call('SET', KEYS[4], b .. ' 0' .. (fl ~= '' and ' ' .. fl or ''))\n"
     "return 1\n";
 
@@ -248,14 +248,15 @@ int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
     for (uint32_t s = from; s < l->shards; s++) {
         lapse_redis *r = nodes[l->node_of[s]];
         char z[LAPSE_KEY_MAX], p[LAPSE_KEY_MAX], rk[LAPSE_KEY_MAX], k[LAPSE_KEY_MAX],
-            o[LAPSE_KEY_MAX];
+            o[LAPSE_KEY_MAX], v[LAPSE_KEY_MAX];
         lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, s);
         lapse_key(p, sizeof p, cfg, LAPSE_KEY_PAYLOAD, s);
         lapse_key(rk, sizeof rk, cfg, LAPSE_KEY_REPEAT, s);
         lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, s);
         lapse_key(o, sizeof o, cfg, LAPSE_KEY_WATCH, s);
-        redisReply *rep =
-            lapse_redis_command(r, "EVAL %s 5 %s %s %s %s %s", small_keys_lua, z, p, rk, k, o);
+        lapse_key(v, sizeof v, cfg, LAPSE_KEY_WATCH_HASHES, s);
+        redisReply *rep = lapse_redis_command(r, "EVAL %s 6 %s %s %s %s %s %s", small_keys_lua, z,
+                                              p, rk, k, o, v);
         int ok = rep && rep->type == REDIS_REPLY_INTEGER;
         if (!ok)
             snprintf(errstr, size, "%s: shard %u in small keys: %s", lapse_redis_name(r), s,

@@ -47,20 +47,23 @@ enum lapse_key_kind {
     LAPSE_KEY_EPOCH = 'e',    /* string: the layout epoch this shard has seen */
     LAPSE_KEY_LEASE =
         'c', /* string: the shard's last claim lease, when its first record runs out (claim.lua only) */
-    LAPSE_KEY_WAIT = 'w',    /* counter per node (not shard), INCRed before each
+    LAPSE_KEY_WAIT = 'w',         /* counter per node (not shard), INCRed before each
                                  WAIT so that it covers every earlier write (redis.h) */
-    LAPSE_KEY_SLEEP = 's',   /* string: the lowest score the shard's idle scanner saw
+    LAPSE_KEY_SLEEP = 's',        /* string: the lowest score the shard's idle scanner saw
                                  ("inf": none); it sleeps until then at most (sleep.lua) */
-    LAPSE_KEY_BELL = 'b',    /* list: a write below that mark pushes a token here,
+    LAPSE_KEY_BELL = 'b',         /* list: a write below that mark pushes a token here,
                                  waking the scanner blocked on it (lib/wake.lua) */
-    LAPSE_KEY_INDEX = 'x',   /* zset bucket -> a lower bound of its lowest score,
+    LAPSE_KEY_INDEX = 'x',        /* zset bucket -> a lower bound of its lowest score,
                                  of a shard in small keys (bucket.h) */
-    LAPSE_KEY_BUCKETS = 'k', /* string "b s" [flags]: the shard is in small keys
+    LAPSE_KEY_BUCKETS = 'k',      /* string "b s" [flags]: the shard is in small keys
                                  (bucket.h); absent: it is one zset */
-    LAPSE_KEY_WATCH = 'o',   /* hash ID -> "" (recovery on) or "D F" (offline: its timeout
+    LAPSE_KEY_WATCH = 'o',        /* hash ID -> "" (recovery on) or "D F" (offline: its timeout
                                  for deadline D fired, Kafka took it at F), lib/watch.lua */
-    LAPSE_KEY_OFFLINE = 'n', /* string: how many IDs of the shard are offline */
-    LAPSE_KEY_PROBE = 'q',   /* never written: scripts of a shard in small keys ask
+    LAPSE_KEY_OFFLINE = 'n',      /* string: how many IDs of the shard are offline */
+    LAPSE_KEY_WATCH_HASHES = 'v', /* string "b s c": a shard in one zset keeps its watch
+                                     records in small hashes NS:o:I:wJ, 2^b + s of them,
+                                     c records (lib/bucket.lua) */
+    LAPSE_KEY_PROBE = 'q',        /* never written: scripts of a shard in small keys ask
                                  for it to learn that its slot is migrating (a Redis
                                  Cluster refuses a missing key then; lib/bucket.lua) */
 };

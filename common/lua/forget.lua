@@ -37,11 +37,11 @@ local function old(list, out, busy)
 end
 
 local gone = {}
-local next = watch_page(sh, ARGV[3], want, function(key, list)
+local next = watch_page(sh, ARGV[3], want, function(_, list)
     local here, busy = {}, {}
     old(list, here, busy)
     for i = 1, #busy do here[#here + 1] = busy[i] end
-    if #here > 0 then redis.call('HDEL', key, unpack(here)) end
+    bk_write(sh, 'HDEL', 'o', here) -- (key's records: each goes where it is)
     for i = 1, #here - #busy do gone[#gone + 1] = here[i] end
 end)
 watch_count(sh, -#gone)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 0750-recovered-convert: watch records survive `init --small-keys` on a
-# namespace in one zset a shard (they follow their IDs into buckets).
+# namespace in one zset a shard (they follow their IDs from the one-zset
+# form's watch hashes into buckets).
 #
 # One shard in one zset: w-off (watch) times out and is offline; w-pend
 # (watch) waits 3 s ahead; 200 far IDs keep the old keys busy. The scanner
@@ -29,7 +30,7 @@ wait_until 10000 '[[ $(scale offline | cut -f1) == w-off ]]' || fail "w-off neve
     for i in $(seq 1 200); do echo "touch far-$i +3600000"; done
 } | produce || fail "producer: $?"
 proc_stop "$S" 10
-assert_eq "$(rcli EXISTS "$NS:o:0")" 1 "the watch records in one hash before"
+assert_eq "$(rcli EXISTS "$NS:v:0" "$NS:o:0:w0")" 2 "the watch records in the one-zset form's watch hashes before"
 
 scale init 1 --small-keys >convert.out || fail "init --small-keys: exit status $?"
 assert_match "$(rcli GET "$NS:k:0")" ' [a-z]*o' "the state key's flags name the watch records"
@@ -43,4 +44,5 @@ wait_until 15000 '[[ $(scale offline | cut -f1) == w-pend ]]' ||
 echo "extend w-pend +600000" | produce || fail "producer: $?"
 wait_until 10000 '[[ $(recovered) == w-off,w-pend ]]' || fail "recovered events: '$(recovered)'"
 assert_eq "$(scale offline)" "" "offline at the end"
-wait_until 30000 '[[ $(rcli EXISTS "$NS:z:0" "$NS:o:0") == 0 ]]' || fail "old keys left: z $(rcli EXISTS "$NS:z:0"), o $(rcli EXISTS "$NS:o:0")"
+old_keys() { rcli EXISTS "$NS:z:0" "$NS:v:0" "$NS:o:0:w0" "$NS:o:0:w1"; }
+wait_until 30000 '[[ $(old_keys) == 0 ]]' || fail "old keys left: $(old_keys) of z, v and the watch hashes"

@@ -54,7 +54,8 @@ local function bk_open(z, p, r, st)
     local head, tail = string.sub(z, 1, i - 1), string.sub(z, i + 1)
     if not r then p, r = head .. 'p' .. tail, head .. 'r' .. tail end
     local sh = { z = z, p = p, r = r, m = head .. 'm' .. tail, head = head, tail = tail, at = {},
-                 x = head .. 'x' .. tail, k = head .. 'k' .. tail, o = head .. 'o' .. tail }
+                 x = head .. 'x' .. tail, k = head .. 'k' .. tail, o = head .. 'o' .. tail,
+                 v = head .. 'v' .. tail }
     -- On a Redis Cluster whose slot for this shard is migrating, a key the
     -- script did not declare that is not (or no longer) here is refused,
     -- and a script refused half-way would leave half its writes. So every
@@ -76,7 +77,7 @@ local function bk_open(z, p, r, st)
     -- (q: the probe; z, p, r: a shard converted from one zset, by init
     -- --small-keys on a namespace that had data, while its old keys still
     -- hold some: bk_promote)
-    local q = redis.pcall('EXISTS', z, sh.p, sh.r, sh.o, head .. 'q' .. tail)
+    local q = redis.pcall('EXISTS', z, sh.p, sh.r, sh.o, sh.v, head .. 'q' .. tail)
     if type(q) == 'table' and q.err then
         error({ err = 'TRYAGAIN shard keys moving (' .. q.err .. ')' })
     end
@@ -104,12 +105,6 @@ local function bk_at(sh, id)
     return j
 end
 
--- Whether the shard may hold anything of kind ('p' payloads, 'r' repeat
--- records): the hash exists (one key), the flag is set (buckets).
-local function bk_has(sh, kind)
-    if sh.one then return redis.call('EXISTS', sh[kind]) == 1 end
-    return string.find(sh.flags, kind, 1, true) ~= nil
-end
 
 -- Writes the state key from sh (buckets).
 local function bk_save(sh)
@@ -138,6 +133,132 @@ local function bk_call(cmd, key, o1, o2, list, from, to)
         if type(n) == 'number' then sum = sum + n end
     end
     return sum
+end
+
+-- A shard in one key keeps its watch records (kind 'o', lib/watch.lua) in
+-- small hashes all the same, o:wJ, J by linear hashing on bk_hash as a
+-- bucket is chosen, with a state of their own in v, "b s c" (2^b + s
+-- hashes, c records): an offline ID then costs its ID and ~20 bytes in a
+-- listpack instead of a hashtable entry. One whose records are in the one
+-- hash o (lapse of 2026-11-27 before these) keeps that hash. When such a
+-- shard is converted to buckets, its watch hashes are old keys like z, p,
+-- r and o, moved ID by ID (bk_promote, bk_drain).
+local BK_WLOAD = 48 -- records a watch hash holds on average at most
+
+-- The watch hashes' layout read from v ({ b, s, c, n, at }), false when
+-- the records are in the one hash o, or a fresh layout (none yet).
+local function bk_wparse(st)
+    local b, s, c = string.match(st or '', '^(%d+) (%d+) (%d+)$')
+    if not b then return nil end
+    return { b = tonumber(b), s = tonumber(s), c = tonumber(c), n = 2 ^ tonumber(b), at = {} }
+end
+
+local function bk_wopen(sh)
+    if sh.w ~= nil then return sh.w end
+    sh.w = bk_wparse(redis.call('GET', sh.v))
+    if not sh.w then
+        if redis.call('EXISTS', sh.o) == 1 then
+            sh.w = false
+        else
+            sh.w = { b = 0, s = 0, c = 0, n = 1, at = {} }
+        end
+    end
+    return sh.w
+end
+
+local function bk_wkey(sh, j)
+    return sh.o .. ':w' .. j
+end
+
+-- The watch hash of id under layout w.
+local function bk_wat(w, id)
+    local j = w.at[id]
+    if j then return j end
+    local h = bk_hash(id)
+    j = h % w.n
+    if j < w.s then j = h % (2 * w.n) end
+    w.at[id] = j
+    return j
+end
+
+-- list[from..to] (stride 1 or 2: IDs first) by watch hash under w.
+local function bk_wgroup(w, list, from, to, stride)
+    local g, order, pos = {}, {}, {}
+    for i = from, to, stride do
+        local j = bk_wat(w, list[i])
+        local t = g[j]
+        if not t then
+            t = {}
+            g[j], pos[j] = t, {}
+            order[#order + 1] = j
+        end
+        for q = 0, stride - 1 do t[#t + 1] = list[i + q] end
+        pos[j][#pos[j] + 1] = (i - from) / stride + 1
+    end
+    return g, order, pos
+end
+
+-- Splits watch hashes while they hold more than BK_WLOAD records on
+-- average, up to max a call (each a few dozen records), as grow.lua does
+-- buckets; then writes v.
+local function bk_wgrow(sh, w, max)
+    local k = 0
+    while k < max and w.c > BK_WLOAD * (w.n + w.s) do
+        local src, key = w.s, bk_wkey(sh, w.s)
+        local all, move, del = redis.call('HGETALL', key), {}, {}
+        for i = 1, #all, 2 do
+            if bk_hash(all[i]) % (2 * w.n) ~= src then
+                move[#move + 1] = all[i]
+                move[#move + 1] = all[i + 1]
+                del[#del + 1] = all[i]
+            end
+        end
+        if #move > 0 then
+            chunks_write('HSET', bk_wkey(sh, src + w.n), move)
+            chunks_write('HDEL', key, del)
+        end
+        w.s = w.s + 1
+        if w.s == w.n then w.b, w.n, w.s = w.b + 1, 2 * w.n, 0 end
+        w.at = {}
+        k = k + 1
+    end
+    redis.call('SET', sh.v, string.format('%d %d %d', w.b, w.s, w.c))
+end
+
+-- cmd (HMGET, HSET, HDEL) on the watch hashes of a shard in one key, laid
+-- out by w: HMGET's replies in list's order; else the sum of the replies.
+local function bk_wcall(sh, w, cmd, list, from, to)
+    local stride = cmd == 'HSET' and 2 or 1
+    local g, order, pos = bk_wgroup(w, list, from, to, stride)
+    if cmd == 'HMGET' then
+        local got = {}
+        for _, j in ipairs(order) do
+            local part = chunks_read(cmd, bk_wkey(sh, j), g[j])
+            for q = 1, #pos[j] do got[pos[j][q]] = part[q] end
+        end
+        return got
+    end
+    local sum = 0
+    for _, j in ipairs(order) do sum = sum + bk_call(cmd, bk_wkey(sh, j), nil, nil, g[j], 1, #g[j]) end
+    if sum ~= 0 or cmd == 'HSET' then
+        w.c = w.c + (cmd == 'HSET' and sum or -sum)
+        bk_wgrow(sh, w, cmd == 'HSET' and 4 or 0)
+    end
+    return sum
+end
+
+-- Whether the shard may hold anything of kind ('p' payloads, 'r' repeat
+-- records, 'o' watch records): the hash exists (one key; for 'o', the watch
+-- hashes hold a record), the flag is set (buckets).
+local function bk_has(sh, kind)
+    if sh.one then
+        if kind == 'o' then
+            local w = bk_wopen(sh)
+            return w == false or w.c > 0
+        end
+        return redis.call('EXISTS', sh[kind]) == 1
+    end
+    return string.find(sh.flags, kind, 1, true) ~= nil
 end
 
 -- list[from..to] by bucket: { [J] = the items }, the Js in first-seen
@@ -240,6 +361,11 @@ local function bk_promote(sh, list, from, to, stride, off)
     local pl = redis.call('EXISTS', sh.p) == 1 and chunks_read('HMGET', sh.p, ids) or {}
     local rp = redis.call('EXISTS', sh.r) == 1 and chunks_read('HMGET', sh.r, ids) or {}
     local ob = redis.call('EXISTS', sh.o) == 1 and chunks_read('HMGET', sh.o, ids) or {}
+    local wold = bk_wparse(redis.call('GET', sh.v)) -- (the one key's watch hashes)
+    if wold then
+        local wb = bk_wcall(sh, wold, 'HMGET', ids, 1, #ids)
+        for k = 1, #ids do ob[k] = ob[k] or wb[k] end
+    end
     local gone, zg, xl = {}, {}, {}
     for k = 1, #ids do
         local id = ids[k]
@@ -274,7 +400,11 @@ local function bk_promote(sh, list, from, to, stride, off)
     chunks_write('HDEL', sh.p, gone)
     chunks_write('HDEL', sh.r, gone)
     chunks_write('HDEL', sh.o, gone)
-    sh.old = redis.call('EXISTS', sh.z, sh.p, sh.r, sh.o) > 0
+    if wold then
+        bk_wcall(sh, wold, 'HDEL', gone, 1, #gone)
+        if wold.c <= 0 then redis.call('DEL', sh.v) end
+    end
+    sh.old = redis.call('EXISTS', sh.z, sh.p, sh.r, sh.o, sh.v) > 0
 end
 
 -- A converting shard: moves up to max IDs of its old keys into buckets,
@@ -288,6 +418,14 @@ local function bk_drain(sh, max)
             ids = redis.call('HRANDFIELD', key, max)
         end
     end
+    local wold = #ids == 0 and bk_wparse(redis.call('GET', sh.v))
+    if wold then -- the first watch hash that holds a record
+        for j = 0, wold.n + wold.s - 1 do
+            ids = redis.call('HRANDFIELD', bk_wkey(sh, j), max)
+            if #ids > 0 then break end
+        end
+        if #ids == 0 then redis.call('DEL', sh.v) end -- (none left: a count gone wrong)
+    end
     bk_promote(sh, ids, 1, #ids, 1, 0)
     return #ids
 end
@@ -296,7 +434,11 @@ end
 -- replies in list's order (false for none), as chunks_read.
 local function bk_read(sh, cmd, kind, list, from, to)
     from, to = from or 1, to or #list
-    if sh.one then return chunks_read(cmd, sh[kind], list, from, to) end
+    if sh.one then
+        local w = kind == 'o' and bk_wopen(sh)
+        if w then return bk_wcall(sh, w, cmd, list, from, to) end
+        return chunks_read(cmd, sh[kind], list, from, to)
+    end
     bk_promote(sh, list, from, to, 1, 0)
     local g, order, pos = bk_group(sh, list, from, to, 1, true)
     local got = {}
@@ -322,7 +464,11 @@ end
 local function bk_write(sh, cmd, kind, list, from, to, o1, o2)
     from, to = from or 1, to or #list
     if to < from then return 0 end
-    if sh.one then return bk_call(cmd, sh[kind], o1, o2, list, from, to) end
+    if sh.one then
+        local w = kind == 'o' and bk_wopen(sh)
+        if w then return bk_wcall(sh, w, cmd, list, from, to) end
+        return bk_call(cmd, sh[kind], o1, o2, list, from, to)
+    end
     if cmd == 'HSET' and kind ~= 'z' then bk_flag(sh, kind) end
     local stride = BK_STRIDE[cmd] or 1
     bk_promote(sh, list, from, to, stride, cmd == 'ZADD' and 1 or 0)
@@ -366,7 +512,11 @@ end
 -- One ID's command (ZSCORE, HGET, HSETNX, ZREM, ...; never ZADD: bk_write
 -- keeps the index): args after the key.
 local function bk_one(sh, cmd, kind, id, ...)
-    if sh.one then return redis.call(cmd, sh[kind], id, ...) end
+    if sh.one then
+        -- (watch records go through bk_read and bk_write, which keep v's count)
+        if kind == 'o' then error('bk_one: watch records take bk_read and bk_write') end
+        return redis.call(cmd, sh[kind], id, ...)
+    end
     if (cmd == 'HSETNX' or cmd == 'HSET') and kind ~= 'z' then bk_flag(sh, kind) end
     bk_promote(sh, { id }, 1, 1, 1, 0)
     local j = bk_at(sh, id)

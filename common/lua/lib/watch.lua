@@ -62,17 +62,19 @@ end
 -- Walks a page of the shard's watch records, about want of them from cursor
 -- (a string, "0": the start): calls visit(key, { id, record, ... }) for each
 -- hash it reads, the one hash o or one bucket of it. Returns the next
--- cursor, "0" when the walk is over. With buckets the cursor is a bucket's
--- number: a few dozen records each, read whole.
+-- cursor, "0" when the walk is over. With buckets, or a one-key shard's
+-- watch hashes, the cursor is a hash's number: a few dozen records each,
+-- read whole.
 local function watch_page(sh, cursor, want, visit)
-    if sh.one then
+    local w = sh.one and bk_wopen(sh)
+    if sh.one and not w then -- (the one hash of before: lib/bucket.lua)
         local r = redis.call('HSCAN', sh.o, cursor, 'COUNT', want)
         visit(sh.o, r[2])
         return r[1]
     end
-    local j, last, seen = tonumber(cursor) or 0, sh.n + sh.s - 1, 0
+    local j, last, seen = tonumber(cursor) or 0, w and w.n + w.s - 1 or sh.n + sh.s - 1, 0
     while j <= last and seen < want do
-        local key = sh.o .. ':' .. j
+        local key = w and bk_wkey(sh, j) or sh.o .. ':' .. j
         local all = redis.call('HGETALL', key)
         visit(key, all)
         seen, j = seen + #all / 2 + 1, j + 1
