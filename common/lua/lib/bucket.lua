@@ -155,13 +155,10 @@ end
 
 local function bk_wopen(sh)
     if sh.w ~= nil then return sh.w end
-    sh.w = bk_wparse(redis.call('GET', sh.v))
-    if not sh.w then
-        if redis.call('EXISTS', sh.o) == 1 then
-            sh.w = false
-        else
-            sh.w = { b = 0, s = 0, c = 0, n = 1, at = {} }
-        end
+    if redis.call('EXISTS', sh.v, sh.o) == 0 then -- (a shard nobody watches: one call, as before)
+        sh.w = { b = 0, s = 0, c = 0, n = 1, at = {} }
+    else
+        sh.w = bk_wparse(redis.call('GET', sh.v)) or false
     end
     return sh.w
 end
