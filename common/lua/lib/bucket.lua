@@ -135,6 +135,43 @@ local function bk_call(cmd, key, o1, o2, list, from, to)
     return sum
 end
 
+
+-- list[from..to] by bucket: { [J] = the items }, the Js in first-seen
+-- order, and (with places) { [J] = each item's place in list }.
+local function bk_group(sh, list, from, to, stride, places)
+    local g, order, pos = {}, {}, places and {} or nil
+    for i = from, to, stride do
+        local id = list[i] -- (HSET pairs: the ID first)
+        local j = bk_at(sh, id)
+        local t = g[j]
+        if not t then
+            t = {}
+            g[j] = t
+            order[#order + 1] = j
+            if pos then pos[j] = {} end
+        end
+        for q = 0, stride - 1 do t[#t + 1] = list[i + q] end
+        if pos then pos[j][#pos[j] + 1] = i - from + 1 end
+    end
+    return g, order, pos
+end
+
+-- Moves the entries of hash key src whose ID lives in bucket dst now (of
+-- n2 at the next level) to hash key to.
+local function bk_split_hash(src, to, dst, n2)
+    local all = redis.call('HGETALL', src)
+    local keep, move = {}, {}
+    for i = 1, #all, 2 do
+        local t = bk_hash(all[i]) % n2 == dst and move or keep
+        t[#t + 1] = all[i]
+        t[#t + 1] = all[i + 1]
+    end
+    if #move == 0 then return end
+    redis.call('DEL', src) -- rewritten whole: a smaller hash is compact again
+    bk_call('HSET', src, nil, nil, keep, 1, #keep)
+    bk_call('HSET', to, nil, nil, move, 1, #move)
+end
+
 -- A shard in one key keeps its watch records (kind 'o', lib/watch.lua) in
 -- small hashes all the same, o:wJ, J by linear hashing on bk_hash as a
 -- bucket is chosen, with a state of their own in v, "b s c" (2^b + s
@@ -145,14 +182,16 @@ end
 -- r and o, moved ID by ID (bk_promote, bk_drain).
 local BK_WLOAD = 48 -- records a watch hash holds on average at most
 
--- The watch hashes' layout read from v ({ b, s, c, n, at }), false when
--- the records are in the one hash o, or a fresh layout (none yet).
+-- The watch hashes' layout in v's value st: { b, s, c, n, at } (n, s and
+-- at as a shard's, for bk_at and bk_group), or nil.
 local function bk_wparse(st)
     local b, s, c = string.match(st or '', '^(%d+) (%d+) (%d+)$')
     if not b then return nil end
     return { b = tonumber(b), s = tonumber(s), c = tonumber(c), n = 2 ^ tonumber(b), at = {} }
 end
 
+-- A shard in one key's watch layout (read once a call): v's, a fresh one
+-- (no record yet), or false when the records are in the one hash o.
 local function bk_wopen(sh)
     if sh.w ~= nil then return sh.w end
     if redis.call('EXISTS', sh.v, sh.o) == 0 then -- (a shard nobody watches: one call, as before)
@@ -167,53 +206,13 @@ local function bk_wkey(sh, j)
     return sh.o .. ':w' .. j
 end
 
--- The watch hash of id under layout w.
-local function bk_wat(w, id)
-    local j = w.at[id]
-    if j then return j end
-    local h = bk_hash(id)
-    j = h % w.n
-    if j < w.s then j = h % (2 * w.n) end
-    w.at[id] = j
-    return j
-end
-
--- list[from..to] (stride 1 or 2: IDs first) by watch hash under w.
-local function bk_wgroup(w, list, from, to, stride)
-    local g, order, pos = {}, {}, {}
-    for i = from, to, stride do
-        local j = bk_wat(w, list[i])
-        local t = g[j]
-        if not t then
-            t = {}
-            g[j], pos[j] = t, {}
-            order[#order + 1] = j
-        end
-        for q = 0, stride - 1 do t[#t + 1] = list[i + q] end
-        pos[j][#pos[j] + 1] = (i - from) / stride + 1
-    end
-    return g, order, pos
-end
-
 -- Splits watch hashes while they hold more than BK_WLOAD records on
 -- average, up to max a call (each a few dozen records), as grow.lua does
 -- buckets; then writes v.
 local function bk_wgrow(sh, w, max)
     local k = 0
     while k < max and w.c > BK_WLOAD * (w.n + w.s) do
-        local src, key = w.s, bk_wkey(sh, w.s)
-        local all, move, del = redis.call('HGETALL', key), {}, {}
-        for i = 1, #all, 2 do
-            if bk_hash(all[i]) % (2 * w.n) ~= src then
-                move[#move + 1] = all[i]
-                move[#move + 1] = all[i + 1]
-                del[#del + 1] = all[i]
-            end
-        end
-        if #move > 0 then
-            chunks_write('HSET', bk_wkey(sh, src + w.n), move)
-            chunks_write('HDEL', key, del)
-        end
+        bk_split_hash(bk_wkey(sh, w.s), bk_wkey(sh, w.s + w.n), w.s + w.n, 2 * w.n)
         w.s = w.s + 1
         if w.s == w.n then w.b, w.n, w.s = w.b + 1, 2 * w.n, 0 end
         w.at = {}
@@ -226,7 +225,7 @@ end
 -- out by w: HMGET's replies in list's order; else the sum of the replies.
 local function bk_wcall(sh, w, cmd, list, from, to)
     local stride = cmd == 'HSET' and 2 or 1
-    local g, order, pos = bk_wgroup(w, list, from, to, stride)
+    local g, order, pos = bk_group(w, list, from, to, stride, true) -- (w: n, s, at as a shard's)
     if cmd == 'HMGET' then
         local got = {}
         for _, j in ipairs(order) do
@@ -256,26 +255,6 @@ local function bk_has(sh, kind)
         return redis.call('EXISTS', sh[kind]) == 1
     end
     return string.find(sh.flags, kind, 1, true) ~= nil
-end
-
--- list[from..to] by bucket: { [J] = the items }, the Js in first-seen
--- order, and (with places) { [J] = each item's place in list }.
-local function bk_group(sh, list, from, to, stride, places)
-    local g, order, pos = {}, {}, places and {} or nil
-    for i = from, to, stride do
-        local id = list[i] -- (HSET pairs: the ID first)
-        local j = bk_at(sh, id)
-        local t = g[j]
-        if not t then
-            t = {}
-            g[j] = t
-            order[#order + 1] = j
-            if pos then pos[j] = {} end
-        end
-        for q = 0, stride - 1 do t[#t + 1] = list[i + q] end
-        if pos then pos[j][#pos[j] + 1] = i - from + 1 end
-    end
-    return g, order, pos
 end
 
 -- The index has two levels, so that no key of it grows past ~200 KB (a
@@ -623,21 +602,6 @@ local function bk_full(sh)
     return c > BK_LOAD * k
 end
 
--- Moves the entries of hash key src whose ID lives in bucket dst now (of
--- n2 at the next level) to hash key to.
-local function bk_split_hash(src, to, dst, n2)
-    local all = redis.call('HGETALL', src)
-    local keep, move = {}, {}
-    for i = 1, #all, 2 do
-        local t = bk_hash(all[i]) % n2 == dst and move or keep
-        t[#t + 1] = all[i]
-        t[#t + 1] = all[i + 1]
-    end
-    if #move == 0 then return end
-    redis.call('DEL', src) -- rewritten whole: a smaller hash is compact again
-    bk_call('HSET', src, nil, nil, keep, 1, #keep)
-    bk_call('HSET', to, nil, nil, move, 1, #move)
-end
 
 -- Buckets: splits up to max buckets while the shard is full (linear
 -- hashing: bucket s into s and s + 2^b by the hash's bit b, then s + 1;
