@@ -47,11 +47,15 @@ local function watch_is_busy(rec)
 end
 
 -- The deadline and fire time of an offline record, or nil ("": online).
+-- (A second number of 10^12 or more is a fire time itself: lapse wrote
+-- "D F" until the compact form; an offset that large would need a deadline
+-- before 1996.)
 local function watch_parse(rec)
     local d, off = string.match(rec, '^(%d+) (%-?%d+)$')
     if not d then return nil end
-    d = tonumber(d)
-    return d, d + tonumber(off)
+    d, off = tonumber(d), tonumber(off)
+    if off >= 1e12 then return d, off end
+    return d, d + off
 end
 
 -- Adds d to the shard's count of offline IDs.
