@@ -46,7 +46,11 @@ for i in 2 3 4; do
     note "after-$i fired $(($(local_ms) - w0)) ms after it was written"
     wait_until 5000 '[[ $(redis-cli -p "$pn" GET "$NS:s:0") == inf ]]' || fail "no mark after after-$i"
 done
-assert_once events.json
+if (($(sentinel_failovers) > 1)); then
+    note "the sentinels failed over $(sentinel_failovers) times: duplicates allowed"
+else
+    assert_once events.json
+fi
 assert_never_early events.json
 proc_stop "$S" 10
 assert_eq "$PROC_RC" 0 "the scanner's exit status"

@@ -3,7 +3,7 @@
 # under load, and every program follows the failover by itself.
 #
 # One node, "lapse-a": primary a, replicas b and c, three sentinels (down
-# after 1 s); redis.wait_replicas = 1. Two shards, a scanner for each and a
+# after 2 s); redis.wait_replicas = 1. Two shards, a scanner for each and a
 # standby for shard 0. Early IDs (e-*) fire before the kill. Then producer A
 # (long-running, reading a FIFO) applies the split tests' workload
 # (sp_workload: touches, extends, cancels, repeats, payloads over 300 IDs):

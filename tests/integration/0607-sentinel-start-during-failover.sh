@@ -7,12 +7,13 @@
 #
 # One node "lapse-a": primary a, replicas b and c (after the failover the
 # new primary keeps a replica, so WAIT can be satisfied), three sentinels
-# (down after 1 s); redis.wait_replicas = 1. a dies (kill -9) and at once,
+# (down after 2 s); redis.wait_replicas = 1. a dies (kill -9) and at once,
 # while the sentinels still name it, a stdin producer with 3000 touches, a
 # scanner for each shard and lapse-scale status start. Checked: the
 # producer exits 0 with every line applied; status exits 0 and names the
-# new primary; every ID fires, once; no program says "Connection refused"
-# in an error.
+# new primary; every ID fires, once (unless a loaded machine made the
+# sentinels fail over a second time: sentinel_failovers); no program says
+# "Connection refused" in an error.
 . "$(dirname "$0")/../lib.sh"
 
 sentinel_node
@@ -30,7 +31,7 @@ scanner_start 0
 scanner_start 1
 scale status --json >status.json 2>status.err &
 status_pid=$!
-# (down after 1 s: everything started before the sentinels moved)
+# (down after 2 s: everything started before the sentinels moved)
 assert_eq "$(sentinel_primary lapse-a)" "$dead" "the primary the sentinels name once all started"
 
 wait_until 60000 '! proc_alive producer' || fail "the producer did not finish within 60 s"
@@ -52,7 +53,11 @@ echo "touch end-marker +300" | produce 2>marker.err || fail "the marker: exit st
 events_wait_ids events.json 3001 10000
 scanner_stop
 events_follow_stop
-assert_once events.json
+if (($(sentinel_failovers) > 1)); then
+    note "the sentinels failed over $(sentinel_failovers) times: duplicates allowed"
+else
+    assert_once events.json
+fi
 assert_never_early events.json
 ! grep -h '^error.*Connection refused' "$T/producer.log" "$T"/scanner-*.log status.err ||
     fail "a program gave up on a refused connection"

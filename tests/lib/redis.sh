@@ -148,13 +148,14 @@ _sentinels_settled() { # MASTER: each sentinel sees the others and a replica
 
 # sentinel_node [ARGS...]: the Sentinel tests' node "lapse-a": primary a
 # (ARGS: more redis-server arguments for it), replicas b and c, three
-# sentinels (down after 1 s). From then on rcli and the sp_* look-ups follow
-# the primary the sentinels name (during a failover the dead one, which
-# refuses: waits go on).
+# sentinels (down after 2 s: with 1 s, on a loaded machine they often
+# failed the new primary over too, a second later). From then on rcli and
+# the sp_* look-ups follow the primary the sentinels name (during a failover
+# the dead one, which refuses: waits go on).
 sentinel_node() {
     redis_start a "$@"
     redis_replica_start a b c
-    sentinels_start 3 lapse-a a 1000
+    sentinels_start 3 lapse-a a 2000
     _sp_ports() { sentinel_primary lapse-a; }
     rcli() { redis-cli -h 127.0.0.1 -p "$(sentinel_primary lapse-a)" "$@" 2>/dev/null; }
 }
@@ -163,6 +164,18 @@ sentinel_node() {
 # through its sentinels; REDIS_KEYS (libconfig text) go in the redis group
 sentinel_config() {
     sed -i "s|^redis = .*|redis = { nodes = ( { sentinels = ( $SENTINELS ); master = \"lapse-a\"; } ); ${1:-} };|" "$CONF"
+}
+
+# sentinel_failovers: how many primaries the sentinels switched to (the
+# distinct new addresses of "+switch-master" in their logs). More than the
+# test caused means a loaded machine made them fail over once more (a new
+# primary missed their pings for down-after-milliseconds, and a failover
+# leaves the old one a stale primary until they reconfigure it): claims and
+# acknowledgements not yet replicated are lost with it, so IDs fire again,
+# and producers send again writes no WAIT confirmed (at least once holds;
+# "once" does not).
+sentinel_failovers() {
+    grep -h '+switch-master' "$T"/sentinel-*.log | awk '{ print $NF }' | sort -u | wc -l
 }
 
 sentinel_primary() { # MASTER: the port the first sentinel names as the primary
