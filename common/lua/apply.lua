@@ -30,7 +30,9 @@
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something (with KEYS[8..14]:
--- { that number, a flag per "M ?" op, see the end }), or the error
+-- { that number, a flag per "M ?" op, see the end }; when an op's time was
+-- relative: { that number, those flags or "", this clock's ms }, by which
+-- the producer fixes those ops' times once applied), or the error
 -- "STALE <epoch>" (nothing applied) when the producer's layout is older than
 -- the shard's: it must reload the layout and route again.
 --
@@ -128,6 +130,7 @@ end
 local F_REPEAT, F_PAYLOAD, F_MOVE, F_INHERIT, F_WATCH, F_WATCH_OLD = string.byte('RPMIWO', 1, 6)
 local F_FIRST, F_LAST, AT_MARK = string.byte('AZ@', 1, 3)
 
+local relative = false -- an op's time is "+<ms>": the reply gives the clock
 while i <= #ARGV do
     local h = ARGV[i]
     n = n + 1
@@ -155,6 +158,7 @@ while i <= #ARGV do
         else
             AT[n] = now + tonumber(num)
             ATS[n] = string.format('%d', AT[n])
+            relative = true
         end
     end
 end
@@ -433,5 +437,9 @@ watch_count(sh, wdelta)
 wake_ring(sh)
 -- with the old shard's keys: also which "M ?" ops settled their ID here
 -- ('1': no twin in the old shard can fire again; send.c's moved-ID cache)
-if KEYS[8] then return { changed, table.concat(settled) } end
+-- with a relative time: also this clock, so the producer fixes those times
+-- (a call sent again after a WAIT fell short sets the same deadlines)
+local flags = KEYS[8] and table.concat(settled) or ''
+if relative then return { changed, flags, string.format('%d', now) } end
+if KEYS[8] then return { changed, flags } end
 return changed

@@ -76,6 +76,26 @@ static int send_append(struct send *s, size_t n, size_t *sent)
     return SEND_OK;
 }
 
+/* An applied call's ops whose time was relative ("+<ms>") get the time it
+ * resolved to, from the shard's clock in apply.lua's reply: sent again
+ * (their WAIT fell short, a batch in flight is sent again), they set the
+ * same deadline instead of a later one, so a write applied twice fires as
+ * one (id, deadline_ms), which consumers drop as a duplicate. */
+static void send_pin(struct send *s, const struct send_call *call, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+        r->element[2]->type != REDIS_REPLY_STRING)
+        return;
+    long long now = strtoll(r->element[2]->str, NULL, 10);
+    for (size_t i = 0; i < call->count; i++) {
+        struct producer_op *op = &s->p->ops[call->ops[i]];
+        if (op->kind == LAPSE_WHEN_REL && op->op != 'c') {
+            op->kind = LAPSE_WHEN_ABS;
+            op->when_ms += now;
+        }
+    }
+}
+
 /* Reads the replies of node n's `sent` calls. */
 static int send_read(struct send *s, size_t n, size_t sent)
 {
@@ -103,8 +123,11 @@ static int send_read(struct send *s, size_t n, size_t sent)
                 p->ops[call->ops[i]].done = 1; /* reported: never sent or reported again */
         } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
             send_unseeded(s, call);
-        else if (call->script == LAPSE_SCRIPT_APPLY && p->layout.splitting)
-            send_settled(s, call, reply);
+        else if (call->script == LAPSE_SCRIPT_APPLY) {
+            send_pin(s, call, reply);
+            if (p->layout.splitting)
+                send_settled(s, call, reply);
+        }
         freeReplyObject(reply);
     }
     if (!s->waits[n])

@@ -148,7 +148,7 @@ void send_settled(struct send *s, const struct send_call *c, const redisReply *r
 {
     const char *flags = "";
     size_t nflags = 0, f = 0;
-    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
         r->element[1]->type == REDIS_REPLY_STRING)
         flags = r->element[1]->str, nflags = r->element[1]->len;
     for (size_t i = 0; i < c->count; i++) {
