@@ -91,7 +91,11 @@ redis_replica_start() {
 
 # sentinels_start N MASTER PRIMARY [DOWN_MS]: N sentinels (sentinel-1..N, a
 # quorum of N/2+1) monitoring redis PRIMARY as MASTER, declaring it down
-# after DOWN_MS (default 1000) ms; returns once each knows the others and
+# after DOWN_MS (default 1000) ms, each 250 ms later than the one before:
+# sentinels started together ping in step, and when all of them find the
+# primary down in the same millisecond each votes for itself and none is
+# elected (seen under load: the failover then waits 2 x failover-timeout,
+# kept at 4 s for that); returns once each knows the others and
 # the replicas. Their "host:port" list, quoted for a config, is left in
 # SENTINELS, their ports in SENTINEL_PORTS and process names in
 # SENTINEL_NAMES. Each config names the others and PRIMARY's replicas
@@ -117,8 +121,8 @@ sentinels_start() {
         {
             printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir" "sentinel myid ${ids[i]}" \
                 "sentinel monitor $master 127.0.0.1 $pp $((n / 2 + 1))" \
-                "sentinel down-after-milliseconds $master $down" \
-                "sentinel failover-timeout $master 10000" \
+                "sentinel down-after-milliseconds $master $((down + 250 * i))" \
+                "sentinel failover-timeout $master 4000" \
                 "sentinel parallel-syncs $master 1"
             for ((j = 0; j < n; j++)); do
                 ((j == i)) || echo "sentinel known-sentinel $master 127.0.0.1 ${SENTINEL_PORTS[j]} ${ids[j]}"
