@@ -5,8 +5,12 @@
  *   offline -b BROKERS -t TOPIC [-g GROUP] [--json] [--idle-ms N] [-X key=value ...]
  *
  * A "timeout" event says the ID went offline at fired_ms; a "recovered"
- * event (planned in lapse: the ID signalled again) says it is back. The
- * consumer keeps the set of IDs offline and, on SIGTERM or SIGINT (or once
+ * event (the ID, written with recovery on, signalled again) says it is
+ * back. Only IDs written with recovery on (watch, an ingress rule's
+ * recover = true) get recovered events: one written with touch or extend
+ * stays in this set once it timed out, so write the IDs you watch with
+ * recovery on (lapse-scale offline lists only those). The consumer keeps
+ * the set of IDs offline and, on SIGTERM or SIGINT (or once
  * nothing new came for --idle-ms after it got its partitions: for scripts
  * and tests), prints it — one line per ID, "id<TAB>since_ms", sorted by ID,
  * or with --json one array of {"id", "since_ms", "deadline_ms"} — and exits
