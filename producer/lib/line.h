@@ -16,8 +16,8 @@
  * them 0x00-0x20 or 0x7f. <when> is +<ms> (relative to the moment the write is
  * first applied, on the shard's Redis clock: send.c keeps that deadline) or
  * @<unix_ms>. <payload> is the rest of the line after the spaces following
- * the last field, a trailing \r dropped, at most 64 KiB. The parsed command points into the caller's
- * buffer: nothing is copied or allocated.
+ * the last field, a trailing \r dropped, at most 64 KiB. The parsed command
+ * points into the caller's buffer: nothing is copied or allocated.
  */
 #ifndef LAPSE_LINE_H
 #define LAPSE_LINE_H

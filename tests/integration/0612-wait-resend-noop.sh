@@ -23,13 +23,7 @@ scale init 2 >/dev/null || fail "init: exit status $?"
 
 when=$(($(now_ms) + 3600000))
 echo "touch n-0 @$when" | produce || fail "the first write: exit status $?"
-b_has() { # ID: its score on replica b, in shard 0 or 1 (zset or buckets)
-    local p v
-    p=$(redis_port b)
-    v=$(shard_get ZSCORE z 0 "$1" "$p")
-    [[ -n $v ]] || v=$(shard_get ZSCORE z 1 "$1" "$p")
-    echo "$v"
-}
+b_has() { REDIS_PORT=$(redis_port b) id_score "$1"; } # ID: its score on replica b
 assert_eq "$(b_has n-0)" "$when" "n-0 on the replica before it stops"
 
 kill -STOP "$(proc_pid "${_REDIS_PROC[b]}")" # its link stays up

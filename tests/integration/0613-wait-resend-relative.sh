@@ -20,25 +20,19 @@ write_config "$CONF" ""
 sed -i "s|^redis = { nodes = \(.*\); };$|redis = { nodes = \1; wait_replicas = 1; wait_timeout_ms = 200; };|" "$CONF"
 grep -q "wait_replicas = 1" "$CONF" || fail "could not set redis.wait_replicas"
 scale init 2 >/dev/null || fail "init: exit status $?"
-score() { # ID [PORT]: its score in shard 0 or 1 (zset or buckets), on a or PORT
-    local p=${2:-$(redis_port a)} v
-    v=$(shard_get ZSCORE z 0 "$1" "$p")
-    [[ -n $v ]] || v=$(shard_get ZSCORE z 1 "$1" "$p")
-    echo "$v"
-}
 
 kill -STOP "$(proc_pid "${_REDIS_PROC[b]}")" # its link stays up
 t0=$(now_ms)
 printf 'touch r-1 +3600000\nextend r-2 +3600000\n' >lines.txt
 SPAWN_STDIN=$T/lines.txt spawn producer "$LAPSE_BIN/lapse-producer" -c "$CONF"
 waits() { redis-cli -p "$(redis_port a)" GET "$NS:w:0"; } # one INCR before each WAIT
-wait_until 20000 '[[ -n $(score r-1) && -n $(score r-2) ]]' || fail "the first attempt did not apply"
-s1=$(score r-1) s2=$(score r-2) base=$(waits)
+wait_until 20000 '[[ -n $(id_score r-1) && -n $(id_score r-2) ]]' || fail "the first attempt did not apply"
+s1=$(id_score r-1) s2=$(id_score r-2) base=$(waits)
 ((s1 >= t0 + 3600000 && s1 <= $(now_ms) + 3600000)) || fail "r-1's first deadline $s1 (written at $t0)"
 wait_until 20000 '! proc_alive producer || (($(waits) - ${base:-0} >= 3))' ||
     fail "the producer neither finished nor sent its writes three more times within 20 s"
 proc_alive producer || fail "the producer exited while no replica had its writes: $(tail -n 2 "$T/producer.log")"
-assert_eq "$(score r-1) $(score r-2)" "$s1 $s2" "the deadlines after three more attempts (the first's)"
+assert_eq "$(id_score r-1) $(id_score r-2)" "$s1 $s2" "the deadlines after three more attempts (the first's)"
 
 kill -CONT "$(proc_pid "${_REDIS_PROC[b]}")"
 wait_until 30000 '! proc_alive producer' || fail "the producer did not finish within 30 s of the replica's return"
@@ -46,5 +40,6 @@ proc_stop producer 1
 assert_eq "$PROC_RC" 0 "the producer's exit status"
 redis_kill9 a
 redis-cli -p "$(redis_port b)" REPLICAOF NO ONE >/dev/null
-assert_eq "$(score r-1 "$(redis_port b)") $(score r-2 "$(redis_port b)")" "$s1 $s2" \
+REDIS_PORT=$(redis_port b)
+assert_eq "$(id_score r-1) $(id_score r-2)" "$s1 $s2" \
     "the deadlines on the promoted replica"

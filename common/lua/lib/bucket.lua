@@ -135,7 +135,6 @@ local function bk_call(cmd, key, o1, o2, list, from, to)
     return sum
 end
 
-
 -- list[from..to] by bucket: { [J] = the items }, the Js in first-seen
 -- order, and (with places) { [J] = each item's place in list }.
 local function bk_group(sh, list, from, to, stride, places)
@@ -225,7 +224,7 @@ end
 -- out by w: HMGET's replies in list's order; else the sum of the replies.
 local function bk_wcall(sh, w, cmd, list, from, to)
     local stride = cmd == 'HSET' and 2 or 1
-    local g, order, pos = bk_group(w, list, from, to, stride, true) -- (w: n, s, at as a shard's)
+    local g, order, pos = bk_group(w, list, from, to, stride, cmd == 'HMGET') -- (w: n, s, at as a shard's)
     if cmd == 'HMGET' then
         local got = {}
         for _, j in ipairs(order) do
@@ -601,7 +600,6 @@ local function bk_full(sh)
     end
     return c > BK_LOAD * k
 end
-
 
 -- Buckets: splits up to max buckets while the shard is full (linear
 -- hashing: bucket s into s and s + 2^b by the hash's bit b, then s + 1;
