@@ -51,12 +51,11 @@ static void on_error(void *ctx, uint64_t tag, const char *reason)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-producer -c FILE [--from-kafka]\n"
-                 "Reads commands on stdin, one a line, and applies them:\n"
-                 "  touch  <id> <when> [<payload>]\n"
-                 "  extend <id> <when> [<payload>]\n"
-                 "  repeat <id> <when> <period_ms> [<payload>]\n"
-                 "  cancel <id>\n"
-                 "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
+                 "Reads commands on stdin, one a line, and applies them:\n");
+    for (int op = LAPSE_OP_TOUCH; lapse_op_args(op); op++) /* every op the parser knows */
+        fprintf(out, "  %-6s %s\n", lapse_op_name(op), lapse_op_args(op));
+    fprintf(out, "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>;\n"
+                 "watch is extend with recovery on (lapse-producer(1)).\n"
                  "Exit status: 0 every line applied; 1 a line rejected, or Redis unreachable\n"
                  "for redis.retry_timeout_ms; 2 bad options or config; 78 Redis refused us\n"
                  "(password, user, ACL, TLS).\n"
@@ -272,9 +271,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || optind != argc) {
-        fprintf(stderr, "lapse-producer: %s\n",
-                path ? "unexpected argument" : "-c FILE is required");
+    if (optind != argc) {
+        fprintf(stderr, "lapse-producer: unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!path) {
+        fprintf(stderr, "lapse-producer: -c FILE is required\n");
         return 2;
     }
     lapse_log_init("lapse-producer", LAPSE_LOG_INFO);
