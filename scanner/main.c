@@ -53,11 +53,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || shard < 0 || optind != argc) {
+    if (optind != argc) {
+        fprintf(stderr, "lapse-scanner: unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!path || shard < 0) {
         fprintf(stderr, "lapse-scanner: %s\n",
-                optind != argc ? "unexpected argument"
-                : !path        ? "-c FILE is required"
-                               : "--shard N is required");
+                !path ? "-c FILE is required" : "--shard N is required");
         return 2;
     }
     lapse_log_init("lapse-scanner", LAPSE_LOG_INFO);
