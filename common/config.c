@@ -88,7 +88,7 @@ static int check_cluster(struct ctx *x, const config_t *lc)
     n->username = c->cluster_username, n->password = c->cluster_password;
     c->cluster_username = c->cluster_password = NULL;
     n->tls = c->cluster_tls;
-    return 0;
+    return config_where(x, config_lookup(lc, "redis.cluster"), &n->where);
 }
 
 /* Topics that must differ: reading the event topic or the dead-letter topic
@@ -270,6 +270,7 @@ void lapse_config_free(struct lapse_config *cfg)
     for (size_t i = 0; i < cfg->nnodes; i++) {
         struct lapse_redis_node *n = &cfg->nodes[i];
         free_strings(config_node_keys, config_nnode_keys, n);
+        free(n->where);
         for (size_t k = 0; k < n->nsentinels; k++)
             free(n->sentinels[k]);
         free(n->sentinels);

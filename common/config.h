@@ -39,6 +39,8 @@ struct lapse_redis_node {
                               * from (redis.cluster); the node is then the whole
                               * cluster, each command routed by its key's slot */
     size_t nseeds;
+    char *where; /* "FILE:LINE" of the config naming it (its group in
+                  * redis.nodes, or redis.cluster), for messages */
 };
 
 #define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */

@@ -74,6 +74,10 @@ int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const
     __attribute__((format(printf, 4, 5)));
 int config_oom(struct ctx *x, const char *key);
 
+/* config_walk.c: "FILE:LINE" of setting `s` (the file an @include names, or
+ * the config's) into a new string at *where. 0, or -1 with errstr set. */
+int config_where(struct ctx *x, const config_setting_t *s, char **where);
+
 /* config_walk.c: checks every setting of group `grp`, in file order, against
  * `tab` (n entries), marking each found in seen[] and storing it into the
  * struct at base; `rel` is the group's path within the table, `full` its

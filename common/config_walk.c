@@ -277,6 +277,16 @@ static int check_node(struct ctx *x, const config_setting_t *e, const struct lap
     return 0;
 }
 
+int config_where(struct ctx *x, const config_setting_t *s, char **where)
+{
+    const char *file = config_setting_source_file(s) ? config_setting_source_file(s) : x->path;
+    int n = snprintf(NULL, 0, "%s:%u", file, config_setting_source_line(s));
+    if (n < 0 || !(*where = malloc((size_t)n + 1)))
+        return config_oom(x, "redis.nodes");
+    snprintf(*where, (size_t)n + 1, "%s:%u", file, config_setting_source_line(s));
+    return 0;
+}
+
 /* redis.nodes: 1..NODES_MAX groups, each checked against config_node_keys. */
 static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full)
 {
@@ -294,6 +304,8 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
         index_path(path, full, i);
         if (!config_setting_is_group(e))
             return config_fail(x, e, path, "expected a group { host = ...; port = ...; }");
+        if (config_where(x, e, &x->cfg->nodes[i].where) < 0)
+            return -1;
         unsigned char seen[SEEN_MAX] = {0};
         if (config_walk(x, e, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], "",
                         path) < 0 ||

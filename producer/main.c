@@ -17,12 +17,14 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "ingress.h"
 #include "line.h"
 #include "log.h"
 #include "producer.h"
 #include "stop.h"
+#include "waiting.h"
 
 /* The longest line we accept: op, id, when, period, payload and separators. */
 #define LINE_MAX_BYTES (LAPSE_PAYLOAD_MAX + LAPSE_ID_MAX + 256)
@@ -199,15 +201,27 @@ static int serve(struct run *run)
     return 0;
 }
 
-/* lapse_producer_new_waiting's on_wait: says once that it waits, and why
- * (the error at the end gives the last reason). */
+/* The start's wait for the first node (say_waiting); begun by start(). */
+static struct lapse_waiting waiting;
+
+/* lapse_producer_new_waiting's on_wait: says at once that it waits, how
+ * long at most, for which node of the config, and why; then again about
+ * every 10 s with the time left (waiting.h). */
 static void say_waiting(void *ctx, const char *why, int wait_ms)
 {
-    static int said;
+    char line[768];
     (void)ctx;
     (void)wait_ms;
-    if (!said++)
-        log_warn("waiting for Redis (up to redis.retry_timeout_ms): %s", why);
+    if (lapse_waiting_line(&waiting, why, lapse_clock_mono_ms(), line, sizeof line))
+        log_warn("%s", line);
+}
+
+/* lapse_producer_new_waiting, saying what it waits for (say_waiting). */
+static lapse_producer *start(const struct lapse_config *cfg, lapse_producer_error_cb *errors,
+                             void *ctx, char *err, size_t size)
+{
+    lapse_waiting_init(&waiting, cfg, 0, lapse_clock_mono_ms());
+    return lapse_producer_new_waiting(cfg, errors, say_waiting, ctx, err, size);
 }
 
 /* The exit status when lapse_producer_new failed (errno says how): 78 when
@@ -234,8 +248,7 @@ static int serve_kafka(const struct lapse_config *cfg)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    lapse_producer *p =
-        lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing, err, sizeof err);
+    lapse_producer *p = start(cfg, lapse_ingress_on_error, ing, err, sizeof err);
     if (!p) {
         int rc = start_failed(err);
         lapse_ingress_free(ing);
@@ -296,7 +309,7 @@ int main(int argc, char **argv)
         return rc;
     }
     struct run run = {0};
-    run.p = lapse_producer_new_waiting(&cfg, on_error, say_waiting, &run, err, sizeof err);
+    run.p = start(&cfg, on_error, &run, err, sizeof err);
     if (!run.p) {
         int rc = start_failed(err);
         lapse_config_free(&cfg);
