@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     }
     lapse_log_init("lapse-scanner", LAPSE_LOG_INFO);
     struct lapse_config cfg;
-    char err[512];
+    char err[2048]; /* every problem of a config, a line each */
     if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
