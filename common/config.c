@@ -9,14 +9,16 @@
  *  - The whole file is checked before lapse_config_load returns 0: a key that
  *    is not in a table, a value of the wrong type or out of bounds, or a
  *    missing required key is an error. Problems are found in file order, then
- *    missing keys in table order; only the first is reported.
+ *    missing keys in table order; each is reported on a line of its own
+ *    (config_walk.c says which go on to the next).
  *  - On success every field is set (from the file or the table's default);
  *    every string is a strdup'd copy, so the libconfig object is destroyed
  *    before we return and nothing points into it.
  *  - On failure `cfg` is freed and zeroed, so lapse_config_free is always safe.
  *    Arrays are allocated zeroed with their count set at once, so a failure
  *    half-way through filling one frees cleanly.
- *  - This module never prints and never exits; errstr gets one short line.
+ *  - This module never prints and never exits; errstr gets one short line
+ *    a problem.
  */
 #include "config.h"
 #include "config_priv.h"
@@ -88,7 +90,7 @@ static int check_cluster(struct ctx *x, const config_t *lc)
     n->username = c->cluster_username, n->password = c->cluster_password;
     c->cluster_username = c->cluster_password = NULL;
     n->tls = c->cluster_tls;
-    return 0;
+    return config_where(x, config_lookup(lc, "redis.cluster"), &n->where);
 }
 
 /* Topics that must differ: reading the event topic or the dead-letter topic
@@ -210,7 +212,7 @@ static void bracket_hint(const char *file, char *hint, size_t size)
 
 int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size)
 {
-    struct ctx x = {cfg, path, errstr, size};
+    struct ctx x = {.cfg = cfg, .path = path, .err = errstr, .errsize = size};
     memset(cfg, 0, sizeof *cfg);
     if (errstr && size)
         errstr[0] = '\0';
@@ -241,12 +243,14 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
     int rc = -1;
     if ((cfg->path = strdup(path)) == NULL)
         config_oom(&x, "path");
-    else if (config_walk(&x, config_root_setting(&lc), config_keys, config_nkeys, seen, cfg, "",
-                         "") == 0 &&
-             config_fill(&x, config_keys, config_nkeys, seen, cfg, "") == 0)
-        rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 || check_policy(&x, &lc) < 0
+    else if ((config_walk(&x, config_root_setting(&lc), config_keys, config_nkeys, seen, cfg, "",
+                          ""),
+              config_fill(&x, config_keys, config_nkeys, seen, cfg, ""), x.problems == x.unknown))
+        /* (what keys say together, once every value is right) */
+        rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 || check_policy(&x, &lc) < 0 ||
+                     check_topics(&x, &lc) < 0 || x.problems
                  ? -1
-                 : check_topics(&x, &lc);
+                 : 0;
     config_destroy(&lc);
     if (rc < 0)
         lapse_config_free(cfg);
@@ -270,6 +274,7 @@ void lapse_config_free(struct lapse_config *cfg)
     for (size_t i = 0; i < cfg->nnodes; i++) {
         struct lapse_redis_node *n = &cfg->nodes[i];
         free_strings(config_node_keys, config_nnode_keys, n);
+        free(n->where);
         for (size_t k = 0; k < n->nsentinels; k++)
             free(n->sentinels[k]);
         free(n->sentinels);

@@ -4,9 +4,10 @@
  * Every key lives in one table in config.c with its type, default, bounds and
  * a comment; lapse.conf.example documents the same keys. Loading validates the
  * whole file (unknown keys, wrong types, out-of-range values, missing required
- * keys) before any program touches Redis or Kafka, and reports the first
- * problem as "FILE:LINE: key: reason" ("FILE: key: reason" when there is no
- * line, e.g. a missing key).
+ * keys) before any program touches Redis or Kafka, and reports each
+ * problem on a line of its own, "FILE:LINE: key: reason" ("FILE: key:
+ * reason" when there is no line, e.g. a missing key): every unknown key and
+ * every bad value at once, not only the first.
  */
 #ifndef LAPSE_CONFIG_H
 #define LAPSE_CONFIG_H
@@ -39,6 +40,8 @@ struct lapse_redis_node {
                               * from (redis.cluster); the node is then the whole
                               * cluster, each command routed by its key's slot */
     size_t nseeds;
+    char *where; /* "FILE:LINE" of the config naming it (its group in
+                  * redis.nodes, or redis.cluster), for messages */
 };
 
 #define LAPSE_NODE_NAME_MAX 300 /* lapse_node_name's buffer, with the NUL */
@@ -132,8 +135,9 @@ struct lapse_config {
 
 /*
  * Loads and validates `path` into `cfg` (which it fully initialises).
- * Returns 0, or -1 with the reason in errstr and `cfg` left empty (safe to
- * pass to lapse_config_free).
+ * Returns 0, or -1 with the reasons in errstr, one line each, separated by
+ * '\n' (what does not fit is cut), and `cfg` left empty (safe to pass to
+ * lapse_config_free).
  */
 int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, size_t size);
 

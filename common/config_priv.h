@@ -65,24 +65,36 @@ struct ctx {
     const char *path; /* file named in messages when a setting has none */
     char *err;        /* caller's errstr */
     size_t errsize;
+    size_t used;  /* bytes of err written: the problems so far, a line each */
+    int problems; /* how many config_fail reported */
+    int unknown;  /* how many of them were unknown keys (they set nothing) */
+    int oom;      /* 1 once out of memory: the walk stops there */
 };
 
-/* config_walk.c: writes "FILE:LINE: key: reason" (or "FILE: key: reason"
- * when `s` is NULL or has no line) into the caller's errstr; returns -1 for
- * `return config_fail()`. config_oom says "out of memory" the same way. */
+/* config_walk.c: adds the line "FILE:LINE: key: reason" (or "FILE: key:
+ * reason" when `s` is NULL or has no line) to the caller's errstr, after a
+ * '\n' when it holds problems already (what does not fit is cut); returns
+ * -1 for `return config_fail()`. config_oom says "out of memory" the same
+ * way and stops the walk. */
 int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int config_oom(struct ctx *x, const char *key);
 
+/* config_walk.c: "FILE:LINE" of setting `s` (the file an @include names, or
+ * the config's) into a new string at *where. 0, or -1 with errstr set. */
+int config_where(struct ctx *x, const config_setting_t *s, char **where);
+
 /* config_walk.c: checks every setting of group `grp`, in file order, against
  * `tab` (n entries), marking each found in seen[] and storing it into the
  * struct at base; `rel` is the group's path within the table, `full` its
- * path in the file. 0, or -1 with errstr set. */
+ * path in the file. A setting that is wrong is reported and the walk goes
+ * on to the next, so that every unknown key and every bad value is named
+ * at once. 0, or -1 with errstr set when it found any problem. */
 int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *tab, size_t n,
                 unsigned char *seen, void *base, const char *rel, const char *full);
 
-/* config_walk.c: after a walk, a required key not seen is an error, others
- * get their defaults. 0, or -1 with errstr set. */
+/* config_walk.c: after a walk, a required key not seen is an error (each
+ * one reported), others get their defaults. 0, or -1 with errstr set. */
 int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
                 void *base, const char *full);
 

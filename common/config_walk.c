@@ -6,8 +6,15 @@
  * are one line, "FILE:LINE: key: reason".
  *
  * Invariants (config.c relies on them):
- *  - Problems are found in file order, then missing keys in table order; the
- *    first one stops the walk and is the one reported.
+ *  - Problems are found in file order, then missing keys in table order;
+ *    each setting's first problem is reported, one line each, and the walk
+ *    goes on to the next setting (an element of a list stops at its first:
+ *    what follows in the same list would be compared with a half-read
+ *    one). What several keys say together is checked only when no value
+ *    was wrong (unknown keys set nothing): config.c's checks when only
+ *    unknown keys were reported, check_node and the nodes' comparison when
+ *    nothing was, so that no problem is reported as a consequence of
+ *    another.
  *  - Every string stored is a strdup'd copy, so nothing points into the
  *    libconfig object once config.c destroys it.
  *  - Arrays are allocated zeroed with their count set at once, so a failure
@@ -29,8 +36,17 @@
  * `return config_fail()`. */
 int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const char *fmt, ...)
 {
-    if (x->err == NULL || x->errsize == 0)
+    if (x->err == NULL || x->errsize == 0) {
+        x->problems++;
         return -1;
+    }
+    if (x->problems++ > 0) {
+        if (x->used + 2 >= x->errsize)
+            return -1; /* no room for another line */
+        x->err[x->used++] = '\n';
+    }
+    char *out = x->err + x->used;
+    size_t room = x->errsize - x->used;
     const char *file = x->path;
     unsigned line = 0;
     if (s != NULL) {
@@ -38,19 +54,21 @@ int config_fail(struct ctx *x, const config_setting_t *s, const char *key, const
         if (config_setting_source_file(s) != NULL) /* an @include'd file */
             file = config_setting_source_file(s);
     }
-    int n = line ? snprintf(x->err, x->errsize, "%s:%u: %s: ", file, line, key)
-                 : snprintf(x->err, x->errsize, "%s: %s: ", file, key);
-    if (n >= 0 && (size_t)n < x->errsize) {
+    int n = line ? snprintf(out, room, "%s:%u: %s: ", file, line, key)
+                 : snprintf(out, room, "%s: %s: ", file, key);
+    if (n >= 0 && (size_t)n < room) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(x->err + n, x->errsize - (size_t)n, fmt, ap);
+        vsnprintf(out + n, room - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    x->used += strlen(out);
     return -1;
 }
 
 int config_oom(struct ctx *x, const char *key)
 {
+    x->oom = 1;
     return config_fail(x, NULL, key, "out of memory");
 }
 
@@ -277,6 +295,16 @@ static int check_node(struct ctx *x, const config_setting_t *e, const struct lap
     return 0;
 }
 
+int config_where(struct ctx *x, const config_setting_t *s, char **where)
+{
+    const char *file = config_setting_source_file(s) ? config_setting_source_file(s) : x->path;
+    int n = snprintf(NULL, 0, "%s:%u", file, config_setting_source_line(s));
+    if (n < 0 || !(*where = malloc((size_t)n + 1)))
+        return config_oom(x, "redis.nodes");
+    snprintf(*where, (size_t)n + 1, "%s:%u", file, config_setting_source_line(s));
+    return 0;
+}
+
 /* redis.nodes: 1..NODES_MAX groups, each checked against config_node_keys. */
 static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full)
 {
@@ -288,34 +316,43 @@ static int load_nodes(struct ctx *x, const config_setting_t *s, const char *full
     if ((x->cfg->nodes = calloc((size_t)n, sizeof *x->cfg->nodes)) == NULL)
         return config_oom(x, full);
     x->cfg->nnodes = (size_t)n;
-    for (int i = 0; i < n; i++) {
+    int before = x->problems;
+    for (int i = 0; i < n && !x->oom; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         char path[PATH_MAX_];
         index_path(path, full, i);
-        if (!config_setting_is_group(e))
-            return config_fail(x, e, path, "expected a group { host = ...; port = ...; }");
-        unsigned char seen[SEEN_MAX] = {0};
-        if (config_walk(x, e, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], "",
-                        path) < 0 ||
-            config_fill(x, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], path) <
-                0 ||
-            check_node(x, e, &x->cfg->nodes[i], path) < 0)
+        if (!config_setting_is_group(e)) {
+            config_fail(x, e, path, "expected a group { host = ...; port = ...; }");
+            continue;
+        }
+        if (config_where(x, e, &x->cfg->nodes[i].where) < 0)
             return -1;
+        unsigned char seen[SEEN_MAX] = {0};
+        int walked = config_walk(x, e, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i],
+                                 "", path);
+        if (config_fill(x, config_node_keys, config_nnode_keys, seen, &x->cfg->nodes[i], path) <
+                0 ||
+            walked < 0 || check_node(x, e, &x->cfg->nodes[i], path) < 0)
+            continue; /* reported; the next node may have problems too */
+        if (x->problems > before)
+            continue; /* a node before it was wrong: no comparing with it */
         char name[LAPSE_NODE_NAME_MAX], other[LAPSE_NODE_NAME_MAX];
         lapse_node_name(&x->cfg->nodes[i], name, sizeof name);
         for (int j = 0; j < i; j++) {
             const char *was_i = x->cfg->nodes[i].was, *was_j = x->cfg->nodes[j].was;
             lapse_node_name(&x->cfg->nodes[j], other, sizeof other);
             if (strcmp(other, name) == 0 || (was_j && strcmp(was_j, name) == 0) ||
-                (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0))))
-                return config_fail(
-                    x, e, path, "%s is listed twice (as redis.nodes[%d])",
-                    was_i && (strcmp(was_i, other) == 0 || (was_j && !strcmp(was_i, was_j))) ? was_i
-                                                                                             : name,
-                    j);
+                (was_i && (strcmp(was_i, other) == 0 || (was_j && strcmp(was_i, was_j) == 0)))) {
+                config_fail(x, e, path, "%s is listed twice (as redis.nodes[%d])",
+                            was_i && (strcmp(was_i, other) == 0 || (was_j && !strcmp(was_i, was_j)))
+                                ? was_i
+                                : name,
+                            j);
+                break;
+            }
         }
     }
-    return 0;
+    return x->problems > before ? -1 : 0;
 }
 
 /* Properties lapse sets itself on the ingress consumer: overriding them
@@ -406,24 +443,26 @@ static int load_rules(struct ctx *x, const config_setting_t *s, const char *full
     if ((x->cfg->ingress_rules = calloc((size_t)n, sizeof *x->cfg->ingress_rules)) == NULL)
         return config_oom(x, full);
     x->cfg->ningress_rules = (size_t)n;
-    int tf = find(config_rule_keys, config_nrule_keys, "time_field");
-    for (int i = 0; i < n; i++) {
+    int tf = find(config_rule_keys, config_nrule_keys, "time_field"), before = x->problems;
+    for (int i = 0; i < n && !x->oom; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         struct lapse_ingress_rule *r = &x->cfg->ingress_rules[i];
         char path[PATH_MAX_];
         index_path(path, full, i);
-        if (!config_setting_is_group(e))
-            return config_fail(x, e, path, "expected a group { timeout_ms = ...; }");
+        if (!config_setting_is_group(e)) {
+            config_fail(x, e, path, "expected a group { timeout_ms = ...; }");
+            continue;
+        }
         unsigned char seen[SEEN_MAX] = {0};
-        if (config_walk(x, e, config_rule_keys, config_nrule_keys, seen, r, "", path) < 0 ||
-            config_fill(x, config_rule_keys, config_nrule_keys, seen, r, path) < 0)
-            return -1;
+        int walked = config_walk(x, e, config_rule_keys, config_nrule_keys, seen, r, "", path);
+        if (config_fill(x, config_rule_keys, config_nrule_keys, seen, r, path) < 0 || walked < 0)
+            continue; /* reported; the next rule may have problems too */
         if ((r->match_field == NULL) != (r->match_value == NULL))
-            return config_fail(x, e, path, "match_field and match_value go together");
-        if (seen[tf] && r->time_source != LAPSE_TIME_FIELD)
-            return config_fail(x, e, path, "time_field needs time = \"field\"");
+            config_fail(x, e, path, "match_field and match_value go together");
+        else if (seen[tf] && r->time_source != LAPSE_TIME_FIELD)
+            config_fail(x, e, path, "time_field needs time = \"field\"");
     }
-    return 0;
+    return x->problems > before ? -1 : 0;
 }
 
 static const char *const time_names[] = {
@@ -448,8 +487,14 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
     int t = config_setting_type(s);
     switch (k->type) {
     case K_GROUP:
-        if (t != CONFIG_TYPE_GROUP)
+        if (t != CONFIG_TYPE_GROUP) {
+            /* its keys are not missing too: this one line says it all */
+            size_t rl = strlen(rel);
+            for (size_t i = 0; i < n; i++)
+                if (strncmp(tab[i].path, rel, rl) == 0 && tab[i].path[rl] == '.')
+                    seen[i] = 1;
             return config_fail(x, s, full, "expected a group { ... }");
+        }
         return config_walk(x, s, tab, n, seen, base, rel, full);
     case K_INT: {
         if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
@@ -507,8 +552,8 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
 int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *tab, size_t n,
                 unsigned char *seen, void *base, const char *rel, const char *full)
 {
-    int len = config_setting_length(grp);
-    for (int i = 0; i < len; i++) {
+    int len = config_setting_length(grp), before = x->problems;
+    for (int i = 0; i < len && !x->oom; i++) {
         const config_setting_t *s = config_setting_get_elem(grp, (unsigned)i);
         char relp[PATH_MAX_], fullp[PATH_MAX_];
         join(relp, rel, config_setting_name(s));
@@ -516,8 +561,11 @@ int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *ta
         int k = find(tab, n, relp);
         if (k < 0) {
             const char *near = near_key(tab, n, relp);
-            if (!near)
-                return config_fail(x, s, fullp, "unknown key");
+            x->unknown++;
+            if (!near) {
+                config_fail(x, s, fullp, "unknown key");
+                continue;
+            }
             /* the table's paths are relative: the file's path of the group
              * the table describes goes before (full ends with rel) */
             char nearp[PATH_MAX_], root[PATH_MAX_];
@@ -527,27 +575,30 @@ int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *ta
             if (rl && root[rl - 1] == '.')
                 root[rl - 1] = '\0';
             join(nearp, root, near);
-            return config_fail(x, s, fullp, "unknown key (did you mean %s?)", nearp);
+            config_fail(x, s, fullp, "unknown key (did you mean %s?)", nearp);
+            continue;
         }
         seen[k] = 1;
-        if (set_one(x, s, &tab[k], tab, n, seen, base, relp, fullp) < 0)
-            return -1;
+        set_one(x, s, &tab[k], tab, n, seen, base, relp, fullp); /* reported; on to the next */
     }
-    return 0;
+    return x->problems > before ? -1 : 0;
 }
 
 /* After a walk: a required key not seen is an error, others get defaults. */
 int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
                 void *base, const char *full)
 {
-    for (size_t i = 0; i < n; i++) {
+    int before = x->problems;
+    for (size_t i = 0; i < n && !x->oom; i++) {
         const struct key *k = &tab[i];
         char fullp[PATH_MAX_];
         if (seen[i])
             continue;
         join(fullp, full, k->path);
-        if (k->required)
-            return config_fail(x, NULL, fullp, "missing");
+        if (k->required) {
+            config_fail(x, NULL, fullp, "missing");
+            continue;
+        }
         if (k->type == K_INT || k->type == K_BOOL)
             *(int *)((char *)base + k->off) = (int)k->def;
         else if (k->type == K_LEVEL)
@@ -558,5 +609,5 @@ int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned c
                  store_str(x, k, base, fullp, k->sdef) < 0)
             return -1;
     }
-    return 0;
+    return x->problems > before ? -1 : 0;
 }

@@ -258,7 +258,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!brokers || !topic || optind != argc) {
+    if (optind != argc) {
+        fprintf(stderr, PROG ": unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!brokers || !topic) {
         usage(stderr);
         return 2;
     }

@@ -17,12 +17,14 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "ingress.h"
 #include "line.h"
 #include "log.h"
 #include "producer.h"
 #include "stop.h"
+#include "waiting.h"
 
 /* The longest line we accept: op, id, when, period, payload and separators. */
 #define LINE_MAX_BYTES (LAPSE_PAYLOAD_MAX + LAPSE_ID_MAX + 256)
@@ -51,12 +53,11 @@ static void on_error(void *ctx, uint64_t tag, const char *reason)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: lapse-producer -c FILE [--from-kafka]\n"
-                 "Reads commands on stdin, one a line, and applies them:\n"
-                 "  touch  <id> <when> [<payload>]\n"
-                 "  extend <id> <when> [<payload>]\n"
-                 "  repeat <id> <when> <period_ms> [<payload>]\n"
-                 "  cancel <id>\n"
-                 "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>.\n"
+                 "Reads commands on stdin, one a line, and applies them:\n");
+    for (int op = LAPSE_OP_TOUCH; lapse_op_args(op); op++) /* every op the parser knows */
+        fprintf(out, "  %-6s %s\n", lapse_op_name(op), lapse_op_args(op));
+    fprintf(out, "<when> is +<ms> (from now, on the shard's Redis clock) or @<unix_ms>;\n"
+                 "watch is extend with recovery on (lapse-producer(1)).\n"
                  "Exit status: 0 every line applied; 1 a line rejected, or Redis unreachable\n"
                  "for redis.retry_timeout_ms; 2 bad options or config; 78 Redis refused us\n"
                  "(password, user, ACL, TLS).\n"
@@ -200,15 +201,27 @@ static int serve(struct run *run)
     return 0;
 }
 
-/* lapse_producer_new_waiting's on_wait: says once that it waits, and why
- * (the error at the end gives the last reason). */
+/* The start's wait for the first node (say_waiting); begun by start(). */
+static struct lapse_waiting waiting;
+
+/* lapse_producer_new_waiting's on_wait: says at once that it waits, how
+ * long at most, for which node of the config, and why; then again about
+ * every 10 s with the time left (waiting.h). */
 static void say_waiting(void *ctx, const char *why, int wait_ms)
 {
-    static int said;
+    char line[768];
     (void)ctx;
     (void)wait_ms;
-    if (!said++)
-        log_warn("waiting for Redis (up to redis.retry_timeout_ms): %s", why);
+    if (lapse_waiting_line(&waiting, why, lapse_clock_mono_ms(), line, sizeof line))
+        log_warn("%s", line);
+}
+
+/* lapse_producer_new_waiting, saying what it waits for (say_waiting). */
+static lapse_producer *start(const struct lapse_config *cfg, lapse_producer_error_cb *errors,
+                             void *ctx, char *err, size_t size)
+{
+    lapse_waiting_init(&waiting, cfg, 0, lapse_clock_mono_ms());
+    return lapse_producer_new_waiting(cfg, errors, say_waiting, ctx, err, size);
 }
 
 /* The exit status when lapse_producer_new failed (errno says how): 78 when
@@ -235,8 +248,7 @@ static int serve_kafka(const struct lapse_config *cfg)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    lapse_producer *p =
-        lapse_producer_new_waiting(cfg, lapse_ingress_on_error, say_waiting, ing, err, sizeof err);
+    lapse_producer *p = start(cfg, lapse_ingress_on_error, ing, err, sizeof err);
     if (!p) {
         int rc = start_failed(err);
         lapse_ingress_free(ing);
@@ -272,14 +284,17 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || optind != argc) {
-        fprintf(stderr, "lapse-producer: %s\n",
-                path ? "unexpected argument" : "-c FILE is required");
+    if (optind != argc) {
+        fprintf(stderr, "lapse-producer: unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!path) {
+        fprintf(stderr, "lapse-producer: -c FILE is required\n");
         return 2;
     }
     lapse_log_init("lapse-producer", LAPSE_LOG_INFO);
     struct lapse_config cfg;
-    char err[512];
+    char err[2048]; /* every problem of a config, a line each */
     if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
@@ -294,7 +309,7 @@ int main(int argc, char **argv)
         return rc;
     }
     struct run run = {0};
-    run.p = lapse_producer_new_waiting(&cfg, on_error, say_waiting, &run, err, sizeof err);
+    run.p = start(&cfg, on_error, &run, err, sizeof err);
     if (!run.p) {
         int rc = start_failed(err);
         lapse_config_free(&cfg);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "redis.h"
 #include "scanner_priv.h"
+#include "waiting.h"
 
 void scanner_redis_error(lapse_scanner *s, const char *what, const lapse_redis *from,
                          const redisReply *r)
@@ -83,6 +84,8 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
     int64_t give_up = lapse_clock_mono_ms() + s->cfg->redis_retry_timeout_ms;
+    struct lapse_waiting waiting; /* what it says meanwhile */
+    lapse_waiting_init(&waiting, s->cfg, 0, give_up - s->cfg->redis_retry_timeout_ms);
     while (!*stop) {
         int rc = lapse_redis_ensure(s->home) < 0
                      ? -2
@@ -104,8 +107,9 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
             return -1;
         }
         METRIC_SET(s, redis_up, 0);
-        lapse_log_limited(&s->lim_redis, 1, LAPSE_LOG_WARN, "waiting for Redis: %s",
-                          lapse_redis_errstr(s->home));
+        if (lapse_waiting_line(&waiting, lapse_redis_errstr(s->home), lapse_clock_mono_ms(), err,
+                               sizeof err))
+            log_warn("%s", err);
         lapse_clock_sleep_ms(200);
     }
     if (*stop)

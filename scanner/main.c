@@ -53,16 +53,18 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || shard < 0 || optind != argc) {
+    if (optind != argc) {
+        fprintf(stderr, "lapse-scanner: unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!path || shard < 0) {
         fprintf(stderr, "lapse-scanner: %s\n",
-                optind != argc ? "unexpected argument"
-                : !path        ? "-c FILE is required"
-                               : "--shard N is required");
+                !path ? "-c FILE is required" : "--shard N is required");
         return 2;
     }
     lapse_log_init("lapse-scanner", LAPSE_LOG_INFO);
     struct lapse_config cfg;
-    char err[512];
+    char err[2048]; /* every problem of a config, a line each */
     if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;

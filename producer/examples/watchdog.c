@@ -11,6 +11,8 @@
  *    queue is flushed, or a device that signals rarely would go offline
  *    while its signal waited for the batch to fill;
  *  - the exit status is non-zero when any line was refused or not applied.
+ *
+ * Usage: watchdog [CONFIG] (lapse.conf when not given); --help.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -62,9 +64,27 @@ static void line_end(lapse_producer *p, const char *line, size_t len, size_t too
     }
 }
 
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: watchdog [CONFIG (lapse.conf)] < device IDs, one a line\n"
+                 "Pushes each device's deadline 60 s ahead. Exit status: 0 every line\n"
+                 "applied; 1 a line refused or not applied, or no start; 2 bad arguments.\n");
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    /* a config path never starts with '-' here: "./-odd.conf" names one */
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "watchdog: %s \"%s\"\n",
+                argc > 2 ? "unexpected argument" : "unknown option", argv[argc > 2 ? 2 : 1]);
+        usage(stderr);
+        return 2;
+    }
     /* A line longer than an ID cannot be one: only its length is kept. */
     char buf[LAPSE_ID_MAX + 2];
     size_t have = 0, too_long = 0; /* bytes held; > 0: the line is overlong */

@@ -56,14 +56,6 @@ int lapse_command_is(const json_t *json)
     return op != NULL && !json_is_null(op);
 }
 
-static const struct {
-    enum lapse_op op;
-    const char *name;
-} ops[] = {
-    {LAPSE_OP_TOUCH, "touch"},   {LAPSE_OP_EXTEND, "extend"}, {LAPSE_OP_REPEAT, "repeat"},
-    {LAPSE_OP_CANCEL, "cancel"}, {LAPSE_OP_WATCH, "watch"},
-};
-
 /* The member `name`, or NULL when it is missing or null. */
 static json_t *get(const json_t *obj, const char *name)
 {
@@ -98,16 +90,25 @@ static int parse_op(const json_t *obj, struct lapse_cmd *cmd, char *errstr, size
         return fail(errstr, size, "field \"op\": expected a string");
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (n == strlen(ops[i].name) && memcmp(s, ops[i].name, n) == 0) {
-            cmd->op = ops[i].op;
+    /* the ops are line.h's, all of them (lapse_op_args) */
+    for (int op = LAPSE_OP_TOUCH; lapse_op_args(op); op++)
+        if (n == strlen(lapse_op_name(op)) && memcmp(s, lapse_op_name(op), n) == 0) {
+            cmd->op = op;
             return 0;
         }
+    char expected[128] = "";
+    size_t at = 0;
+    for (int op = LAPSE_OP_TOUCH; lapse_op_args(op) && at < sizeof expected; op++) {
+        int w = snprintf(expected + at, sizeof expected - at, "%s%s",
+                         op == LAPSE_OP_TOUCH    ? ""
+                         : lapse_op_args(op + 1) ? ", "
+                                                 : " or ",
+                         lapse_op_name(op));
+        at += w > 0 ? (size_t)w : 0;
+    }
     char q[LAPSE_QUOTE_MAX + 4];
     lapse_command_quote(q, s, n);
-    return fail(errstr, size,
-                "field \"op\": unknown operation \"%s\" (expected touch, extend, repeat or cancel)",
-                q);
+    return fail(errstr, size, "field \"op\": unknown operation \"%s\" (expected %s)", q, expected);
 }
 
 static int parse_id(const json_t *obj, struct lapse_cmd *cmd, char *errstr, size_t size)

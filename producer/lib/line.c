@@ -95,17 +95,21 @@ __attribute__((format(printf, 3, 4))) static enum lapse_line_result fail(char *e
     return LAPSE_LINE_ERROR;
 }
 
-/* The commands, exact lowercase; the usage line is the "missing field" error. */
+/* The commands, exact lowercase, in enum order: every list of them (the
+ * programs' --help, the ingress's errors) is made from this table. The
+ * usage line is the "missing field" error; args is what --help shows. */
 static const struct op_info {
     enum lapse_op op;
     const char *name;
     const char *usage;
+    const char *args;
 } ops[] = {
-    {LAPSE_OP_TOUCH, "touch", "touch needs <id> <when>"},
-    {LAPSE_OP_EXTEND, "extend", "extend needs <id> <when>"},
-    {LAPSE_OP_REPEAT, "repeat", "repeat needs <id> <when> <period_ms>"},
-    {LAPSE_OP_CANCEL, "cancel", "cancel needs <id>"},
-    {LAPSE_OP_WATCH, "watch", "watch needs <id> <when>"},
+    {LAPSE_OP_TOUCH, "touch", "touch needs <id> <when>", "<id> <when> [<payload>]"},
+    {LAPSE_OP_EXTEND, "extend", "extend needs <id> <when>", "<id> <when> [<payload>]"},
+    {LAPSE_OP_REPEAT, "repeat", "repeat needs <id> <when> <period_ms>",
+     "<id> <when> <period_ms> [<payload>]"},
+    {LAPSE_OP_CANCEL, "cancel", "cancel needs <id>", "<id>"},
+    {LAPSE_OP_WATCH, "watch", "watch needs <id> <when>", "<id> <when> [<payload>]"},
 };
 
 /*
@@ -293,4 +297,12 @@ const char *lapse_op_name(enum lapse_op op)
         if (ops[i].op == op)
             return ops[i].name;
     return "?";
+}
+
+const char *lapse_op_args(enum lapse_op op)
+{
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].op == op)
+            return ops[i].args;
+    return NULL;
 }

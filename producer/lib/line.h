@@ -87,7 +87,13 @@ int lapse_cmd_check(const struct lapse_cmd *cmd, char *errstr, size_t size);
 #define LAPSE_QUOTE_MAX 40
 void lapse_quote(char *out, const char *p, size_t n);
 
-/* "touch", "extend", "repeat", "cancel", "watch". */
+/* "touch", "extend", "repeat", "cancel", "watch"; "?" for any other value. */
 const char *lapse_op_name(enum lapse_op op);
+
+/* The op's arguments in the line protocol, "<id> <when> [<payload>]" for
+ * touch; NULL for a value that is no op. The ops are numbered from
+ * LAPSE_OP_TOUCH up without a gap, so a list of them all runs from there
+ * to the first NULL. */
+const char *lapse_op_args(enum lapse_op op);
 
 #endif

@@ -2,8 +2,9 @@
 # 0070-bad-config: a wrong, missing or out-of-range key stops lapse-producer,
 # lapse-scanner and lapse-scale before they connect anywhere, with one line
 # "FILE:LINE: key: reason" ("FILE: key: reason" for a missing key) on
-# stderr; an unknown key near a known one names it ("did you mean"), a
-# group left open is named by the line that opened it. Redis is real and
+# stderr for each problem (two unknown keys: two lines); an unknown key
+# near a known one names it ("did you mean"), a group left open is named
+# by the line that opened it. Redis is real and
 # counts connections: none may arrive; Kafka points where nothing listens.
 # Also: --help exits 0 and an unknown option exits non-zero for every
 # program.
@@ -46,8 +47,9 @@ echo "touch ok +600000" | "$LAPSE_BIN/lapse-producer" -c good.conf || fail "prod
 conns() { rcli INFO stats | tr -d '\r' | sed -n 's/^total_connections_received://p'; }
 c0=$(conns)
 
-# check NAME ERE: each program must refuse NAME.conf with its stderr line
-# matching "NAME.conf" followed by ERE (at the start or after ": ")
+# check NAME ERE [LINES]: each program must refuse NAME.conf with its stderr
+# line (LINES lines, default 1) matching "NAME.conf" followed by ERE (at the
+# start or after ": ")
 check() {
     local name=$1 ere="(^|: )${1//./\\.}\\.conf$2" prog rc
     for prog in producer scanner scale; do
@@ -61,7 +63,7 @@ check() {
         ((rc != 124)) || fail "$prog did not exit on $name.conf (timeout)"
         ((rc < 128)) || fail "$prog crashed on $name.conf (status $rc)"
         assert_file_match "$name.$prog.err" "$ere" "$prog's error for $name.conf"
-        assert_eq "$(_lines "$name.$prog.err")" 1 "lines on $prog's stderr for $name.conf"
+        assert_eq "$(_lines "$name.$prog.err")" "${3:-1}" "lines on $prog's stderr for $name.conf"
     done
 }
 
@@ -93,6 +95,12 @@ C_POLL='  pol_ms = 10;' mkcfg typo
 check typo ":14: scanner\.pol_ms: unknown key \(did you mean scanner\.poll_ms\?\)$"
 C_POLL='  poll_msec = 10;' mkcfg typo2
 check typo2 ":14: scanner\.poll_msec: unknown key \(did you mean scanner\.poll_ms\?\)$"
+# two unknown keys: both named, a line each
+C_POLL='  pol_ms = 10;' C_EXTRA='bogus_key = 1;' mkcfg two
+check two ":14: scanner\.pol_ms: unknown key \(did you mean scanner\.poll_ms\?\)$" 2
+for prog in producer scanner scale; do
+    assert_file_match "two.$prog.err" "(^|: )two\.conf:17: bogus_key: unknown key$" "$prog's second line for two.conf"
+done
 C_EXTRA='producer = { batch = 0; };' mkcfg batch
 check batch ":17: producer.batch: "
 C_EXTRA='oops = ;' mkcfg syntax

@@ -36,7 +36,7 @@ bad 'field "in_ms": expected a non-negative integer' \
     'k3	{"op":"touch","id":"x","in_ms":"5"}'
 bad 'field "id": must be 1..512 bytes (got 600)' \
     "k4	{\"op\":\"touch\",\"id\":\"$long\",\"in_ms\":5}"
-bad 'field "op": unknown operation "frob" (expected touch, extend, repeat or cancel)' \
+bad 'field "op": unknown operation "frob" (expected touch, extend, repeat, cancel or watch)' \
     'k5	{"op":"frob","id":"y"}'
 good 'good-2	{"op":"extend","id":"good-2","in_ms":600000,"payload":"p2"}'
 bad 'no watchdog rule matches (rules[0]: value is not a JSON object); value: a JSON array, not an object' \

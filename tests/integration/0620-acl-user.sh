@@ -99,7 +99,7 @@ want="lapse-x: no sentinel named its primary.*127\\.0\\.0\\.1:$s1.*refused"
 expect_unreachable "all sentinels down" "nodes = ( { sentinels = ( \"127.0.0.1:$s1\", \"127.0.0.1:$FREE_PORT\" ); master = \"lapse-x\"; password = \"pw-lapse-s3cret\"; } ); retry_timeout_ms = 1000;" \
     "$want"
 spawn waiting "$LAPSE_BIN/lapse-scanner" -c "$T/refused.conf" --shard 0
-wait_until 10000 "grep -Eq 'waiting for Redis: redis $want' '$T/waiting.log'" ||
+wait_until 10000 "grep -Eq 'waiting for Redis \(.*\) up to 1 s \(redis\.retry_timeout_ms\): redis $want' '$T/waiting.log'" ||
     fail "the scanner did not say why it waits: $(head -c 300 "$T/waiting.log")"
 wait_until 10000 '! proc_alive waiting' || fail "the scanner still waits 10 s after redis.retry_timeout_ms (1 s)"
 proc_stop waiting 1

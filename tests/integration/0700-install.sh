@@ -118,7 +118,7 @@ assert_match "$(readelf -d "$so")" 'Library soname: \[liblapse-producer\.so\.0\]
 exports=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//')
 grep -qx lapse_producer_open <<<"$exports" || fail "the .so does not export lapse_producer_open"
 grep -qx lapse_config_load <<<"$exports" || fail "the .so does not export lapse_config_load"
-other=$(grep -v -E '^(lapse_producer_|lapse_config_|lapse_line_parse$|lapse_cmd_check$|lapse_quote$|lapse_op_name$|lapse_node_name$|LAPSE_PRODUCER_)' <<<"$exports" || true)
+other=$(grep -v -E '^(lapse_producer_|lapse_config_|lapse_line_parse$|lapse_cmd_check$|lapse_quote$|lapse_op_name$|lapse_op_args$|lapse_node_name$|LAPSE_PRODUCER_)' <<<"$exports" || true)
 assert_eq "$other" "" "symbols exported beyond the API"
 
 export PKG_CONFIG_PATH=$R/lib/pkgconfig

@@ -6,7 +6,7 @@
 
 #include "t.h"
 
-char msg[256]; /* last error, temp path replaced by "FILE" */
+char msg[400]; /* last error, temp path replaced by "FILE" */
 
 /* Writes `text` to a temp file, loads it into cfg with an errstr of `size`
  * bytes and returns what lapse_config_load returned; the message lands in
@@ -20,23 +20,32 @@ int load_text_n(struct lapse_config *cfg, const char *text, size_t size)
     REQUIRE(write(fd, text, len) == (ssize_t)len);
     close(fd);
 
-    char err[256];
+    char err[1024];
     memset(err, 'x', sizeof err);
     int rc = lapse_config_load(cfg, path, err, size);
     CHECK(size == 0 || memchr(err, '\0', size) != NULL); /* terminated within size */
     CHECK(size == sizeof err || err[size] == 'x');       /* nothing written past it */
     unlink(path);
-    size_t plen = strlen(path);
-    if (strncmp(err, path, plen) == 0)
-        snprintf(msg, sizeof msg, "FILE%s", err + plen);
-    else
-        snprintf(msg, sizeof msg, "%s", err);
+    /* the path at the start of each line (a problem each) */
+    size_t plen = strlen(path), at = 0;
+    const char *e = err;
+    if (memchr(err, '\0', sizeof err) == NULL)
+        err[sizeof err - 1] = '\0'; /* (size 0: never written) */
+    while (*e && at + 1 < sizeof msg) {
+        int head = strncmp(e, path, plen) == 0;
+        const char *from = head ? e + plen : e, *nl = strchr(from, '\n');
+        size_t n = nl ? (size_t)(nl + 1 - from) : strlen(from);
+        int w = snprintf(msg + at, sizeof msg - at, "%s%.*s", head ? "FILE" : "", (int)n, from);
+        at += w > 0 && (size_t)w < sizeof msg - at ? (size_t)w : sizeof msg - at - 1;
+        e = from + n;
+    }
+    msg[at] = '\0';
     return rc;
 }
 
 int load_text(struct lapse_config *cfg, const char *text)
 {
-    return load_text_n(cfg, text, 256);
+    return load_text_n(cfg, text, 1024);
 }
 
 int all_zero(const struct lapse_config *cfg)

@@ -16,12 +16,12 @@
 #define MIN_KAFKA "kafka = { brokers = \"127.0.0.1:9092\"; topic = \"lapse.timeouts\"; };\n"
 #define MIN MIN_NS MIN_REDIS MIN_KAFKA
 
-extern char msg[256]; /* the last error, temp path replaced by "FILE" */
+extern char msg[400]; /* the last error, temp path replaced by "FILE" on each line */
 
 /* Loads `text` into cfg with an errstr of `size` bytes (checking that
  * nothing is written past it); what lapse_config_load returned. */
 int load_text_n(struct lapse_config *cfg, const char *text, size_t size);
-int load_text(struct lapse_config *cfg, const char *text); /* errstr of 256 */
+int load_text(struct lapse_config *cfg, const char *text); /* errstr of 1024 */
 
 /* 1 when cfg is all zeroes (what a failed load leaves). */
 int all_zero(const struct lapse_config *cfg);

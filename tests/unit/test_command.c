@@ -166,23 +166,24 @@ TEST(command_op_errors)
     expect_err("{\"op\":[\"touch\"],\"id\":\"a\",\"in_ms\":1}", "field \"op\": expected a string");
     expect_err(
         "{\"op\":\"frob\",\"id\":\"a\",\"in_ms\":1}",
-        "field \"op\": unknown operation \"frob\" (expected touch, extend, repeat or cancel)");
+        "field \"op\": unknown operation \"frob\" (expected touch, extend, repeat, cancel or watch)");
     expect_err(
         "{\"op\":\"TOUCH\",\"id\":\"a\",\"in_ms\":1}",
-        "field \"op\": unknown operation \"TOUCH\" (expected touch, extend, repeat or cancel)");
-    expect_err("{\"op\":\"\",\"id\":\"a\"}",
-               "field \"op\": unknown operation \"\" (expected touch, extend, repeat or cancel)");
+        "field \"op\": unknown operation \"TOUCH\" (expected touch, extend, repeat, cancel or watch)");
+    expect_err(
+        "{\"op\":\"\",\"id\":\"a\"}",
+        "field \"op\": unknown operation \"\" (expected touch, extend, repeat, cancel or watch)");
     /* untrusted bytes are escaped and cut */
     expect_err("{\"op\":\"to\\tuch\\\"\\u0000\",\"id\":\"a\",\"in_ms\":1}",
                "field \"op\": unknown operation \"to\\x09uch\\\"\\x00\" (expected touch, extend, "
-               "repeat or cancel)");
+               "repeat, cancel or watch)");
     expect_err("{\"op\":\"touchtouchtouchtouchtouchtouchtouchtouchtouch\"}",
                "field \"op\": unknown operation \"touchtouchtouchtouchtouchtouchtouchtouch...\" "
-               "(expected touch, extend, repeat or cancel)");
+               "(expected touch, extend, repeat, cancel or watch)");
     /* a NUL-terminated prefix is not the op */
     expect_err(
         "{\"op\":\"touch\\u0000x\",\"id\":\"a\",\"in_ms\":1}",
-        "field \"op\": unknown operation \"touch\\x00x\" (expected touch, extend, repeat or cancel)");
+        "field \"op\": unknown operation \"touch\\x00x\" (expected touch, extend, repeat, cancel or watch)");
 }
 
 TEST(command_id_errors)

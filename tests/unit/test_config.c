@@ -294,14 +294,16 @@ TEST(config_missing_required)
     expect_err(MIN_REDIS MIN_KAFKA, "FILE: namespace: missing");
     expect_err(MIN_NS MIN_KAFKA, "FILE: redis.nodes: missing (or redis.cluster)");
     expect_err(MIN_NS "redis = { };\n" MIN_KAFKA, "FILE: redis.nodes: missing (or redis.cluster)");
-    expect_err(MIN_NS MIN_REDIS, "FILE: kafka.brokers: missing");
+    expect_err(MIN_NS MIN_REDIS, "FILE: kafka.brokers: missing\nFILE: kafka.topic: missing");
     expect_err(MIN_NS MIN_REDIS "kafka = { brokers = \"b:1\"; };\n", "FILE: kafka.topic: missing");
     expect_err(MIN_NS "redis = { nodes = ( { host = \"a\"; } ); };\n" MIN_KAFKA,
                "FILE:2: redis.nodes[0].port: missing");
-    expect_err("", "FILE: namespace: missing");
-    /* file order first: a bad value is reported before a missing key */
+    expect_err(
+        "", "FILE: namespace: missing\nFILE: kafka.brokers: missing\nFILE: kafka.topic: missing");
+    /* file order first: a bad value is reported before the missing keys */
     expect_err("log_level = \"loud\";\n",
-               "FILE:1: log_level: must be one of debug, info, warn, error");
+               "FILE:1: log_level: must be one of debug, info, warn, error\nFILE: namespace: "
+               "missing\nFILE: kafka.brokers: missing\nFILE: kafka.topic: missing");
 }
 
 TEST(config_namespace)
@@ -543,6 +545,41 @@ TEST(config_errstr_bounds)
     CHECK_STR(msg, "FILE:4: bogus: unkn");
     CHECK(all_zero(&c));
     CHECK(lapse_config_load(&c, "/nonexistent/lapse.conf", NULL, 0) == -1);
+    CHECK(all_zero(&c));
+}
+
+/* Every problem, a line each, in file order: not only the first. */
+TEST(config_every_problem)
+{
+    expect_err(MIN "bogus = 1;\nscanner = { pol_ms = 10; lease_ms = 0; };\nalso_bogus = 2;\n",
+               "FILE:4: bogus: unknown key\n"
+               "FILE:5: scanner.pol_ms: unknown key (did you mean scanner.poll_ms?)\n"
+               "FILE:5: scanner.lease_ms: must be 500..600000 (got 0)\n"
+               "FILE:6: also_bogus: unknown key");
+    /* each node's problems, and no comparing of nodes when one is wrong */
+    expect_err(MIN_NS MIN_KAFKA "redis = { nodes = (\n"
+                                "  { host = \"a\"; port = 0; },\n"
+                                "  { host = \"a\"; prot = 1; }\n"
+                                "); };\n",
+               "FILE:4: redis.nodes[0].port: must be 1..65535 (got 0)\n"
+               "FILE:5: redis.nodes[1].prot: unknown key (did you mean redis.nodes[1].port?)");
+    /* a group of the wrong type is one problem, not one per key it lacks */
+    expect_err(MIN_NS MIN_REDIS "kafka = 5;\nbogus = 1;\n",
+               "FILE:3: kafka: expected a group { ... }\nFILE:4: bogus: unknown key");
+    /* what keys say together: checked beside unknown keys (they set
+     * nothing), not beside a bad value (it would be checked unset) */
+    expect_err(MIN_NS MIN_KAFKA "redis = { nodes = ( { host = \"a\"; port = 1; } );\n"
+                                "  tls = { cert_file = \"c\"; }; };\nbogus = 1;\n",
+               "FILE:5: bogus: unknown key\n"
+               "FILE:4: redis.tls.key_file: missing (mutual TLS needs both cert_file and "
+               "key_file)");
+    expect_err(MIN_NS MIN_KAFKA "redis = { nodes = ( { host = \"a\"; port = 1; } );\n"
+                                "  tls = { cert_file = \"c\"; }; };\nlog_level = 5;\n",
+               "FILE:5: log_level: expected a string");
+    /* what does not fit is cut */
+    struct lapse_config c;
+    CHECK(load_text_n(&c, MIN "bogus = 1;\nmore = 2;\n", 60) == -1);
+    CHECK_STR(msg, "FILE:4: bogus: unknown key\n/tmp/la");
     CHECK(all_zero(&c));
 }
 

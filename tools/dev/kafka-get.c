@@ -178,7 +178,11 @@ int main(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
-    if (!brokers || !topic || optind != argc || timeout <= 0) {
+    if (optind != argc) {
+        fprintf(stderr, PROG ": unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!brokers || !topic || timeout <= 0) {
         fprintf(stderr, PROG ": -b BROKERS and -t TOPIC are required (try --help)\n");
         return 2;
     }

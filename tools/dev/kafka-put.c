@@ -101,7 +101,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
     }
-    if (!o->brokers || !o->topic || optind != argc) {
+    if (optind != argc) {
+        fprintf(stderr, PROG ": unexpected argument \"%s\" (try --help)\n", argv[optind]);
+        return -1;
+    }
+    if (!o->brokers || !o->topic) {
         fprintf(stderr, PROG ": -b BROKERS and -t TOPIC are required (try --help)\n");
         return -1;
     }

@@ -206,7 +206,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (optind < argc) {
         fprintf(stderr,
-                PROG ": unexpected argument '%s' (try "
+                PROG ": unexpected argument \"%s\" (try "
                      "--help)\n",
                 argv[optind]);
         return -1;
