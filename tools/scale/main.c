@@ -49,6 +49,7 @@
 #include "get.h"
 #include "memory.h"
 #include "offline.h"
+#include "scanners.h"
 #include "status.h"
 #include "watch.h"
 
@@ -97,6 +98,50 @@ static void usage(FILE *out)
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
+/* After init N refused on a namespace that has another shard count: says
+ * on stderr what gets N shards, if anything does (a split doubles them;
+ * nothing halves them). Nothing when the layout cannot be read. */
+static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint32_t n)
+{
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) != 0)
+        return;
+    uint32_t have = l.shards;
+    int splitting = l.splitting;
+    lapse_layout_free(&l);
+    int times = 0;
+    for (uint32_t s = have; s < n; s *= 2)
+        times++;
+    if (n < have)
+        fprintf(stderr,
+                "lapse-scale: init: the shard count only grows (split doubles it); %u shards "
+                "cannot become %u\n",
+                have, n);
+    else if (splitting)
+        fprintf(stderr,
+                "lapse-scale: init: a split to %u shards is under way: end it with lapse-scale -c "
+                "%s finish [--drain]%s\n",
+                have, cfg->path, n > have ? ", then split again" : "");
+    else {
+        char chain[128];
+        size_t at = (size_t)snprintf(chain, sizeof chain, "%u", have);
+        for (uint32_t s = have * 2; s <= n && at < sizeof chain; s *= 2)
+            at += (size_t)snprintf(chain + at, sizeof chain - at, " -> %u", s);
+        char count[24];
+        snprintf(count, sizeof count, "%d times", times);
+        fprintf(stderr,
+                "lapse-scale: init: to go from %u to %u shards, split %s (%s): %slapse-scale "
+                "-c %s split, start the new shards' scanners, then lapse-scale -c %s finish "
+                "[--drain]\n",
+                have, n,
+                times == 1   ? "once"
+                : times == 2 ? "twice"
+                             : count,
+                chain, times == 1 ? "" : "each time ", cfg->path, cfg->path);
+    }
+}
+
 /* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
  * shard, an existing one as it is; 1 (--small-keys) a new namespace in
  * small keys, and an existing one in one zset a shard converted. */
@@ -123,6 +168,7 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
     lapse_layout_free(&l);
     if (rc < 0) {
         fprintf(stderr, "lapse-scale: init: %s\n", err);
+        init_hint(cfg, nodes, (uint32_t)n);
         return 1;
     }
     printf("namespace %s: %s with %ld shards%s\n", cfg->ns,
@@ -215,41 +261,52 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
                 rc = 1;
             }
         } else {
-            const lapse_redis *r = nodes[l.node_of[j]];
-            printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s%s\n", cfg->path,
-                   j, cfg->nodes[l.node_of[j]].master ? "the primary of " : "",
-                   lapse_redis_name(r));
+            printf("  %s\n", lapse_scale_start_line(cfg, nodes, &l, j, cmd, sizeof cmd));
         }
     }
     lapse_layout_free(&l);
     return rc;
 }
 
+/* finish [--drain]: on a stable namespace there is nothing to finish,
+ * which is said and is not an error (run again, as init N is). Once the
+ * split is finished, every shard without an active scanner is named on
+ * stderr with what starts it (scanners.h); the exit status stays 0, since
+ * the split did finish: check is the health verdict. */
 static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain, int rate)
 {
     char err[512];
-    if (drain) {
-        struct lapse_layout l;
-        if (lapse_scale_layout(cfg, nodes, &l) < 0)
-            return 1;
+    struct lapse_layout l;
+    if (lapse_scale_layout(cfg, nodes, &l) < 0)
+        return 1;
+    if (drain && l.splitting) {
         uint64_t moved;
         int rc = lapse_split_drain(nodes, cfg, &l, rate, 600000, &moved, err, sizeof err);
-        lapse_layout_free(&l);
         if (rc < 0) {
+            lapse_layout_free(&l);
             fprintf(stderr, "lapse-scale: finish --drain: %s\n", err);
             return 1;
         }
         printf("namespace %s: drained %llu IDs into their new shards\n", cfg->ns,
                (unsigned long long)moved);
     }
+    lapse_layout_free(&l);
     uint64_t left;
-    struct lapse_layout l;
-    if (lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err) < 0) {
+    int rc = lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err);
+    if (rc < 0) {
         fprintf(stderr, "lapse-scale: finish: %s\n", err);
         return 1;
     }
-    printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
-           (long long)l.epoch);
+    if (rc == 1)
+        printf("namespace %s: no split to finish: %u shards, stable, epoch %lld (nothing "
+               "changed)\n",
+               cfg->ns, l.shards, (long long)l.epoch);
+    else
+        printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
+               (long long)l.epoch);
+    fflush(stdout); /* (before the warning on stderr, in a terminal's order) */
+    if (rc == 0)
+        lapse_scale_warn_unserved(cfg, nodes, &l, "finish");
     lapse_layout_free(&l);
     return 0;
 }

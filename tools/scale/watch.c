@@ -113,9 +113,11 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
             printf("; not going down now");
         else
             printf("; going down %.1f/s, ends in ~%.0f s at this rate", rate, to_move / rate);
+        char in[64];
         if (to_move > 0 && last_due >= 0)
-            printf("; at the latest when the last falls due, %s\n",
-                   lapse_inspect_iso(last_due, iso, sizeof iso));
+            printf("; at the latest when the last falls due, %s (%s)\n",
+                   lapse_inspect_iso(last_due, iso, sizeof iso),
+                   lapse_scale_from_now(last_due, lapse_clock_ms(), in, sizeof in));
         else if (to_move > 0)
             printf("\n");
     }
