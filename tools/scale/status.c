@@ -344,7 +344,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
             printf(LAPSE_SCALE_SHARD_ROW, i, where, st.pending, st.due, st.inflight,
                    lapse_scale_overdue_text(overdue, od, sizeof od), move,
-                   st.holder[0] ? st.holder : "-");
+                   st.holder[0] ? st.holder : "none");
         }
     }
     if (as_json) {

@@ -98,7 +98,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
             }
         }
         printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending, h.due, h.inflight, overdue,
-               move, h.holder[0] ? h.holder : "NONE (no active scanner)");
+               move, h.holder[0] ? h.holder : "none");
     }
     if (l.splitting && complete && !lapse_stop) {
         progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
