@@ -5,6 +5,7 @@
  *
  *   init N            create the layout with N shards (a power of two); again
  *                     with the same N is a no-op, with another N an error
+ *                     (that says how many splits get there)
  *   status [--json]   the layout, per node how it is reached, its primary and
  *                     replicas, and per shard: node, pending, due, in
  *                     flight, overdue, the active scanner; during a
@@ -19,7 +20,7 @@
  *                     (tools/scale/get.c, tools/scale/inspect.c)
  *   offline [--json] [--limit N] [--prefix P]
  *                     the IDs offline now (recovery on, timed out, not
- *                     back), since when (tools/scale/offline.c)
+ *                     back), since when, longest first (tools/scale/offline.c)
  *   check [--max-overdue S] [--max-memory PCT] [--json]
  *                     exit 0 when every shard has an active scanner,
  *                     nothing is overdue, and no primary evicts or is past
@@ -30,7 +31,9 @@
  *                     runs once per new shard, what starts their scanners
  *   finish [--drain] [--rate N]
  *                     end the split once no old shard holds a moving ID;
- *                     --drain first moves them, N a second (default 5000)
+ *                     --drain first moves them, N a second (default 5000);
+ *                     then names the shards no scanner serves
+ *                     (tools/scale/scanners.c); no split: a no-op
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -62,24 +65,30 @@ static void usage(FILE *out)
         "                                 create the layout with N shards (a power of two), one\n"
         "                                 sorted set a shard; --small-keys: each shard many small\n"
         "                                 keys (docs/operating.md), and on a namespace in one zset a shard\n"
-        "                                 it converts it, online\n"
+        "                                 it converts it, online; again with the same N a no-op,\n"
+        "                                 with another N an error saying how many splits get there\n"
         "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
+        "                                 (none: no active scanner); during a split the IDs left\n"
+        "                                 to move and when the last of them falls due\n"
         "  status --watch [--interval S] [--count N]\n"
         "                                 the same, refreshed every S seconds (default 2): on a\n"
         "                                 terminal redrawn, else one block per refresh; during a\n"
         "                                 split the IDs left in old shards, their rate and when\n"
         "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
         "  status --due [--json]          per shard and in total, the pending deadlines by when\n"
-        "                                 they fall due (overdue, next 1 min, 10 min, 1 h, 1 day,\n"
-        "                                 later) and those in flight, on each shard's clock\n"
+        "                                 they fall due (overdue, <1m, 1m..10m, 10m..1h, 1h..1d,\n"
+        "                                 >1d from now), those in flight, and the next deadline to\n"
+        "                                 come, on each shard's clock\n"
         "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
         "                                 in flight (lease, deadline dispatched), payload,\n"
         "                                 repeat, and during a split its twin; reads only\n"
         "                                 (an ID starting with '-': get -- ID)\n"
         "  offline [--json] [--limit N] [--prefix P]\n"
         "                                 the IDs offline now: written with recovery on (watch),\n"
-        "                                 timed out and not written since; the deadline that fell\n"
-        "                                 due and since when, a line each (id shard deadline since)\n"
+        "                                 timed out and not written since; a header, then a line\n"
+        "                                 each (id, shard, deadline, offline since, offline for),\n"
+        "                                 the longest offline first (--limit: the N longest), or\n"
+        "                                 a line saying none is (exit 0); scripts read --json\n"
         "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
         "                                 exit 0 when every shard has an active scanner and no\n"
         "                                 due ID is more than S seconds (default 60) overdue;\n"
@@ -92,7 +101,10 @@ static void usage(FILE *out)
         "                                 nodes (listed in the config) or beside their twins;\n"
         "                                 prints, or runs per new shard, what starts their scanners\n"
         "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
-        "                                 one; --drain moves those first, N a second (5000)\n"
+        "                                 one; --drain moves those first, N a second (5000); then\n"
+        "                                 names on stderr the shards with no active scanner and\n"
+        "                                 what starts them (exit 0 all the same: check fails on\n"
+        "                                 them); with no split under way says so, exit 0\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
