@@ -123,6 +123,18 @@ assert_eq "$rc:$(cat none.txt):$(cat none.err)" "0:namespace $NS: no IDs offline
 echo "cancel w-2" | produce
 wait_until 5000 '[[ -z $(scale_offline) ]]' || fail "w-2 still offline after its cancel"
 assert_eq "$(scale offline)" "namespace $NS: no IDs offline" "offline with nobody offline"
+# the order is by offline-since, not by shard: one of shard 1 goes offline
+# first, then one of shard 0
+pick() { for i in $(seq 0 99); do [[ $(scale get "o$1-$i" --json | jq .shard) == "$1" ]] && echo "o$1-$i" && return; done; }
+A=$(pick 1) B=$(pick 0)
+[[ -n $A && -n $B ]] || fail "no IDs of shards 1 and 0 among o1-0..99, o0-0..99"
+echo "watch $A +100" | produce
+wait_until 5000 '[[ $(scale_offline | cut -f1) == "$A" ]]' || fail "$A not offline"
+echo "watch $B +100" | produce
+wait_until 5000 '[[ $(scale_offline | wc -l) == 2 ]]' || fail "$B not offline"
+assert_eq "$(scale offline | awk 'NR > 2 { print $1, $2 }' | paste -sd,)" "$A 1,$B 0" "offline: the longest offline first"
+assert_eq "$(scale offline --json | jq -r '[.offline[].id] | join(",")')" "$A,$B" "offline --json: the longest offline first"
+printf 'cancel %s\ncancel %s\n' "$A" "$B" | produce
 
 # ordering on the topic: each recovered event after its timeout
 jq -r '"\(.id) \(.type)"' events.json | awk '
