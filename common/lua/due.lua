@@ -8,10 +8,12 @@
 -- shard in small keys is read in calls of that many buckets, so that no
 -- call holds Redis long), ARGV[3] now as the first call gave it ("": read
 -- TIME), ARGV[4..] the ranges' upper edges as ms from now.
--- Returns { now, inflight, range1, ..., rangeN, next, buckets }: N = #edges
--- + 1; next the bucket the next call starts at, -1 when this was the last;
--- buckets how many the shard has (1: one key), which the caller compares
--- between calls (a bucket split between them moves IDs: it starts again).
+-- Returns { now, inflight, range1, ..., rangeN, next, buckets, soonest }: N
+-- = #edges + 1; next the bucket the next call starts at, -1 when this was
+-- the last; buckets how many the shard has (1: one key), which the caller
+-- compares between calls (a bucket split between them moves IDs: it starts
+-- again); soonest the earliest deadline after now in the buckets this call
+-- read, -1 when none (a score with a fraction is a lease, not a deadline).
 -- In flight is counted by the call that starts at bucket 0, which also
 -- takes the held IDs (below) out of its ranges: summed over the calls,
 -- each range is right.
@@ -94,6 +96,7 @@ for b = 1, #edges + 1 do out[#out + 1] = -held[b] end
 local nb = sh.one and 1 or sh.n + sh.s
 local buckets = nb + (sh.old and 1 or 0)
 local last = math.min(from + count, buckets) - 1
+local soonest = -1
 for j = from, last do
     local key = (sh.one or j == nb) and sh.z or sh.z .. ':' .. j
     local lo = '-inf'
@@ -102,7 +105,18 @@ for j = from, last do
         out[2 + b] = out[2 + b] + redis.call('ZCOUNT', key, lo, hi)
         lo = '(' .. hi
     end
+    -- the first whole score after now: leases (a claim's shared score)
+    -- are stepped over a score at a time, a bounded number of them
+    local after = string.format('(%d', now)
+    for _ = 1, 64 do
+        local r = redis.call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        local s = r[2] and tonumber(r[2])
+        if not s or (soonest >= 0 and s >= soonest) then break end
+        if s == math.floor(s) then soonest = s break end
+        after = '(' .. r[2]
+    end
 end
 out[#out + 1] = last + 1 < buckets and last + 1 or -1
 out[#out + 1] = buckets
+out[#out + 1] = soonest
 return out

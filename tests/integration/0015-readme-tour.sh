@@ -47,7 +47,8 @@ mkdir scratch # (the tour's mktemp -d goes there: the test's dir is removed also
 (cd "$LAPSE_ROOT" && TMPDIR=$T/scratch TOUR_OUT=$T/tour.out timeout 60 bash -e "$T/tour.sh" >"$T/tour.out" 2>"$T/tour.err") || rc=$?
 assert_eq "$rc" 0 "the tour's exit status ($(tail -n 5 tour.err))"
 assert_file_match tour.out 'timeout +order-17 .*payload=\{"user":42\}' "order-17's event"
-assert_file_match tour.out '^sensor-3	2	[0-9]+	[0-9]+$' "lapse-scale offline: sensor-3"
+iso='20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z'
+assert_file_match tour.out "^sensor-3 +2 +$iso +$iso +[0-9]+\\.[0-9] s\$" "lapse-scale offline: sensor-3"
 assert_file_match tour.out '^recovered +sensor-3 +at .* down [0-9.]+ s +shard 2$' "sensor-3's recovered event"
 assert_file_match tour.out 'split finished: 8 shards' "finish --drain"
 assert_file_match tour.out '^ok: namespace tour, 8 shards' "check"

@@ -15,7 +15,15 @@
 #  - the drained IDs fire from their new shard (.shard >= 2) at their
 #    original deadlines with their payloads, exactly once; R keeps repeating
 #    from its new shard with seq going on where it was (no gap, no repeat);
-#  - `finish` on the stable layout refuses ("not splitting").
+#  - status (text) during the split says when the last moving ID falls
+#    due, as status --watch does (the same ISO time), and "(in N s)";
+#  - `finish` on the stable layout is a no-op that says so ("no split to
+#    finish"), exit 0, the layout unchanged;
+#  - a split 4 -> 8 whose new scanners were never started: `finish` ends
+#    it (exit 0: it did) and warns on stderr, naming shards 4-7 (and no
+#    other) with a start line each; again 8 -> 16 with `finish --drain`:
+#    shards 4-15; `init 64` on 16 shards (exit 1) says to split twice
+#    (16 -> 32 -> 64), `init 8` that shards do not shrink.
 . "$(dirname "$0")/../lib.sh"
 
 sp_start
@@ -61,6 +69,14 @@ last_due=$(awk -F'\t' 'NR == FNR { h[$1] = $0; next } $2 == "once" { split(h[$1]
 got=$(jq .last_to_move_due_ms status1.json)
 assert_ge "$got" "$last_due" "status .last_to_move_due_ms" # = unless R is in flight (its lease then)
 assert_le "$got" $(($(now_ms) + 9000)) "status .last_to_move_due_ms"
+# the text says when too, as --watch does
+scale status >status1.txt || fail "status: exit status $?"
+scale status --watch --count 1 >watch1.txt || fail "status --watch: exit status $?"
+iso='20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z'
+assert_file_match status1.txt "^split: [0-9]+ IDs left to move out of old shards; at the latest when the last falls due, $iso \\(in [0-9]+\\.[0-9] s\\)\$" \
+    "status: when the last moving ID falls due"
+assert_eq "$(grep -oE "falls due, $iso" status1.txt)" "$(grep -oE "falls due, $iso" watch1.txt)" \
+    "the last moving ID's time in status and status --watch"
 
 # finish refuses while old shards hold moving IDs; so does a second split
 rc=0
@@ -81,6 +97,7 @@ nbefore=$(nR)
 tdrain=$(local_ms)
 scale finish --drain >finish2.out 2>finish2.err || fail "finish --drain: exit status $?: $(cat finish2.err)"
 assert_file_match finish2.out "drained $want IDs" "finish --drain's report"
+assert_eq "$(cat finish2.err)" "" "finish --drain's stderr with a scanner on every shard"
 assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch, (.to_move // "-")] | @tsv' | tr '\t' ' ')" \
     "stable 4 4 $((epoch1 + 1)) -" "state, shards, prev_shards, epoch, to_move after finish --drain"
 assert_eq "$(rcli EVAL "return #redis.call('KEYS', ARGV[1] .. ':m:*')" 0 "$NS")" 0 "moved sets left"
@@ -99,10 +116,12 @@ wait_until 5000 '(($(jq -c --arg id "$R" "select(.id == \$id and .shard >= 2)" e
 printf 'cancel %s\ncancel %s\n' "$R" "$S" | produce || fail "cancel: exit status $?"
 tc=$(now_ms)
 
-rc=0
-scale finish >finish3.out 2>finish3.err || rc=$?
-((rc != 0 && rc < 128)) || fail "finish on a stable layout: exit status $rc"
-assert_file_match finish3.err 'not splitting' "finish's refusal on a stable layout"
+layout=$(rcli HGETALL "$NS:layout" | paste -sd' ')
+scale finish >finish3.out 2>finish3.err || fail "finish on a stable layout: exit status $?"
+assert_eq "$(cat finish3.out)" "namespace $NS: no split to finish: 4 shards, stable, epoch $((epoch1 + 1)) (nothing changed)" \
+    "finish on a stable layout"
+assert_eq "$(cat finish3.err)" "" "finish's stderr on a stable layout"
+assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after finish on a stable layout"
 
 sp_wait_no_data 3000
 sleep 0.5
@@ -118,3 +137,29 @@ bad=$(jq -r --arg id "$R" 'select(.id == $id) | "\(.seq) \(.shard) \(.fired_ms)"
 assert_ge "$nbefore" 2 "$R's fires before the drain"
 bad=$(sp_events_tsv events.json | awk -F'\t' -v tc="$tc" '$3 > tc { n[$1]++ } END { for (i in n) if (n[i] > 1) print i, n[i] }')
 [[ -z $bad ]] || fail "fired more than once after the cancel returned (id, fires): $bad"
+
+# a split whose new scanners nobody started: finish ends it, and says which
+# shards no scanner serves and how to start them
+scale split >split3.out || fail "split 4 -> 8: exit status $?"
+scale finish >finish4.out 2>finish4.err || fail "finish of 4 -> 8 without new scanners: exit status $?"
+assert_file_match finish4.out "split finished: 8 shards" "finish of 4 -> 8"
+assert_file_match finish4.err '^lapse-scale: finish: warning: shards 4-7 have no active scanner' "finish's warning names shards 4-7"
+assert_eq "$(grep -oE -- '--shard [0-9]+' finish4.err | paste -sd,)" "--shard 4,--shard 5,--shard 6,--shard 7" \
+    "finish's start lines"
+assert_file_match finish4.err "^  lapse-scanner -c $CONF --shard 4 " "a start line as split prints it"
+scale split >/dev/null || fail "split 8 -> 16: exit status $?"
+scale finish --drain >finish5.out 2>finish5.err || fail "finish --drain of 8 -> 16 without new scanners: exit status $?"
+assert_file_match finish5.out "split finished: 16 shards" "finish --drain of 8 -> 16"
+assert_file_match finish5.err '^lapse-scale: finish: warning: shards 4-15 have no active scanner' "finish --drain's warning names shards 4-15"
+assert_eq "$(grep -c -- '--shard' finish5.err)" 12 "finish --drain's start lines"
+
+# init with another N: what to do instead
+rc=0
+scale init 64 >init.out 2>init.err || rc=$?
+assert_eq "$rc" 1 "init 64 on 16 shards: exit status"
+assert_file_match init.err 'already initialised with 16 shards' "init 64's refusal"
+assert_file_match init.err 'split twice \(16 -> 32 -> 64\)' "init 64 says to split twice"
+rc=0
+scale init 8 >init.out 2>init.err || rc=$?
+assert_eq "$rc" 1 "init 8 on 16 shards: exit status"
+assert_file_match init.err 'only grows' "init 8 says shards do not shrink"

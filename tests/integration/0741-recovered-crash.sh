@@ -32,17 +32,17 @@ recovered() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.j
 
 # 1. killed between the two
 echo "watch c-1 +100" | produce
-wait_until 10000 '[[ $(scale offline | cut -f1) == c-1 ]]' || fail "c-1 never offline: $(scale offline)"
+wait_until 10000 '[[ $(scale_offline | cut -f1) == c-1 ]]' || fail "c-1 never offline: $(scale_offline)"
 proc_kill9 "$first"
 echo "watch c-1 +60000" | produce
 scanner_start 0
 wait_until 15000 '[[ $(recovered | sort -u | paste -sd,) == c-1 ]]' || fail "c-1's recovered event: '$(recovered)'"
-assert_eq "$(scale offline)" "" "offline after c-1 came back"
+assert_eq "$(scale_offline)" "" "offline after c-1 came back"
 second=$SCANNER
 
 # 2. killed while the recovered event was in flight
 echo "watch c-2 +100" | produce
-wait_until 10000 '[[ $(scale offline | cut -f1) == c-2 ]]' || fail "c-2 never offline: $(scale offline)"
+wait_until 10000 '[[ $(scale_offline | cut -f1) == c-2 ]]' || fail "c-2 never offline: $(scale_offline)"
 kafka_ctl "down 1"
 echo "watch c-2 +60000" | produce
 wait_until 10000 '(( $(metric $mp recovered_events_total) >= 1 ))' || fail "c-2's recovered event never sent"
@@ -52,14 +52,14 @@ scanner_start 0
 wait_until 20000 '(( $(recovered | grep -c "^c-2$") >= 1 ))' || fail "c-2's recovered event never arrived"
 jq -R -c 'fromjson? | select(.type == "recovered" and .id == "c-2")' events.json | sort -u >c2.json
 assert_eq "$(_lines c2.json)" 1 "distinct copies of c-2's recovered event ($(cat c2.json))"
-assert_eq "$(scale offline)" "" "offline after c-2 came back"
+assert_eq "$(scale_offline)" "" "offline after c-2 came back"
 
 # 3. never back: forgotten
 echo "watch g-1 +100" | produce
 wait_until 10000 '(( $(jq -R -r "fromjson? | select(.id == \"g-1\") | .type" events.json | wc -l) == 1 ))' ||
     fail "g-1 never timed out"
-wait_until 10000 '(( $(metric $mp offline_forgotten_total) >= 1 ))' || fail "g-1 not forgotten: $(scale offline)"
-assert_eq "$(scale offline)" "" "offline after the retention"
+wait_until 10000 '(( $(metric $mp offline_forgotten_total) >= 1 ))' || fail "g-1 not forgotten: $(scale_offline)"
+assert_eq "$(scale_offline)" "" "offline after the retention"
 assert_eq "$(metric $mp offline)" 0 "the offline gauge after the retention"
 echo "watch g-1 +60000" | produce
 echo "touch marker +50" | produce

@@ -28,7 +28,7 @@ events_follow events.json
 scanners_start 2
 
 for i in $(seq 1 12); do echo "watch wd-$i +$((100 + i * 10))"; done | produce 2>/dev/null || fail "producer: exit status $?"
-wait_until 15000 '[[ $(scale offline | wc -l) == 12 ]]' || fail "not 12 offline: $(scale offline | wc -l)"
+wait_until 15000 '[[ $(scale_offline | wc -l) == 12 ]]' || fail "not 12 offline: $(scale_offline | wc -l)"
 printf 'extend wd-%d +600000\n' 2 4 6 8 10 | produce 2>/dev/null || fail "producer: exit status $?"
 echo "cancel wd-12" | produce 2>/dev/null
 wait_until 15000 '(( $(jq -R -r "fromjson? | select(.type == \"recovered\") | .id" events.json | wc -l) == 5 ))' ||

@@ -24,7 +24,7 @@ offline_count() { scale status --json | jq '[.shard_info[].offline] | add'; }
 recovered_ids() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort; }
 
 for i in $(seq 1 40); do echo "watch sp-$i +$((100 + i))"; done | produce 2>/dev/null || fail "producer: $?"
-wait_until 15000 '[[ $(scale offline | wc -l) == 40 ]]' || fail "not 40 offline: $(scale offline | wc -l)"
+wait_until 15000 '[[ $(scale_offline | wc -l) == 40 ]]' || fail "not 40 offline: $(scale_offline | wc -l)"
 assert_eq "$(offline_count)" 40 "offline per status"
 
 sp_split >split.out || fail "split: exit status $?"
@@ -35,19 +35,19 @@ for i in $(seq 1 10); do (($(hash_shard "sp-$i" 4) >= 2)) && moving=$((moving + 
 ((moving > 0 && moving < 10)) || note "of sp-1..10, $moving move to a new shard"
 for i in $(seq 1 10); do echo "extend sp-$i +600000"; done | produce 2>/dev/null || fail "producer: $?"
 wait_until 15000 '[[ $(recovered_ids | wc -l) == 10 ]]' || fail "recovered during the split: $(recovered_ids | paste -sd,)"
-assert_eq "$(scale offline | wc -l)" 30 "offline during the split"
+assert_eq "$(scale_offline | wc -l)" 30 "offline during the split"
 assert_eq "$(offline_count)" 30 "offline per status during the split"
 
 scale finish >finish.out || fail "finish: exit status $? ($(cat finish.out))"
-assert_eq "$(scale offline | wc -l)" 30 "offline after finish"
+assert_eq "$(scale_offline | wc -l)" 30 "offline after finish"
 assert_eq "$(offline_count)" 30 "offline per status after finish"
-scale offline | while IFS=$'\t' read -r id shard _; do
+scale_offline | while IFS=$'\t' read -r id shard _; do
     assert_eq "$shard" "$(hash_shard "$id" 4)" "$id's shard in the offline list after finish"
 done
 for i in $(seq 11 40); do echo "extend sp-$i +600000"; done | produce 2>/dev/null || fail "producer: $?"
 wait_until 15000 '[[ $(recovered_ids | wc -l) == 40 ]]' || fail "recovered: $(recovered_ids | wc -l) of 40"
 assert_eq "$(recovered_ids | uniq -d | paste -sd,)" "" "IDs recovered twice"
-assert_eq "$(scale offline)" "" "offline at the end"
+assert_eq "$(scale_offline)" "" "offline at the end"
 assert_eq "$(offline_count)" 0 "offline per status at the end"
 for i in $(seq 1 40); do
     jq -R -r --arg id "sp-$i" 'fromjson? | select(.id == $id) | "\(.type) \(.deadline_ms)"' events.json | paste -sd' ' >pair.txt

@@ -32,7 +32,7 @@ scanner_start 1
 ids() { seq -f "$1-%02g" "$2" "$3"; }
 inflight() { echo $(($(metric $mp inflight) + $(metric $((mp + 1)) inflight))); }
 ids f 1 40 | awk '{ print "watch " $1 " +100" }' | produce || fail "producer: exit status $?"
-wait_until 15000 '[[ $(scale offline | wc -l) == 40 ]]' || fail "not 40 offline: $(scale offline | wc -l)"
+wait_until 15000 '[[ $(scale_offline | wc -l) == 40 ]]' || fail "not 40 offline: $(scale_offline | wc -l)"
 
 kafka_ctl "down 1"
 ids g 1 20 | awk '{ print "watch " $1 " +100" }' | produce || fail "producer: exit status $?"
@@ -44,7 +44,7 @@ wait_until 20000 '[[ $(sentinel_primary lapse-a) != "$pa" ]]' || fail "no new pr
 ids f 21 40 | awk '{ print "extend " $1 " +60000" }' | produce || fail "producer after the failover: exit status $?"
 kafka_ctl "up 1"
 REDIS_PORT=$(sentinel_primary lapse-a)
-offline() { scale offline | cut -f1 | sort | paste -sd,; }
+offline() { scale_offline | cut -f1 | sort | paste -sd,; }
 want=$(ids g 1 20 | paste -sd,)
 wait_until 20000 '[[ $(offline) == "$want" ]]' || fail "offline after the failover: $(offline), not g-01..g-20"
 ids g 1 20 | awk '{ print "extend " $1 " +60000" }' | produce || fail "producer: exit status $?"
@@ -52,7 +52,7 @@ ids g 1 20 | awk '{ print "extend " $1 " +60000" }' | produce || fail "producer:
 recovered() { jq -r 'select(.type == "recovered") | .id' events.json | sort -u | wc -l; }
 missing() { comm -23 <({ ids f 1 40; ids g 1 20; } | sort) <(jq -r 'select(.type == "recovered") | .id' events.json | sort -u) | paste -sd' '; }
 wait_until 30000 '(( $(recovered) == 60 ))' || fail "recovered events for $(recovered) IDs, not 60; none for $(missing)"
-wait_until 10000 '[[ -z $(scale offline) ]]' || fail "offline at the end: $(scale offline | cut -f1 | paste -sd' ')"
+wait_until 10000 '[[ -z $(scale_offline) ]]' || fail "offline at the end: $(scale_offline | cut -f1 | paste -sd' ')"
 sleep 0.3 # a wrong extra event shows
 events_follow_stop
 

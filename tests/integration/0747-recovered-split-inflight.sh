@@ -57,7 +57,7 @@ scanner_start 3
 printf 'extend %s +600000\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
 printf 'cancel %s\n' "${c[@]}" | produce 2>/dev/null || fail "producer: $?"
 assert_eq "$(busy)" 18 "busy records of the IDs in flight (none for the cancelled)"
-assert_eq "$(scale offline)" "" "offline (a busy record is not)"
+assert_eq "$(scale_offline)" "" "offline (a busy record is not)"
 kafka_ctl "up 1"
 scanner_start 0
 
@@ -79,6 +79,6 @@ for id in "${b[@]}"; do assert_eq "$(events_of "$id")" "" "$id's events (never d
 for id in "${c[@]}"; do
     [[ $(events_of "$id") =~ recovered ]] && fail "$id (cancelled) got a recovered event: $(events_of "$id")"
 done
-assert_eq "$(scale offline)" "" "offline at the end"
+assert_eq "$(scale_offline)" "" "offline at the end"
 scale finish >finish.out || fail "finish: exit status $? ($(cat finish.out))"
-assert_eq "$(scale offline)" "" "offline after finish"
+assert_eq "$(scale_offline)" "" "offline after finish"

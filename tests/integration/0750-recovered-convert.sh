@@ -24,7 +24,7 @@ scanner_start 0
 S=$SCANNER
 
 echo "watch w-off +50" | produce
-wait_until 10000 '[[ $(scale offline | cut -f1) == w-off ]]' || fail "w-off never offline: $(scale offline)"
+wait_until 10000 '[[ $(scale_offline | cut -f1) == w-off ]]' || fail "w-off never offline: $(scale_offline)"
 {
     echo "watch w-pend +4000"
     for i in $(seq 1 200); do echo "touch far-$i +3600000"; done
@@ -39,10 +39,10 @@ echo "extend w-off +600000" | produce || fail "producer: $?"
 recovered() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort | paste -sd,; }
 scanner_start 0
 wait_until 10000 '[[ $(recovered) == w-off ]]' || fail "recovered events: '$(recovered)', not w-off"
-wait_until 15000 '[[ $(scale offline | cut -f1) == w-pend ]]' ||
-    fail "offline after w-pend's timeout: '$(scale offline | cut -f1 | paste -sd,)', not w-pend"
+wait_until 15000 '[[ $(scale_offline | cut -f1) == w-pend ]]' ||
+    fail "offline after w-pend's timeout: '$(scale_offline | cut -f1 | paste -sd,)', not w-pend"
 echo "extend w-pend +600000" | produce || fail "producer: $?"
 wait_until 10000 '[[ $(recovered) == w-off,w-pend ]]' || fail "recovered events: '$(recovered)'"
-assert_eq "$(scale offline)" "" "offline at the end"
+assert_eq "$(scale_offline)" "" "offline at the end"
 old_keys() { rcli EXISTS "$NS:z:0" "$NS:v:0" "$NS:o:0:w0" "$NS:o:0:w1"; }
 wait_until 30000 '[[ $(old_keys) == 0 ]]' || fail "old keys left: $(old_keys) of z, v and the watch hashes"

@@ -23,7 +23,7 @@ scanner_start 0
 
 N=1500
 seq -f 'wh-%04g' 1 $N | awk '{ print "watch " $1 " +300" }' | produce || fail "producer: $?"
-wait_until 30000 '[[ $(scale offline | wc -l) == '$N' ]]' || fail "offline: $(scale offline | wc -l) of $N"
+wait_until 30000 '[[ $(scale_offline | wc -l) == '$N' ]]' || fail "offline: $(scale_offline | wc -l) of $N"
 state=$(rcli GET "$NS:v:0")
 [[ $state =~ ^([0-9]+)\ ([0-9]+)\ ([0-9]+)$ ]] || fail "the watch hashes' state: '$state'"
 assert_eq "${BASH_REMATCH[3]}" $N "records counted in $NS:v:0"
@@ -45,6 +45,6 @@ seq -f 'wh-%04g' 1 $N | awk '{ print "extend " $1 " +600000" }' | produce || fai
 recovered() { jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort -u | wc -l; }
 wait_until 30000 '(( $(recovered) == '$N' ))' || fail "recovered: $(recovered) of $N"
 assert_eq "$(jq -R -r 'fromjson? | select(.type == "recovered") | .id' events.json | sort | uniq -d | wc -l)" 0 "IDs recovered twice"
-assert_eq "$(scale offline)" "" "offline after the signals"
+assert_eq "$(scale_offline)" "" "offline after the signals"
 seq -f 'wh-%04g' 1 $N | awk '{ print "cancel " $1 }' | produce || fail "producer: $?"
 assert_match "$(rcli GET "$NS:v:0")" ' 0$' "records counted after the cancels"

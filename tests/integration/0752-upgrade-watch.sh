@@ -39,9 +39,9 @@ rcli SET "$n" 1 >/dev/null
 
 scanner_start 0
 events_wait_ids events.json 2 15000 || fail "A and B did not fire"
-wait_until 10000 '[[ $(scale offline | cut -f1 | sort | paste -sd,) == A,B,C ]]' ||
-    fail "offline: '$(scale offline | cut -f1 | sort | paste -sd,)', not A,B,C"
-assert_eq "$(scale offline --prefix C | cut -f3,4)" "$cd_	$cf" "C's deadline and since, from the old record"
+wait_until 10000 '[[ $(scale_offline | cut -f1 | sort | paste -sd,) == A,B,C ]]' ||
+    fail "offline: '$(scale_offline | cut -f1 | sort | paste -sd,)', not A,B,C"
+assert_eq "$(scale_offline --prefix C | cut -f3,4)" "$cd_	$cf" "C's deadline and since, from the old record"
 echo "watch N +3600000" | produce
 assert_eq "$(rcli HEXISTS "$o" N) $(rcli EXISTS "$NS:v:0")" "1 0" "a new watch record in the shard's one hash"
 
@@ -57,4 +57,4 @@ for id in A B; do
     assert_eq "$(jq -r --arg id "$id" 'select(.id == $id and .type == "recovered") | .deadline_ms' events.json)" "$d" "$id's recovered event names its timeout's deadline"
 done
 assert_never_early events.json
-assert_eq "$(scale offline)" "" "offline at the end"
+assert_eq "$(scale_offline)" "" "offline at the end"

@@ -4,8 +4,10 @@
 # 2 shards, a scanner each, lease_ms 2000:
 #  - all running: exit 0, one "ok" line; --json .ok true, .problems [];
 #  - shard 1's scanner stopped (its lock released): exit 1, exactly the
-#    line "shard 1: no active scanner" on stdout (shard 0 not named);
-#    --json names shard 1 with problem "no_scanner";
+#    line "shard 1: scanner none (no active scanner)" on stdout (shard 0
+#    not named); --json names shard 1 with problem "no_scanner"; status,
+#    status --watch and get (an ID of shard 1) show its scanner as "none",
+#    one name everywhere (null in JSON);
 #  - it runs again, then the only broker goes down and an ID of shard 0
 #    falls due: the scanner holds it in flight (its score is a lease in
 #    the future, so "due" alone would not see it), and within a few
@@ -49,7 +51,17 @@ scanner_stop 1
 rc=0
 scale check >c.out || rc=$?
 assert_eq "$rc" 1 "check with shard 1's scanner stopped"
-assert_eq "$(cat c.out)" "shard 1: no active scanner" "check's lines with shard 1's scanner stopped"
+assert_eq "$(cat c.out)" "shard 1: scanner none (no active scanner)" "check's lines with shard 1's scanner stopped"
+for cmd in status "status --watch --count 1"; do
+    assert_eq "$(scale $cmd | awk '$1 ~ /^[01]$/ { print $1, ($NF == "none" ? "none" : "token") }' | paste -sd,)" \
+        "0 token,1 none" "$cmd: the scanner column with shard 1's stopped"
+done
+id1=$(for i in $(seq 0 99); do
+    [[ $(scale get "g-$i" --json | jq .shard) == 1 ]] && echo "g-$i" && break
+done)
+[[ -n $id1 ]] || fail "no ID of shard 1 among g-0..99"
+assert_eq "$(scale get "$id1" | awk '$1 == "scanner" { print $2 }')" none "get: the scanner of shard 1"
+assert_eq "$(scale get "$id1" --json | jq .scanner)" null "get --json: the scanner of shard 1"
 rc=0
 scale check --json >c.json || rc=$?
 assert_eq "$rc" 1 "check --json with shard 1's scanner stopped"

@@ -4,7 +4,7 @@
 # 2 shards, no scanners, 2000 IDs an hour ahead.
 #  - not a terminal, --count 2: exit 0, exactly two blocks, each opening
 #    with "[<ISO-8601 UTC>]" and the namespace line, with a row per shard
-#    (pending, and "NONE" for the missing scanner);
+#    (pending, and "none" for the missing scanner);
 #  - on a terminal (script(1)): the screen is cleared before each refresh;
 #  - SIGTERM ends a watch without --count with status 0 (SIGINT too);
 #  - during a split: the blocks say how many IDs are left to check in the
@@ -22,7 +22,7 @@ for ((i = 0; i < 2000; i++)); do echo "touch w-$i @$D"; done | produce 2>/dev/nu
 blocks() { grep -cE '^\[20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\] namespace demo: ' "$1" || true; }
 scale status --watch --count 2 --interval 0.2 >w1.out || fail "status --watch --count 2: exit status $?"
 assert_eq "$(blocks w1.out)" 2 "blocks printed by --count 2"
-assert_eq "$(grep -cE '^[01] +127\.0\.0\.1:[0-9]+ +[0-9]+ +0 +0 .*NONE' w1.out)" 4 "shard rows (2 a block)"
+assert_eq "$(grep -cE '^[01] +127\.0\.0\.1:[0-9]+ +[0-9]+ +0 +0 .* none$' w1.out)" 4 "shard rows (2 a block)"
 assert_eq "$(awk '$1 ~ /^[01]$/ { s += $3 } END { print s }' w1.out)" 4000 "pending over both blocks"
 ! grep -q $'\033' w1.out || fail "escape sequences in output that is not a terminal"
 

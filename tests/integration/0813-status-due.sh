@@ -12,6 +12,12 @@
 # counted in no range ("1 min" stays what it was). The other shard's row does not change. --due goes with status
 # only, and not with --watch. During a split (2 -> 4) every ID is counted
 # in the shard that stores it (an old one), and the text says so.
+# The text's columns say their range (overdue, <1m, 1m..10m, 10m..1h,
+# 1h..1d, >1d), --json's .ranges name each key with that header and its
+# edges; the next deadline to come, per shard and in total, in the text
+# ("next due" column, "in N s"; a "next deadline:" line with its ISO time
+# and shard) and in --json (next_due_ms, total.next_due_shard): the
+# earliest score after now among the shard's IDs, read from Redis.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
@@ -50,7 +56,31 @@ for s in 0 1; do
 done
 assert_eq "$(jq -c '[.total | .overdue, .next_1m, .next_10m, .next_1h, .next_1d, .later, .inflight, .pending]' due.json)" \
     "[3,4,5,6,7,8,0,33]" "total (--json)"
-assert_file_match due.txt '^total +3 +4 +5 +6 +7 +8 +0 +33$' "total (text)"
+assert_file_match due.txt '^total +3 +4 +5 +6 +7 +8 +0 +33 +in [0-9]+\.[0-9] s$' "total (text)"
+assert_eq "$(awk '$1 == "shard"' due.txt | tr -s ' ')" "shard node overdue <1m 1m..10m 10m..1h 1h..1d >1d inflight pending next due" \
+    "the text's columns"
+assert_eq "$(jq -c '[.ranges[] | [.name, .header, .from_ms, .to_ms]]' due.json)" \
+    '[["overdue","overdue",null,0],["next_1m","<1m",0,60000],["next_10m","1m..10m",60000,600000],["next_1h","10m..1h",600000,3600000],["next_1d","1h..1d",3600000,86400000],["later",">1d",86400000,null]]' \
+    "--json's ranges"
+# the next deadline: per shard the earliest score after now (now_ms: the
+# shard's clock when read), in total the earliest of those
+for s in 0 1; do
+    n=$(jq ".shard_info[$s].now_ms" due.json)
+    w=$(rcli EVAL "$_SK_LUA
+        local t
+        for _, k in ipairs(_sk_keys(KEYS[1])) do
+            local r = redis.call('ZRANGEBYSCORE', k, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+            if r[2] and (not t or tonumber(r[2]) < t) then t = tonumber(r[2]) end
+        end
+        return t and string.format('%d', t) or 'null'" 1 "$NS:z:$s" "$n")
+    assert_eq "$(jq ".shard_info[$s].next_due_ms" due.json)" "$w" "shard $s next_due_ms"
+done
+first=$(jq '[.shard_info[].next_due_ms | numbers] | min' due.json)
+assert_eq "$(jq -c '[.total.next_due_ms, (.shard_info[.total.next_due_shard].next_due_ms)]' due.json)" "[$first,$first]" \
+    "total next_due_ms and the shard it is in"
+assert_le "$first" $((now + 30000)) "the next deadline (a <1m ID's)"
+assert_file_match due.txt "^next deadline: 20[0-9-]{8}T[0-9:]{8}\\.[0-9]{3}Z \\(in [0-9]+\\.[0-9] s\\), shard $(jq .total.next_due_shard due.json)\$" \
+    "the text's next deadline"
 assert_eq "$(jq -c '[.state, .shards, .edges_ms]' due.json)" '["stable",2,[0,60000,600000,3600000,86400000]]' \
     "state, shards, edges"
 
@@ -74,7 +104,7 @@ assert_eq "$(jq -c ".shard_info[$U] | del(.now_ms)" due2.json)" "$(jq -c ".shard
 assert_eq "$(jq -c '[.total | .overdue, .next_1m, .inflight, .pending]' due2.json)" \
     "[$((3 - oS)),4,$oS,33]" "total overdue, next_1m, inflight, pending"
 scale status --due >due2.txt || fail "status --due: exit status $?"
-assert_file_match due2.txt "^$S +127\\.0\\.0\\.1:[0-9]+ +0 +$mS .* $oS +$(jq ".shard_info[$S].pending" due2.json)\$" \
+assert_file_match due2.txt "^$S +127\\.0\\.0\\.1:[0-9]+ +0 +$mS .* $oS +$(jq ".shard_info[$S].pending" due2.json) +(in [0-9.]+ s|-)\$" \
     "shard $S's row in text"
 
 # options

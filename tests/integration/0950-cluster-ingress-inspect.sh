@@ -22,7 +22,7 @@
 #    they are all settled), never early, with the deadline, payload and
 #    shard expected; cancelled IDs never; get on a fired ID finds nothing;
 #  - check with the scanner of a shard on another primary than the first
-#    seed stopped: exit 1, exactly "shard N: no active scanner"; --json
+#    seed stopped: exit 1, exactly "shard N: scanner none (no active scanner)"; --json
 #    names shard N with "no_scanner"; that scanner back: exit 0 again;
 #  - SIGTERM ends the ingress with exit 0, every message counted (no
 #    message misunderstood) and every offset committed;
@@ -212,7 +212,7 @@ scanner_stop "$S"
 rc=0
 scale check >c.out 2>c.err || rc=$?
 assert_eq "$rc" 1 "check with shard $S's scanner stopped ($(cat c.err))"
-assert_eq "$(cat c.out)" "shard $S: no active scanner" "check's lines with shard $S's scanner stopped"
+assert_eq "$(cat c.out)" "shard $S: scanner none (no active scanner)" "check's lines with shard $S's scanner stopped"
 rc=0
 scale check --json >c.json || rc=$?
 assert_eq "$rc" 1 "check --json with shard $S's scanner stopped"

@@ -137,6 +137,13 @@ lapse_scale() {
 # scores crafted in NS:z:I, ...)
 scale_init_one_zset() { scale init "$@" --one-zset; }
 
+# scale_offline [ARGS...]: the offline IDs a line each, "id<TAB>shard<TAB>
+# deadline_ms<TAB>since_ms", oldest first (from offline --json: the text
+# form is for people); nothing when none is
+scale_offline() {
+    scale offline --json "$@" | jq -r '.offline[] | [.id, .shard, .deadline_ms, .since_ms] | @tsv'
+}
+
 # small_keys_on: 0 when the test's namespaces are in small keys
 # (LAPSE_TEST_SMALL_KEYS=1)
 small_keys_on() { [[ ${LAPSE_TEST_SMALL_KEYS:-0} == 1 ]]; }

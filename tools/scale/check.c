@@ -125,7 +125,7 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
             }
             int64_t overdue = lapse_health_overdue_ms(&h);
             if (!h.holder[0])
-                problem(&v, i, "no_scanner", "shard %u: no active scanner", i);
+                problem(&v, i, "no_scanner", "shard %u: scanner none (no active scanner)", i);
             /* (tenths below 100 s: "1.4 s overdue (max 1)", not "1 s") */
             if (overdue > max_overdue_ms && overdue < 100000)
                 problem(&v, i, "overdue", "shard %u: oldest due ID is %.1f s overdue (max %g)", i,

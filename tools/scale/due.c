@@ -16,6 +16,7 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "inspect.h"
 #include "layout.h"
 #include "status.h"
 
@@ -25,9 +26,8 @@ const int64_t lapse_scale_due_edge_ms[LAPSE_SCALE_DUE_BUCKETS - 1] = {
 const char *const lapse_scale_due_name[LAPSE_SCALE_DUE_BUCKETS] = {
     "overdue", "next_1m", "next_10m", "next_1h", "next_1d", "later",
 };
-/* the column headers of the text table, bucket for bucket */
-static const char *const due_header[LAPSE_SCALE_DUE_BUCKETS] = {
-    "overdue", "1 min", "10 min", "1 h", "1 day", "later",
+const char *const lapse_scale_due_header[LAPSE_SCALE_DUE_BUCKETS] = {
+    "overdue", "<1m", "1m..10m", "10m..1h", "1h..1d", ">1d",
 };
 
 /* common/lua/due.lua (embedded by scripts/embed-lua, with lib/bucket.lua
@@ -65,11 +65,12 @@ static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
 }
 
 /* Adds a reply of due_lua to d (the first call of a shard: sets now and
- * in flight); *next, *buckets from the reply. 0, or -1 with d->error. */
+ * in flight; each call: the earliest deadline to come, if sooner); *next,
+ * *buckets from the reply. 0, or -1 with d->error. */
 static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long long *next,
                       long long *buckets)
 {
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 4 + LAPSE_SCALE_DUE_BUCKETS;
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 5 + LAPSE_SCALE_DUE_BUCKETS;
     for (size_t i = 0; ok && i < rep->elements; i++)
         ok = rep->element[i]->type == REDIS_REPLY_INTEGER;
     if (!ok) {
@@ -80,7 +81,10 @@ static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long lon
         return -1;
     }
     if (!d->read)
-        d->now_ms = rep->element[0]->integer;
+        d->now_ms = rep->element[0]->integer, d->next_ms = -1;
+    long long soonest = rep->element[4 + LAPSE_SCALE_DUE_BUCKETS]->integer;
+    if (soonest >= 0 && (d->next_ms < 0 || soonest < d->next_ms))
+        d->next_ms = soonest;
     d->inflight += rep->element[1]->integer;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
         d->bucket[b] += rep->element[2 + b]->integer;
@@ -234,6 +238,7 @@ static json_t *due_json(json_t *o, const struct lapse_scale_due *d, long long pe
         json_object_set_new(o, lapse_scale_due_name[b], json_integer(d->bucket[b]));
     json_object_set_new(o, "inflight", json_integer(d->inflight));
     json_object_set_new(o, "pending", json_integer(pending));
+    json_object_set_new(o, "next_due_ms", d->next_ms >= 0 ? json_integer(d->next_ms) : json_null());
     return o;
 }
 
@@ -243,7 +248,27 @@ static void due_row(const char *name, const char *where, const struct lapse_scal
     printf("%-6s %-22s", name, where);
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
         printf(" %10lld", d->bucket[b]);
-    printf(" %9lld %10lld\n", d->inflight, pending);
+    char in[64] = "-";
+    if (d->next_ms >= 0)
+        lapse_scale_from_now(d->next_ms, d->now_ms, in, sizeof in);
+    printf(" %9lld %10lld  %s\n", d->inflight, pending, in);
+}
+
+/* The buckets' ranges for --json: each one's name (its key in shard_info
+ * and total), the text's header, and its edges in ms from now (from
+ * exclusive, to inclusive; null: unbounded). */
+static json_t *due_ranges(void)
+{
+    json_t *a = json_array();
+    for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
+        json_array_append_new(
+            a,
+            json_pack("{s:s, s:s, s:o, s:o}", "name", lapse_scale_due_name[b], "header",
+                      lapse_scale_due_header[b], "from_ms",
+                      b > 0 ? json_integer(lapse_scale_due_edge_ms[b - 1]) : json_null(), "to_ms",
+                      b < LAPSE_SCALE_DUE_BUCKETS - 1 ? json_integer(lapse_scale_due_edge_ms[b])
+                                                      : json_null()));
+    return a;
 }
 
 int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
@@ -260,7 +285,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     due_read_all(cfg, nodes, &l, d);
 
     const char *state = l.splitting ? "splitting" : "stable";
-    struct lapse_scale_due total = {0};
+    struct lapse_scale_due total = {.next_ms = -1};
+    long next_shard = -1; /* the shard whose deadline is the total's next_ms */
     int unread = 0;
     json_t *shards = json_array();
     if (!as_json) {
@@ -271,8 +297,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
         printf("\npending deadlines by when they fall due, on each shard's Redis clock\n");
         printf("\n%-6s %-22s", "shard", "node");
         for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
-            printf(" %10s", due_header[b]);
-        printf(" %9s %10s\n", "inflight", "pending");
+            printf(" %10s", lapse_scale_due_header[b]);
+        printf(" %9s %10s  %s\n", "inflight", "pending", "next due");
     }
     for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
@@ -294,6 +320,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
             total.bucket[b] += d[i].bucket[b];
         }
         total.inflight += d[i].inflight;
+        if (d[i].next_ms >= 0 && (total.next_ms < 0 || d[i].next_ms < total.next_ms))
+            total.next_ms = d[i].next_ms, total.now_ms = d[i].now_ms, next_shard = i;
         json_array_append_new(shards, due_json(json_pack("{s:i, s:s, s:I}", "shard", (int)i, "node",
                                                          where, "now_ms", (json_int_t)d[i].now_ms),
                                                &d[i], pending));
@@ -309,10 +337,13 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
             json_array_append_new(edges, json_integer(lapse_scale_due_edge_ms[b]));
         json_t *tot = due_json(json_object(), &total, pending);
         json_object_set_new(tot, "unread_shards", json_integer(unread));
+        json_object_set_new(tot, "next_due_shard",
+                            next_shard >= 0 ? json_integer(next_shard) : json_null());
         json_t *o =
             json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o, s:o}", "ns", cfg->ns, "shards",
                       (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state, "epoch",
                       (json_int_t)l.epoch, "edges_ms", edges, "shard_info", shards, "total", tot);
+        json_object_set_new(o, "ranges", due_ranges());
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
@@ -320,9 +351,16 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     } else {
         json_decref(shards);
         due_row("total", unread ? "(shards unread)" : "", &total, pending);
-        printf("\noverdue: due now, not yet claimed; 1 min: due within the next minute; 10 min,\n"
-               "1 h, 1 day: after the column before, within that; inflight: being dispatched\n"
-               "(in no other column)\n");
+        char iso[40], in[64];
+        if (total.next_ms >= 0)
+            printf("\nnext deadline: %s (%s), shard %ld\n",
+                   lapse_inspect_iso(total.next_ms, iso, sizeof iso),
+                   lapse_scale_from_now(total.next_ms, total.now_ms, in, sizeof in), next_shard);
+        else
+            printf("\nnext deadline: none to come%s\n", unread ? " in the shards read" : "");
+        printf("overdue: due now, not yet claimed; <1m .. >1d: due that far from now (each range\n"
+               "starts where the one before ends); inflight: being dispatched (in no other\n"
+               "column); next due: the earliest deadline still to come\n");
         if (l.splitting)
             printf("split: an ID not moved yet is counted in the old shard that holds it\n");
     }

@@ -2,7 +2,8 @@
  * due — lapse-scale status --due [--json]: how many pending deadlines fall
  * due when, per shard and in total: overdue, within the next minute, the
  * next 10 minutes, hour, day, and later; and, as a column of its own, the
- * IDs in flight (being dispatched), which are in none of the others.
+ * IDs in flight (being dispatched), which are in none of the others; and
+ * when the next deadline still to come falls due.
  *
  * Cheap enough to run every few seconds against millions of pending IDs:
  * one read-only script per shard that counts with ZCOUNT ranges on the
@@ -27,13 +28,16 @@
 #define LAPSE_SCALE_DUE_BUCKETS 6
 extern const int64_t lapse_scale_due_edge_ms[LAPSE_SCALE_DUE_BUCKETS - 1];
 extern const char *const lapse_scale_due_name[LAPSE_SCALE_DUE_BUCKETS];
+/* The text table's header of each bucket, saying its range ("10m..1h"). */
+extern const char *const lapse_scale_due_header[LAPSE_SCALE_DUE_BUCKETS];
 
 /* One shard's histogram. */
 struct lapse_scale_due {
     int64_t now_ms;                            /* the shard's Redis clock when read */
     long long bucket[LAPSE_SCALE_DUE_BUCKETS]; /* pending IDs not in flight, by due time */
     long long inflight;                        /* IDs being dispatched */
-    int read;                                  /* 0: an error reply (error says why) */
+    int64_t next_ms; /* the earliest pending deadline after now_ms, -1 if none */
+    int read;        /* 0: an error reply (error says why) */
     char error[256];
 };
 

@@ -132,7 +132,7 @@ static void place_print(lapse_redis **nodes, const struct lapse_inspect_place *p
                indent, p->period_ms, p->fired, p->fired + 1);
     else
         printf("%srepeat     no\n", indent);
-    printf("%sscanner    %s\n", indent, p->holder[0] ? p->holder : "none active");
+    printf("%sscanner    %s\n", indent, p->holder[0] ? p->holder : "none");
 }
 
 int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const char *id,

@@ -5,6 +5,7 @@
  *
  *   init N            create the layout with N shards (a power of two); again
  *                     with the same N is a no-op, with another N an error
+ *                     (that says how many splits get there)
  *   status [--json]   the layout, per node how it is reached, its primary and
  *                     replicas, and per shard: node, pending, due, in
  *                     flight, overdue, the active scanner; during a
@@ -19,7 +20,7 @@
  *                     (tools/scale/get.c, tools/scale/inspect.c)
  *   offline [--json] [--limit N] [--prefix P]
  *                     the IDs offline now (recovery on, timed out, not
- *                     back), since when (tools/scale/offline.c)
+ *                     back), since when, longest first (tools/scale/offline.c)
  *   check [--max-overdue S] [--max-memory PCT] [--json]
  *                     exit 0 when every shard has an active scanner,
  *                     nothing is overdue, and no primary evicts or is past
@@ -30,7 +31,9 @@
  *                     runs once per new shard, what starts their scanners
  *   finish [--drain] [--rate N]
  *                     end the split once no old shard holds a moving ID;
- *                     --drain first moves them, N a second (default 5000)
+ *                     --drain first moves them, N a second (default 5000);
+ *                     then names the shards no scanner serves
+ *                     (tools/scale/scanners.c); no split: a no-op
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -49,6 +52,7 @@
 #include "get.h"
 #include "memory.h"
 #include "offline.h"
+#include "scanners.h"
 #include "status.h"
 #include "watch.h"
 
@@ -61,24 +65,30 @@ static void usage(FILE *out)
         "                                 create the layout with N shards (a power of two), one\n"
         "                                 sorted set a shard; --small-keys: each shard many small\n"
         "                                 keys (docs/operating.md), and on a namespace in one zset a shard\n"
-        "                                 it converts it, online\n"
+        "                                 it converts it, online; again with the same N a no-op,\n"
+        "                                 with another N an error saying how many splits get there\n"
         "  status [--json]                the layout; per shard pending, due, overdue, scanner\n"
+        "                                 (none: no active scanner); during a split the IDs left\n"
+        "                                 to move and when the last of them falls due\n"
         "  status --watch [--interval S] [--count N]\n"
         "                                 the same, refreshed every S seconds (default 2): on a\n"
         "                                 terminal redrawn, else one block per refresh; during a\n"
         "                                 split the IDs left in old shards, their rate and when\n"
         "                                 it ends; stops after N refreshes, or on Ctrl-C/SIGTERM\n"
         "  status --due [--json]          per shard and in total, the pending deadlines by when\n"
-        "                                 they fall due (overdue, next 1 min, 10 min, 1 h, 1 day,\n"
-        "                                 later) and those in flight, on each shard's clock\n"
+        "                                 they fall due (overdue, <1m, 1m..10m, 10m..1h, 1h..1d,\n"
+        "                                 >1d from now), those in flight, and the next deadline to\n"
+        "                                 come, on each shard's clock\n"
         "  get ID [--json]                where ID lives (shard, node), its pending deadline,\n"
         "                                 in flight (lease, deadline dispatched), payload,\n"
         "                                 repeat, and during a split its twin; reads only\n"
         "                                 (an ID starting with '-': get -- ID)\n"
         "  offline [--json] [--limit N] [--prefix P]\n"
         "                                 the IDs offline now: written with recovery on (watch),\n"
-        "                                 timed out and not written since; the deadline that fell\n"
-        "                                 due and since when, a line each (id shard deadline since)\n"
+        "                                 timed out and not written since; a header, then a line\n"
+        "                                 each (id, shard, deadline, offline since, offline for),\n"
+        "                                 the longest offline first (--limit: the N longest), or\n"
+        "                                 a line saying none is (exit 0); scripts read --json\n"
         "  check [--max-overdue S] [--max-memory PCT] [--json]\n"
         "                                 exit 0 when every shard has an active scanner and no\n"
         "                                 due ID is more than S seconds (default 60) overdue;\n"
@@ -91,10 +101,57 @@ static void usage(FILE *out)
         "                                 nodes (listed in the config) or beside their twins;\n"
         "                                 prints, or runs per new shard, what starts their scanners\n"
         "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
-        "                                 one; --drain moves those first, N a second (5000)\n"
+        "                                 one; --drain moves those first, N a second (5000); then\n"
+        "                                 names on stderr the shards with no active scanner and\n"
+        "                                 what starts them (exit 0 all the same: check fails on\n"
+        "                                 them); with no split under way says so, exit 0\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
+}
+
+/* After init N refused on a namespace that has another shard count: says
+ * on stderr what gets N shards, if anything does (a split doubles them;
+ * nothing halves them). Nothing when the layout cannot be read. */
+static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint32_t n)
+{
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) != 0)
+        return;
+    uint32_t have = l.shards;
+    int splitting = l.splitting;
+    lapse_layout_free(&l);
+    int times = 0;
+    for (uint32_t s = have; s < n; s *= 2)
+        times++;
+    if (n < have)
+        fprintf(stderr,
+                "lapse-scale: init: the shard count only grows (split doubles it); %u shards "
+                "cannot become %u\n",
+                have, n);
+    else if (splitting)
+        fprintf(stderr,
+                "lapse-scale: init: a split to %u shards is under way: end it with lapse-scale -c "
+                "%s finish [--drain]%s\n",
+                have, cfg->path, n > have ? ", then split again" : "");
+    else {
+        char chain[128];
+        size_t at = (size_t)snprintf(chain, sizeof chain, "%u", have);
+        for (uint32_t s = have * 2; s <= n && at < sizeof chain; s *= 2)
+            at += (size_t)snprintf(chain + at, sizeof chain - at, " -> %u", s);
+        char count[24];
+        snprintf(count, sizeof count, "%d times", times);
+        fprintf(stderr,
+                "lapse-scale: init: to go from %u to %u shards, split %s (%s): %slapse-scale "
+                "-c %s split, start the new shards' scanners, then lapse-scale -c %s finish "
+                "[--drain]\n",
+                have, n,
+                times == 1   ? "once"
+                : times == 2 ? "twice"
+                             : count,
+                chain, times == 1 ? "" : "each time ", cfg->path, cfg->path);
+    }
 }
 
 /* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
@@ -123,6 +180,7 @@ static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const c
     lapse_layout_free(&l);
     if (rc < 0) {
         fprintf(stderr, "lapse-scale: init: %s\n", err);
+        init_hint(cfg, nodes, (uint32_t)n);
         return 1;
     }
     printf("namespace %s: %s with %ld shards%s\n", cfg->ns,
@@ -215,41 +273,52 @@ static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const 
                 rc = 1;
             }
         } else {
-            const lapse_redis *r = nodes[l.node_of[j]];
-            printf("  lapse-scanner -c %s --shard %u   # on a host that reaches %s%s\n", cfg->path,
-                   j, cfg->nodes[l.node_of[j]].master ? "the primary of " : "",
-                   lapse_redis_name(r));
+            printf("  %s\n", lapse_scale_start_line(cfg, nodes, &l, j, cmd, sizeof cmd));
         }
     }
     lapse_layout_free(&l);
     return rc;
 }
 
+/* finish [--drain]: on a stable namespace there is nothing to finish,
+ * which is said and is not an error (run again, as init N is). Once the
+ * split is finished, every shard without an active scanner is named on
+ * stderr with what starts it (scanners.h); the exit status stays 0, since
+ * the split did finish: check is the health verdict. */
 static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain, int rate)
 {
     char err[512];
-    if (drain) {
-        struct lapse_layout l;
-        if (lapse_scale_layout(cfg, nodes, &l) < 0)
-            return 1;
+    struct lapse_layout l;
+    if (lapse_scale_layout(cfg, nodes, &l) < 0)
+        return 1;
+    if (drain && l.splitting) {
         uint64_t moved;
         int rc = lapse_split_drain(nodes, cfg, &l, rate, 600000, &moved, err, sizeof err);
-        lapse_layout_free(&l);
         if (rc < 0) {
+            lapse_layout_free(&l);
             fprintf(stderr, "lapse-scale: finish --drain: %s\n", err);
             return 1;
         }
         printf("namespace %s: drained %llu IDs into their new shards\n", cfg->ns,
                (unsigned long long)moved);
     }
+    lapse_layout_free(&l);
     uint64_t left;
-    struct lapse_layout l;
-    if (lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err) < 0) {
+    int rc = lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err);
+    if (rc < 0) {
         fprintf(stderr, "lapse-scale: finish: %s\n", err);
         return 1;
     }
-    printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
-           (long long)l.epoch);
+    if (rc == 1)
+        printf("namespace %s: no split to finish: %u shards, stable, epoch %lld (nothing "
+               "changed)\n",
+               cfg->ns, l.shards, (long long)l.epoch);
+    else
+        printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
+               (long long)l.epoch);
+    fflush(stdout); /* (before the warning on stderr, in a terminal's order) */
+    if (rc == 0)
+        lapse_scale_warn_unserved(cfg, nodes, &l, "finish");
     lapse_layout_free(&l);
     return 0;
 }

@@ -1,3 +1,9 @@
+/*
+ * offline — see offline.h. Every shard is walked whole (the order is by
+ * offline-since, which no shard keeps): the records are gathered, sorted
+ * oldest first and printed; with --limit N only the N oldest are kept
+ * while walking, so memory stays O(N).
+ */
 #include "offline.h"
 
 #include <jansson.h>
@@ -5,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "inspect.h"
 #include "layout.h"
 #include "status.h"
 
@@ -13,12 +21,82 @@
 extern const char lapse_lua_offline[];
 
 #define OFFLINE_SLICE "1000"
+#define ID_PREVIEW 64 /* bytes of an ID the text shows */
+
+/* One offline ID. */
+struct rec {
+    char *id;         /* its bytes (malloc'd; not NUL-terminated) */
+    size_t len;       /* their count */
+    uint32_t shard;   /* the shard holding its watch record */
+    int64_t deadline; /* the deadline that fell due, unix ms */
+    int64_t since;    /* when Kafka took its timeout, unix ms */
+};
+
+/* What the walk gathers. */
+struct gather {
+    struct rec *r;   /* n records, sorted only after gather_trim / at the end */
+    size_t n, cap;   /* held, room */
+    long limit;      /* keep at most this many (the oldest); 0: all */
+    long long total; /* offline IDs seen (matching the prefix) */
+};
+
+/* Oldest first; the same instant by ID, so the order is stable run to run. */
+static int rec_cmp(const void *a, const void *b)
+{
+    const struct rec *x = a, *y = b;
+    if (x->since != y->since)
+        return x->since < y->since ? -1 : 1;
+    int c = memcmp(x->id, y->id, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Sorts and, with a limit, drops all but the oldest `limit`. */
+static void gather_trim(struct gather *g)
+{
+    qsort(g->r, g->n, sizeof *g->r, rec_cmp);
+    if (g->limit > 0 && g->n > (size_t)g->limit) {
+        for (size_t k = (size_t)g->limit; k < g->n; k++)
+            free(g->r[k].id);
+        g->n = (size_t)g->limit;
+    }
+}
+
+/* Adds one record. 0, or -1 when out of memory. */
+static int gather_add(struct gather *g, uint32_t shard, const redisReply *id, const char *d,
+                      const char *f)
+{
+    g->total++;
+    if (g->limit > 0 && g->n >= 2 * (size_t)g->limit)
+        gather_trim(g);
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 256;
+        struct rec *r = realloc(g->r, cap * sizeof *r);
+        if (!r)
+            return -1;
+        g->r = r, g->cap = cap;
+    }
+    struct rec *e = &g->r[g->n];
+    e->id = malloc(id->len ? id->len : 1);
+    if (!e->id)
+        return -1;
+    memcpy(e->id, id->str, id->len);
+    e->len = id->len, e->shard = shard;
+    e->deadline = strtoll(d, NULL, 10), e->since = strtoll(f, NULL, 10);
+    g->n++;
+    return 0;
+}
+
+static void gather_free(struct gather *g)
+{
+    for (size_t k = 0; k < g->n; k++)
+        free(g->r[k].id);
+    free(g->r);
+}
 
 /* One page of shard i's offline IDs from cursor (updated; "0" when done),
- * each printed or added to list, until *left reaches 0 (limit given).
- * 0, or -1 with the reason on stderr. */
+ * added to g. 0, or -1 with the reason on stderr. */
 static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t i, char *cursor,
-                        const char *prefix, long *left, json_t *list)
+                        const char *prefix, struct gather *g)
 {
     char z[LAPSE_KEY_MAX], e[LAPSE_KEY_MAX];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, i);
@@ -46,24 +124,80 @@ static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t
     }
     memcpy(cursor, rep->element[0]->str, rep->element[0]->len);
     cursor[rep->element[0]->len] = '\0';
-    for (size_t k = 1; k + 2 < rep->elements && *left != 0; k += 3) {
-        const redisReply *id = rep->element[k], *d = rep->element[k + 1], *f = rep->element[k + 2];
-        if (list) {
-            json_t *o = json_object();
-            json_t *js = json_stringn(id->str, id->len);
-            json_object_set_new(o, "id", js ? js : json_stringn_nocheck(id->str, id->len));
-            json_object_set_new(o, "shard", json_integer(i));
-            json_object_set_new(o, "deadline_ms", json_integer(strtoll(d->str, NULL, 10)));
-            json_object_set_new(o, "since_ms", json_integer(strtoll(f->str, NULL, 10)));
-            json_array_append_new(list, o);
-        } else {
-            printf("%.*s\t%u\t%s\t%s\n", (int)id->len, id->str, i, d->str, f->str);
+    for (size_t k = 1; k + 2 < rep->elements; k += 3)
+        if (gather_add(g, i, rep->element[k], rep->element[k + 1]->str, rep->element[k + 2]->str) <
+            0) {
+            fprintf(stderr, "lapse-scale: offline: out of memory\n");
+            freeReplyObject(rep);
+            return -1;
         }
-        if (*left > 0)
-            (*left)--;
-    }
     freeReplyObject(rep);
     return 0;
+}
+
+static void offline_json(const struct lapse_config *cfg, const struct gather *g)
+{
+    json_t *list = json_array();
+    for (size_t k = 0; k < g->n; k++) {
+        const struct rec *e = &g->r[k];
+        json_t *js = json_stringn(e->id, e->len);
+        json_array_append_new(list,
+                              json_pack("{s:o, s:i, s:I, s:I}", "id",
+                                        js ? js : json_stringn_nocheck(e->id, e->len), "shard",
+                                        (int)e->shard, "deadline_ms", (json_int_t)e->deadline,
+                                        "since_ms", (json_int_t)e->since));
+    }
+    json_t *out = json_pack("{s:s, s:o, s:I, s:b}", "ns", cfg->ns, "offline", list, "total",
+                            (json_int_t)g->total, "truncated", g->total > (long long)g->n);
+    char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    if (s)
+        puts(s);
+    free(s);
+    json_decref(out);
+}
+
+static void offline_text(const struct lapse_config *cfg, const struct gather *g, const char *prefix,
+                         int complete)
+{
+    char what[320] = "";
+    if (prefix[0]) {
+        char p[4 * ID_PREVIEW + 8];
+        snprintf(what, sizeof what, " whose ID starts with %s",
+                 lapse_inspect_preview(prefix, strlen(prefix), ID_PREVIEW, p, sizeof p));
+    }
+    if (g->total == 0) {
+        printf("namespace %s: no IDs offline%s%s\n", cfg->ns, what,
+               complete ? "" : " in the shards read");
+        return;
+    }
+    printf("namespace %s: %lld %s offline%s%s, longest first", cfg->ns, g->total,
+           g->total == 1 ? "ID" : "IDs", what, complete ? "" : " in the shards read");
+    if (g->total > (long long)g->n)
+        printf(" (the %zu longest: --limit)", g->n);
+    printf("\n");
+    char(*ids)[4 * ID_PREVIEW + 8] = malloc((g->n ? g->n : 1) * sizeof *ids);
+    if (!ids) {
+        fprintf(stderr, "lapse-scale: offline: out of memory\n");
+        return;
+    }
+    int w = 2;
+    for (size_t k = 0; k < g->n; k++) {
+        lapse_inspect_preview(g->r[k].id, g->r[k].len, ID_PREVIEW, ids[k], sizeof ids[k]);
+        if ((int)strlen(ids[k]) > w)
+            w = (int)strlen(ids[k]);
+    }
+    printf("%-*s %5s  %-24s  %-24s  %s\n", w, "id", "shard", "deadline", "offline since",
+           "offline for");
+    int64_t now = lapse_clock_ms();
+    for (size_t k = 0; k < g->n; k++) {
+        const struct rec *e = &g->r[k];
+        char d[40], f[40], dur[32];
+        printf("%-*s %5u  %-24s  %-24s  %s\n", w, ids[k], e->shard,
+               lapse_inspect_iso(e->deadline, d, sizeof d),
+               lapse_inspect_iso(e->since, f, sizeof f),
+               lapse_scale_duration(now > e->since ? now - e->since : 0, dur, sizeof dur));
+    }
+    free(ids);
 }
 
 int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int as_json,
@@ -72,30 +206,24 @@ int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int
     struct lapse_layout l;
     if (lapse_scale_layout(cfg, nodes, &l) < 0)
         return 1;
-    json_t *list = as_json ? json_array() : NULL;
-    long left = limit > 0 ? limit : -1;
+    struct gather g = {.limit = limit};
     int rc = 0;
-    for (uint32_t i = 0; i < l.shards && left != 0; i++) {
+    for (uint32_t i = 0; i < l.shards; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         char cursor[24] = "0";
         do {
-            if (offline_page(cfg, r, i, cursor, prefix, &left, list) < 0) {
+            if (offline_page(cfg, r, i, cursor, prefix, &g) < 0) {
                 rc = 1;
                 break;
             }
-        } while (strcmp(cursor, "0") != 0 && left != 0);
+        } while (strcmp(cursor, "0") != 0);
     }
-    if (list) {
-        json_t *out = json_object();
-        json_object_set_new(out, "ns", json_string(cfg->ns));
-        json_object_set_new(out, "offline", list);
-        json_object_set_new(out, "truncated", json_boolean(left == 0));
-        char *s = json_dumps(out, JSON_COMPACT);
-        if (s)
-            puts(s);
-        free(s);
-        json_decref(out);
-    }
+    gather_trim(&g);
+    if (as_json)
+        offline_json(cfg, &g);
+    else
+        offline_text(cfg, &g, prefix, rc == 0);
+    gather_free(&g);
     lapse_layout_free(&l);
     return rc;
 }

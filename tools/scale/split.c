@@ -672,10 +672,9 @@ int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint
     }
     if (rc == 0)
         lapse_layout_free(&pending);
-    if (!cur.splitting) {
-        snprintf(errstr, size, "namespace \"%s\" is not splitting", cfg->ns);
-        lapse_layout_free(&cur);
-        return -1;
+    if (!cur.splitting) { /* nothing to finish: as init with the same N, not an error */
+        *out = cur;
+        return 1;
     }
     for (uint32_t i = 0; i < cur.prev_shards; i++) {
         struct lapse_split_left l;

@@ -16,7 +16,8 @@
  * rewritten (scanner/twins.c). lapse_split_finish ends the split once no
  * old shard holds a moving ID; lapse_split_drain moves the rest itself.
  *
- * All functions return 0 or -1 with a one-line reason in errstr. `nodes`
+ * All functions return 0 or -1 with a one-line reason in errstr (and
+ * lapse_split_finish 1, below). `nodes`
  * are connections to cfg->nodes, index for index.
  */
 #ifndef LAPSE_SPLIT_H
@@ -62,6 +63,8 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
 /*
  * Ends the split if no old shard holds a moving ID; otherwise fails with
  * their count in errstr and *left set. Fills *out with the new layout.
+ * Returns 1, *out the layout as it is, when no split is under way (a
+ * finish run again: nothing to do).
  */
 int lapse_split_finish(lapse_redis **nodes, const struct lapse_config *cfg, uint64_t *left,
                        struct lapse_layout *out, char *errstr, size_t size);

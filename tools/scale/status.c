@@ -13,6 +13,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "health.h"
+#include "inspect.h"
 #include "memory.h"
 #include "split.h"
 
@@ -204,6 +205,29 @@ static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
     return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
 
+const char *lapse_scale_from_now(int64_t ms, int64_t now, char *buf, size_t size)
+{
+    int64_t d = ms - now, a = d < 0 ? -d : d;
+    char len[32];
+    lapse_scale_duration(a, len, sizeof len);
+    snprintf(buf, size, "%s%s%s", d >= 0 ? "in " : "", len, d < 0 ? " ago" : "");
+    return buf;
+}
+
+const char *lapse_scale_duration(int64_t ms, char *buf, size_t size)
+{
+    long long s = (long long)(ms / 1000);
+    if (ms < 100000)
+        snprintf(buf, size, "%lld.%lld s", s, (long long)(ms % 1000 / 100));
+    else if (s < 3600)
+        snprintf(buf, size, "%lld min %lld s", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, size, "%lld h %lld min", s / 3600, s % 3600 / 60);
+    else
+        snprintf(buf, size, "%lld d %lld h", s / 86400, s % 86400 / 3600);
+    return buf;
+}
+
 const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size)
 {
     if (overdue_ms < 0)
@@ -320,7 +344,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
             printf(LAPSE_SCALE_SHARD_ROW, i, where, st.pending, st.due, st.inflight,
                    lapse_scale_overdue_text(overdue, od, sizeof od), move,
-                   st.holder[0] ? st.holder : "-");
+                   st.holder[0] ? st.holder : "none");
         }
     }
     if (as_json) {
@@ -366,10 +390,21 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
             printf("offline: %lld IDs (recovery on, timed out, not written since; lapse-scale "
                    "offline lists them)\n",
                    offline);
-        if (l.splitting)
-            printf("split: %s%llu IDs left to move out of old shards%s\n",
+        if (l.splitting) {
+            /* (as status --watch says it: the split ends, without a drain,
+             * at the latest when the last of them falls due) */
+            char iso[40], in[64] = "";
+            if (to_move && !failed)
+                lapse_scale_from_now(last_due, lapse_clock_ms(), in, sizeof in);
+            printf("split: %s%llu IDs left to move out of old shards%s%s%s%s%s\n",
                    failed ? "at least " : "", (unsigned long long)to_move,
-                   to_move || failed ? "; finish refuses until they fell due or were drained" : "");
+                   to_move && !failed ? "; at the latest when the last falls due, " : "",
+                   to_move && !failed ? lapse_inspect_iso(last_due, iso, sizeof iso) : "",
+                   in[0] ? " (" : "", in, in[0] ? ")" : "");
+            if (to_move || failed)
+                printf("split: finish refuses until they fell due or were drained (finish "
+                       "--drain moves them now)\n");
+        }
     }
     lapse_layout_free(&l);
     if (has_pending)

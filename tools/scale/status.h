@@ -32,6 +32,14 @@
  * due): the text status, status --watch show. Returns buf. */
 const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size);
 
+/* A length of time as people read it, tenths of seconds below 100 s:
+ * "4.3 s", "12 min 5 s", "3 h 12 min", "2 d 3 h" (truncated). Returns buf. */
+const char *lapse_scale_duration(int64_t ms, char *buf, size_t size);
+
+/* ms relative to now: "in 41.3 s", "4.3 s ago" (lapse_scale_duration).
+ * Returns buf. */
+const char *lapse_scale_from_now(int64_t ms, int64_t now, char *buf, size_t size);
+
 /* Prints the status (status --due is due.h's). Returns the exit status: 0,
  * or 1 when the layout or a shard cannot be read (the reason on stderr;
  * the other shards are shown all the same). */

@@ -98,7 +98,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
             }
         }
         printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending, h.due, h.inflight, overdue,
-               move, h.holder[0] ? h.holder : "NONE (no active scanner)");
+               move, h.holder[0] ? h.holder : "none");
     }
     if (l.splitting && complete && !lapse_stop) {
         progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
@@ -113,9 +113,11 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
             printf("; not going down now");
         else
             printf("; going down %.1f/s, ends in ~%.0f s at this rate", rate, to_move / rate);
+        char in[64];
         if (to_move > 0 && last_due >= 0)
-            printf("; at the latest when the last falls due, %s\n",
-                   lapse_inspect_iso(last_due, iso, sizeof iso));
+            printf("; at the latest when the last falls due, %s (%s)\n",
+                   lapse_inspect_iso(last_due, iso, sizeof iso),
+                   lapse_scale_from_now(last_due, lapse_clock_ms(), in, sizeof in));
         else if (to_move > 0)
             printf("\n");
     }
