@@ -4,7 +4,8 @@
 #    included, and each op it lists is one the parser knows;
 #  - a word left over after the options is named in the error, one line,
 #    exit 2: lapse-producer, lapse-scanner, lapse-tail, lapse-kafka-put,
-#    lapse-kafka-get, the examples (watchdog, offline); lapse-kafka-dev
+#    lapse-kafka-get, lapse-scale, the examples (watchdog, offline);
+#    lapse-scale also names an unknown command; lapse-kafka-dev
 #    takes its words as topics and names the one it cannot use;
 #  - the watchdog example answers --help with its usage (exit 0) and
 #    refuses an option it does not know instead of reading it as a config.
@@ -45,6 +46,12 @@ expect_named tail "$LAPSE_BIN/lapse-tail" -b 127.0.0.1:1 -t t extra
 expect_named kafka-put "$LAPSE_BIN/lapse-kafka-put" -b 127.0.0.1:1 -t t extra
 expect_named kafka-get "$LAPSE_BIN/lapse-kafka-get" -b 127.0.0.1:1 -t t extra
 expect_named offline "$EX/offline" -b 127.0.0.1:1 -t t extra
+expect_named scale "$LAPSE_BIN/lapse-scale" -c "$CONF" status extra
+expect_named scale-init "$LAPSE_BIN/lapse-scale" -c "$CONF" init 2 extra
+rc=0
+"$LAPSE_BIN/lapse-scale" -c "$CONF" stauts >scale.out 2>scale.err || rc=$?
+assert_eq "$rc" 2 "lapse-scale with an unknown command: exit status"
+assert_file_match scale.err '^lapse-scale: unknown command "stauts"' "lapse-scale's error for an unknown command"
 
 rc=0
 timeout 10 "$LAPSE_BIN/lapse-kafka-dev" 'no topic' </dev/null >dev.out 2>dev.err || rc=$?

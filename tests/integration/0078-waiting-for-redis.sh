@@ -3,7 +3,8 @@
 # not answer (here: a port nothing listens on) says at once how long it will
 # wait and which line of the config names the node, then again about every
 # 10 s with the time left, and exits 1 once redis.retry_timeout_ms passed.
-# The same lines from the stdin producer, the Kafka ingress and a scanner.
+# The same lines from the stdin producer, the Kafka ingress, a scanner and
+# lapse-scale status.
 # redis.retry_timeout_ms = 12000: the second line comes before the end.
 . "$(dirname "$0")/../lib.sh"
 
@@ -19,7 +20,8 @@ assert_file_match "$CONF" 'retry_timeout_ms = 12000;' "the config's redis group"
 spawn producer "$LAPSE_BIN/lapse-producer" -c "$CONF"
 ingress_start
 scanner_start 0
-names=(producer "$INGRESS" "$SCANNER")
+spawn scale "$LAPSE_BIN/lapse-scale" -c "$CONF" status
+names=(producer "$INGRESS" "$SCANNER" scale)
 
 where="\\(${CONF//./\\.}:$line\\)"
 why="redis 127\\.0\\.0\\.1:$REDIS_PORT: .*refused"

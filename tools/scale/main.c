@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "clock.h"
 #include "config.h"
 #include "hash.h"
 #include "inspect.h"
@@ -54,6 +55,7 @@
 #include "offline.h"
 #include "scanners.h"
 #include "status.h"
+#include "waiting.h"
 #include "watch.h"
 
 static void usage(FILE *out)
@@ -326,10 +328,10 @@ static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int d
 /* lapse_redis_ensure_within's on_wait: says once that it waits, and why. */
 static void say_waiting(void *ctx, const char *why, int wait_ms)
 {
+    char line[768];
     (void)wait_ms;
-    int *said = ctx;
-    if (!(*said)++)
-        fprintf(stderr, "lapse-scale: waiting for Redis: %s\n", why);
+    if (lapse_waiting_line(ctx, why, lapse_clock_mono_ms(), line, sizeof line))
+        fprintf(stderr, "lapse-scale: %s\n", line);
 }
 
 /* Connects to the first node as every program starts: an unreachable one
@@ -342,10 +344,12 @@ static void say_waiting(void *ctx, const char *why, int wait_ms)
 static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const char *cmd, int watch,
                          int *rc)
 {
-    int said = 0, once = strcmp(cmd, "check") == 0 || (strcmp(cmd, "status") == 0 && watch);
+    int once = strcmp(cmd, "check") == 0 || (strcmp(cmd, "status") == 0 && watch);
+    struct lapse_waiting w;
+    lapse_waiting_init(&w, cfg, 0, lapse_clock_mono_ms());
     if ((once ? lapse_redis_ensure(r)
-              : lapse_redis_ensure_within(r, cfg->redis_retry_timeout_ms, NULL, say_waiting,
-                                          &said)) == 0 ||
+              : lapse_redis_ensure_within(r, cfg->redis_retry_timeout_ms, NULL, say_waiting, &w)) ==
+            0 ||
         (once && !lapse_redis_refused(r)))
         return 0;
     fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(r));
@@ -544,10 +548,17 @@ int main(int argc, char **argv)
         return 2;
     }
     const struct scale_cmd *c = scale_cmd_find(cmd);
-    if (!c || argc - optind - 1 != c->nargs) {
-        fprintf(stderr,
-                "lapse-scale: unknown command or wrong arguments: %s; see lapse-scale --help\n",
-                cmd);
+    if (!c) {
+        fprintf(stderr, "lapse-scale: unknown command \"%s\"; see lapse-scale --help\n", cmd);
+        return 2;
+    }
+    if (argc - optind - 1 > c->nargs) {
+        fprintf(stderr, "lapse-scale: %s: unexpected argument \"%s\"; see lapse-scale --help\n",
+                cmd, argv[optind + 1 + c->nargs]);
+        return 2;
+    }
+    if (argc - optind - 1 < c->nargs) {
+        fprintf(stderr, "lapse-scale: %s: an argument is missing; see lapse-scale --help\n", cmd);
         return 2;
     }
     for (const char *g = given; *g; g++) {
