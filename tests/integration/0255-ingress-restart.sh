@@ -6,8 +6,10 @@
 # RESTART_MAX_MS (lapse-kafka-dev holds a group whose last member left for
 # session.timeout.ms - 1 s: 9 s with lapse's 10 s, 44 s with librdkafka's
 # 45 s), and a restart after SIGKILL within KILL9_MAX_MS (the dead member
-# is dropped after its session: 19 s here). Each new member applies a
-# signal sent while no member ran, and the group commits every partition.
+# is dropped after its session: 19 s here). A SIGTERM that did not leave
+# the group would cost as much as a SIGKILL, so the restarts' bound also
+# checks that the stop leaves. Each new member applies a signal sent while
+# no member ran, and the group commits every partition.
 . "$(dirname "$0")/../lib.sh"
 
 IN=lapse.signals
