@@ -107,16 +107,24 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
         {"auto.offset.reset", "earliest"}, /* a new group misses no signal */
         {"enable.partition.eof", "false"},
         {"log.queue", "true"},
-        {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag */
+        /* How long a crashed member's partitions go unread before the group
+         * hands them on (librdkafka's 45 s would outlast many watchdog
+         * timeouts; 10 s is above brokers' 6 s minimum), and on
+         * lapse-kafka-dev how long a group waits after its last member
+         * left: docs/operating.md, "What an ingress start and restart cost". */
+        {"session.timeout.ms", "10000"},
+        {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
+    size_t ndefaults = sizeof defaults / sizeof defaults[0];
+    if (!cfg->ingress_metrics_port)
+        ndefaults--; /* no statistics */
     const struct lapse_kv forced[] = {
         /* the commit rule depends on these */
         {"group.id", cfg->ingress_group},
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
     };
-    rd_kafka_conf_t *conf =
-        lapse_kafka_conf(cfg, defaults, cfg->ingress_metrics_port ? 4 : 3, errstr, size);
+    rd_kafka_conf_t *conf = lapse_kafka_conf(cfg, defaults, ndefaults, errstr, size);
     if (!conf)
         return NULL;
     if (conf_set_all(conf, cfg, "ingress.properties", cfg->ingress_props, cfg->ningress_props,

@@ -21,6 +21,14 @@
  *    loop checks at least every POLL_MS;
  *  - a reply that cannot be written (stdout closed) is dropped; it never
  *    stops the cluster (SIGPIPE is ignored).
+ *
+ * The mock's group coordinator is librdkafka's and cannot be changed from
+ * here. Where it differs from Kafka's in time (usage() says how): a group
+ * whose last member left stays in a join phase for session.timeout.ms - 1 s
+ * instead of emptying at once, so a lone consumer's restart waits that long;
+ * a member that dies stays until its session ends and may be handed
+ * partitions meanwhile, which costs about twice that; group.instance.id is
+ * read and ignored (no static membership in 2.0.2).
  */
 #include <errno.h>
 #include <limits.h>
@@ -85,7 +93,13 @@ static void usage(FILE *f)
             "                                    'error 0 6 3': 3 Produce NOT_LEADER)\n"
             "  topic <name> <partitions>         create a topic\n"
             "broker_id -1 means all brokers. Blank lines are ignored. At stdin EOF the\n"
-            "cluster keeps serving.\n",
+            "cluster keeps serving.\n"
+            "\n"
+            "Consumer groups: a first join is held 3 s. Once the last member of a group\n"
+            "has left, the next one is let in session.timeout.ms - 1 s later (Kafka\n"
+            "empties the group at once: the next one waits only the first join's delay).\n"
+            "A consumer restarted often sets session.timeout.ms to about 4000 (not below\n"
+            "3500: a member whose session is shorter than the 3 s is dropped).\n",
             MAX_BROKERS, MAX_PARTITIONS);
 }
 
