@@ -54,7 +54,8 @@ mkdir blocks want sessions
         grep -v '^make$' | sed "s/6390/$P/g"
 } >tour.sh || fail "no tour in the README"
 if [[ $LAPSE_BIN != "$LAPSE_ROOT/bin" ]]; then
-    sed -i "s|PATH=\$PWD/bin:|PATH=$LAPSE_BIN:|" tour.sh
+    sed -i "s|PATH=\$lapse/bin:|PATH=$LAPSE_BIN:|" tour.sh
+    grep -qF "PATH=$LAPSE_BIN:" tour.sh || fail "the tour sets no PATH=\$lapse/bin:...: $(head -n 8 tour.sh)"
 fi
 grep -q 'finish --drain' tour.sh || fail "the tour has no finish --drain: $(cat tour.sh)"
 
