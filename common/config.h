@@ -1,12 +1,12 @@
 /*
  * config — the libconfig file every lapse program reads.
  *
- * Every key lives in one table in config.c with its type, default, bounds and
- * a comment; lapse.conf.example documents the same keys. Loading validates the
- * whole file (unknown keys, wrong types, out-of-range values, missing required
- * keys) before any program touches Redis or Kafka, and reports the first
- * problem as "FILE:LINE: key: reason" ("FILE: key: reason" when there is no
- * line, e.g. a missing key).
+ * Every key lives in one table with its type, default, bounds and a
+ * comment; lapse.conf(5) and lapse.conf.example document the same keys.
+ * Loading validates the whole file (unknown keys, wrong types,
+ * out-of-range values, missing required keys) before any program touches
+ * Redis or Kafka, and reports the first problem as "FILE:LINE: key:
+ * reason" ("FILE: key: reason" when there is no line, e.g. a missing key).
  */
 #ifndef LAPSE_CONFIG_H
 #define LAPSE_CONFIG_H
@@ -59,7 +59,7 @@ enum lapse_time_source {
     LAPSE_TIME_FIELD,       /* "field": a JSON field holding unix ms */
 };
 
-/* One watchdog rule (ingress.rules[i]); producer/ingress/watchdog.h applies them. */
+/* One watchdog rule (ingress.rules[i]), which the Kafka ingress applies. */
 struct lapse_ingress_rule {
     char *id_prefix;   /* match: the ID starts with this; NULL = any ID */
     char *match_field; /* match: this top-level JSON field of the value ... */
