@@ -7,9 +7,9 @@
 # Installed: the operators' programs (lapse-producer, lapse-scanner,
 # lapse-scale) and their man pages, lapse.conf(5), the producer library
 # (static, shared with its soname and development link, its headers under
-# include/lapse/, lapse-producer.pc), the example configs as documentation,
-# and the systemd units with the installed paths written in (as they are in
-# the man pages). Not installed: lapse-kafka-dev, lapse-kafka-put/-get and
+# include/lapse/, lapse-producer.pc), the documentation (docs/*.md) and the
+# example configs in DOCDIR, and the systemd units with the installed paths
+# written in (as they are in the man pages). Not installed: lapse-kafka-dev, lapse-kafka-put/-get and
 # lapse-tail, which stand in for a Kafka cluster and its tools in
 # development and tests; production has the real ones (kcat,
 # kafka-console-consumer).
@@ -53,13 +53,16 @@ LIB_SO    := $(BUILD)/lib/$(SO_FILE)
 LIB_PC    := $(BUILD)/lib/lapse-producer.pc
 # What a program compiling against the library includes: producer.h and the
 # two headers it includes. None of them includes anything but <stddef.h> and
-# <stdint.h>, so the dependencies' headers are not needed.
-LIB_HEADERS := producer/lib/producer.h producer/lib/line.h common/config.h
+# <stdint.h>, so the dependencies' headers are not needed. common/config.h
+# is installed as lapse_config.h, a name no other project's config.h can
+# take the place of on an include path (nor it theirs), and the installed
+# producer.h includes it by that name.
+INSTALL_HEADERS := producer.h line.h lapse_config.h
 
 INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
 MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
 MAN5 := man/lapse.conf.5
-DOCS := lapse.conf.example deploy/lapse.conf.production
+DOCS := lapse.conf.example deploy/lapse.conf.production $(wildcard docs/*.md)
 UNITS := lapse-scanner@.service lapse-ingress@.service
 
 .PHONY: lib lib-build install uninstall
@@ -108,13 +111,29 @@ $(BUILD)/systemd/%.service: deploy/systemd/%.service.in FORCE
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
 
 # Man pages name the default paths (/usr/local/...); the installed ones name
-# the installation's, as the units do.
+# the installation's, as the units do. Their SEE ALSO names the documents
+# installed in DOCDIR.
 $(BUILD)/man/%: man/% FORCE
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's|/usr/local/etc/lapse|$(SYSCONFDIR)/lapse|g' -e 's|/usr/local/share/doc/lapse|$(DOCDIR)|g' \
 	    -e 's|/usr/local/bin/|$(BINDIR)/|g' $< > $@
 
-install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%) $(MAN1:%=$(BUILD)/%) $(MAN5:%=$(BUILD)/%)
+# The headers as installed (INSTALL_HEADERS): producer.h including config.h
+# by its installed name.
+$(BUILD)/include/lapse/producer.h: producer/lib/producer.h
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|^#include "config.h"$$|#include "lapse_config.h"|' $< > $@
+	$(Q)grep -q '^#include "lapse_config.h"$$' $@ || \
+	    { echo "$<: no '#include \"config.h\"' to rename" >&2; rm -f $@; exit 1; }
+$(BUILD)/include/lapse/line.h: producer/lib/line.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+$(BUILD)/include/lapse/lapse_config.h: common/config.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%) $(MAN1:%=$(BUILD)/%) $(MAN5:%=$(BUILD)/%) \
+         $(INSTALL_HEADERS:%=$(BUILD)/include/lapse/%)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 	    $(DESTDIR)$(INCLUDEDIR)/lapse $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSTEMDUNITDIR)
@@ -124,7 +143,9 @@ install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%) $(MAN1:%=$(BUILD)/%) $(MAN5
 	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
 	$(INSTALL) -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)
-	$(INSTALL) -m 0644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/lapse
+	$(INSTALL) -m 0644 $(INSTALL_HEADERS:%=$(BUILD)/include/lapse/%) $(DESTDIR)$(INCLUDEDIR)/lapse
+	@# config.h is lapse_config.h now: an older install's must not stay on the include path
+	rm -f $(DESTDIR)$(INCLUDEDIR)/lapse/config.h
 	$(INSTALL) -m 0644 $(MAN1:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0644 $(MAN5:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man5
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)
@@ -138,7 +159,7 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/liblapse-producer.a $(DESTDIR)$(LIBDIR)/$(SO_FILE) \
 	    $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/lapse-producer.pc
-	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(notdir $(LIB_HEADERS)))
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(INSTALL_HEADERS) config.h)
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/lapse 2>/dev/null
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5)))

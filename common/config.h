@@ -1,13 +1,14 @@
 /*
  * config — the libconfig file every lapse program reads.
  *
- * Every key lives in one table in config.c with its type, default, bounds and
- * a comment; lapse.conf.example documents the same keys. Loading validates the
- * whole file (unknown keys, wrong types, out-of-range values, missing required
- * keys) before any program touches Redis or Kafka, and reports each
- * problem on a line of its own, "FILE:LINE: key: reason" ("FILE: key:
- * reason" when there is no line, e.g. a missing key): every unknown key and
- * every bad value at once, not only the first.
+ * Every key lives in one table with its type, default, bounds and a
+ * comment; lapse.conf(5) and lapse.conf.example document the same keys.
+ * Loading validates the whole file (unknown keys, wrong types,
+ * out-of-range values, missing required keys) before any program touches
+ * Redis or Kafka, and reports each problem on a line of its own,
+ * "FILE:LINE: key: reason" ("FILE: key: reason" when there is no line,
+ * e.g. a missing key): every unknown key and every bad value at once, not
+ * only the first.
  */
 #ifndef LAPSE_CONFIG_H
 #define LAPSE_CONFIG_H
@@ -62,7 +63,7 @@ enum lapse_time_source {
     LAPSE_TIME_FIELD,       /* "field": a JSON field holding unix ms */
 };
 
-/* One watchdog rule (ingress.rules[i]); producer/ingress/watchdog.h applies them. */
+/* One watchdog rule (ingress.rules[i]), which the Kafka ingress applies. */
 struct lapse_ingress_rule {
     char *id_prefix;   /* match: the ID starts with this; NULL = any ID */
     char *match_field; /* match: this top-level JSON field of the value ... */

@@ -9,12 +9,13 @@
  *
  * watch is extend with recovery on: the ID is remembered as offline once its
  * timeout fires, and its next touch/extend/watch sends a "recovered" event
- * (common/lua/lib/watch.lua). The ID keeps recovery on until a cancel or a
- * repeat.
+ * (protocol.md, "Recovered events"). The ID keeps recovery on until a
+ * cancel or a repeat.
  *
  * Fields are separated by one or more spaces. <id> is 1..512 bytes, none of
  * them 0x00-0x20 or 0x7f. <when> is +<ms> (relative to the moment the write is
- * first applied, on the shard's Redis clock: send.c keeps that deadline) or
+ * first applied, on the shard's Redis clock; sent again, the write keeps
+ * the deadline that first application set) or
  * @<unix_ms>. <payload> is the rest of the line after the spaces following
  * the last field, a trailing \r dropped, at most 64 KiB. The parsed command
  * points into the caller's buffer: nothing is copied or allocated.

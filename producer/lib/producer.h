@@ -23,12 +23,12 @@
  * returns only once everything submitted before it is applied (and, with
  * redis.wait_replicas, confirmed).
  *
- * With producer.slack_ms > 0, extends are coalesced across batches too (see
- * slack.h): an extend already covered by what this producer wrote is
- * absorbed without a Redis write, and a write stores deadline + slack. Never
- * early, at most slack_ms late — provided this producer is the only writer
- * of those IDs (another writer's cancel is not seen by the memory of what
- * was written until that deadline passes).
+ * With producer.slack_ms > 0, extends are coalesced across batches too
+ * (operating.md, "Bounded slack"): an extend already covered by what this
+ * producer wrote is absorbed without a Redis write, and a write stores
+ * deadline + slack. Never early, at most slack_ms late — provided this
+ * producer is the only writer of those IDs (another writer's cancel is not
+ * seen by the memory of what was written until that deadline passes).
  *
  * Errors: an operation the library refuses (bad ID, time out of range) fails
  * at once with errstr; one Redis refuses is reported through the on_error
@@ -39,10 +39,16 @@
  * judged on its own: only the operations on a primary whose WAIT saw too
  * few replicas are retried and then reported; that primary's window is
  * shared by every batch, so once it has run out its operations are
- * reported at once (see producer/lib/degrade.c).
+ * reported at once (operating.md, "Durable acknowledgement").
  *
  * Threads: a handle is not thread-safe; use one per thread (each has its own
  * Redis connections), or serialise calls.
+ *
+ * The documents named here, library.md (this library), protocol.md (the
+ * operations, the event, the guarantees) and operating.md, are installed
+ * with lapse in share/doc/lapse/ under its prefix. Installed, this header
+ * is lapse/producer.h, and the configuration header it includes is
+ * lapse/lapse_config.h.
  */
 #ifndef LAPSE_PRODUCER_H
 #define LAPSE_PRODUCER_H
@@ -63,10 +69,10 @@ typedef void lapse_producer_error_cb(void *ctx, uint64_t tag, const char *reason
  * Connects to the nodes of `cfg` and reads the namespace's layout. `cfg` must
  * outlive the handle. A Redis that does not answer (not up yet, a failover
  * under way: the sentinels still name the dead primary) is waited for, with
- * back-off, for up to redis.retry_timeout_ms, as flush waits; a program
- * that set up stop.h's SIGTERM/SIGINT handler (lapse-producer) has the wait
- * cut short by them. Returns NULL with errstr set and errno saying what
- * kind of failure it was: EACCES when Redis refused us (a wrong password or
+ * back-off, for up to redis.retry_timeout_ms, as flush waits (in
+ * lapse-producer, whose SIGTERM/SIGINT handler is lapse's own, those
+ * signals cut the wait short). Returns NULL with errstr set and errno
+ * saying what kind of failure it was: EACCES when Redis refused us (a wrong password or
  * user, an ACL denial, a TLS certificate that fails verification: trying
  * again cannot help), ETIMEDOUT when Redis stayed unreachable, EINTR when
  * stopped by a signal, EINVAL for a config lapse_producer_open could not
@@ -129,7 +135,7 @@ int lapse_producer_repeat(lapse_producer *p, const char *id, size_t id_len,
 int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint64_t tag,
                           char *errstr, size_t size);
 /* An extend with recovery on (LAPSE_OP_WATCH): once the ID's timeout fired,
- * its next write sends a "recovered" event (docs/protocol.md, "Recovered events"). */
+ * its next write sends a "recovered" event (protocol.md, "Recovered events"). */
 int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
                          enum lapse_when_kind kind, int64_t when_ms, const char *payload,
                          size_t payload_len, uint64_t tag, char *errstr, size_t size);
@@ -157,16 +163,16 @@ struct lapse_producer_stats {
 void lapse_producer_stats(const lapse_producer *p, struct lapse_producer_stats *out);
 
 /* With redis.wait_replicas: the primaries whose last WAIT saw fewer
- * replicas than that (their writes are retried, then reported failed:
- * producer/lib/degrade.c). Writes the i-th one's "host:port" into addr and
- * returns 1, or returns 0 past the last one (i from 0). */
+ * replicas than that (their writes are retried, then reported failed).
+ * Writes the i-th one's "host:port" into addr and returns 1, or returns 0
+ * past the last one (i from 0). */
 int lapse_producer_unconfirmed(const lapse_producer *p, size_t i, char *addr, size_t size);
 
-/* PINGs every node (producer/lib/probe.c). Returns how many did not answer (0:
- * all up), with the nodes' reconnects so far in *reconnects (may be NULL);
- * or -1, touching nothing, while operations are queued or in flight (call
- * it after a flush). A node in its reconnect back-off counts as down
- * without a connection attempt. */
+/* PINGs every node. Returns how many did not answer (0: all up), with the
+ * nodes' reconnects so far in *reconnects (may be NULL); or -1, touching
+ * nothing, while operations are queued or in flight (call it after a
+ * flush). A node in its reconnect back-off counts as down without a
+ * connection attempt. */
 int lapse_producer_probe(lapse_producer *p, uint64_t *reconnects);
 
 /* What the program should log about its nodes' maxmemory-policy (an

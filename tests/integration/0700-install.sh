@@ -2,12 +2,22 @@
 # 0700-install: make install into a DESTDIR with a PREFIX puts exactly the
 # documented files there; the man pages render without warnings, name every
 # option the programs' --help shows, and name the installation's config and
-# doc paths as the units do (also for PREFIX=/usr: /etc/lapse); the shared
-# library has its soname and exports only the API;
+# doc paths as the units do (also for PREFIX=/usr: /etc/lapse), in their
+# examples too; the documentation (docs/*.md) is installed in DOCDIR, and
+# every path-like reference in the installed headers and man pages names
+# something installed (a document, a header, a path under the prefix) or
+# the operator's config, never a file of lapse's source tree or a path of
+# another prefix; the shared library has its soname and exports only the
+# API; config.h is installed as lapse/lapse_config.h, which the installed
+# producer.h includes, so a program with a config.h of its own on the
+# include path after lapse's builds with its own, and an older install's
+# include/lapse/config.h is removed;
 # producer/examples/watchdog.c builds from the installed headers with
 # `pkg-config --cflags --libs lapse-producer` (the prefix overridden to the
 # staging dir), against the shared library and statically, and with the
-# build lines of docs/library.md as written there, and every build writes deadlines; the installed lapse-scale,
+# build lines of docs/library.md as written there (the DESTDIR one with
+# nothing but the DESTDIR and PREFIX of the install), and every build
+# writes deadlines; the installed lapse-scale,
 # lapse-producer and lapse-scanner run end to end (init, produce, fire to
 # Kafka). make uninstall with the same variables removes every file install
 # put there and nothing else.
@@ -39,6 +49,8 @@ make_in() {
     }
 }
 
+# an older install's config.h, which this one must not leave on the include path
+mkdir -p "$R/include/lapse" && echo '/* lapse before lapse_config.h */' >"$R/include/lapse/config.h"
 make_in install
 
 # ---------------------------------------------------------------- the files
@@ -46,7 +58,7 @@ want=$(sort <<EOF
 bin/lapse-producer
 bin/lapse-scale
 bin/lapse-scanner
-include/lapse/config.h
+include/lapse/lapse_config.h
 include/lapse/line.h
 include/lapse/producer.h
 lib/liblapse-producer.a
@@ -62,6 +74,7 @@ share/man/man1/lapse-producer.1
 share/man/man1/lapse-scale.1
 share/man/man1/lapse-scanner.1
 share/man/man5/lapse.conf.5
+$(cd "$LAPSE_ROOT/docs" && printf 'share/doc/lapse/%s\n' *.md)
 EOF
 )
 got=$(cd "$D" && find . ! -type d | sed 's|^\./||' | sort)
@@ -108,9 +121,52 @@ man_paths() { # STAGE PREFIX SYSCONFDIR
     assert_file_match "$m/man5/lapse.conf.5" "^\\.I $2/share/doc/lapse/lapse\\.conf\\.production\$" "lapse.conf(5) FILES, the docs (PREFIX=$2)"
     assert_file_match "$u/lapse-scanner@.service" "^LoadCredential=lapse\\.conf:$3/lapse/lapse\\.conf\$" "the scanner unit's config (PREFIX=$2)"
 }
+# the man pages' examples name the installation's config directory too,
+# and their SEE ALSO the installation's documents
+man_examples() { # STAGE PREFIX SYSCONFDIR
+    local m=$1$2/share/man
+    assert_file_match "$m/man1/lapse-producer.1" "^lapse\\\\-producer .*-c $3/lapse/devices\\.conf " "lapse-producer(1) EXAMPLES (PREFIX=$2)"
+    for f in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man5/lapse.conf.5; do
+        assert_file_match "$m/$f" "^\\.IR $2/share/doc/lapse/ :\$" "$f SEE ALSO: the installed documentation (PREFIX=$2)"
+    done
+}
+
+# refs_installed STAGE PREFIX SYSCONFDIR: every path-like reference in the
+# installed headers and man pages (their roff fonts and escapes dropped)
+# names what the install put in STAGE: an absolute path under PREFIX
+# exists there (paths under SYSCONFDIR name the operator's config, which is
+# not installed), X.h is an installed header or a system one, X.md an
+# installed document; no path of lapse's source tree, no source file (.c,
+# .lua), no absolute path outside PREFIX.
+refs_installed() {
+    local s=$1 p=$2 etc=$3 f ref bad=
+    for f in "$s$p"/include/lapse/* "$s$p"/share/man/man*/*; do
+        while read -r ref; do
+            ref=${ref%.}
+            case $ref in
+            "$etc"/*) ;;
+            "$p"/*) [[ -e $s$ref ]] || bad+="$f: $ref is not installed; " ;;
+            /usr/* | /etc/* | /opt/*) bad+="$f: $ref is outside the installation's prefix $p; " ;;
+            docs/* | producer/* | common/* | scanner/* | tools/* | scripts/* | deploy/* | examples/* | tests/* | man/*)
+                bad+="$f: $ref is in lapse's source tree; " ;;
+            *.c | *.lua) bad+="$f: $ref is a source file; " ;;
+            *.h) [[ -f $s$p/include/lapse/${ref##*/} ]] || printf '#include <%s>\n' "$ref" | cc -E -x c - >/dev/null 2>&1 ||
+                bad+="$f: $ref is neither an installed header nor a system one; " ;;
+            *.md) [[ -f $s$p/share/doc/lapse/${ref##*/} ]] || bad+="$f: $ref is not installed documentation; " ;;
+            esac
+        done < <(sed -E 's/\\f[BIRP]//g; s/\\-/-/g; s/\\\(..//g; s/\\e/\\/g' "$f" |
+            grep -oE '(^|[^A-Za-z0-9_.@-])/[A-Za-z0-9_][A-Za-z0-9_./@-]*|[A-Za-z0-9_.@/-]*[A-Za-z0-9_]\.(c|h|lua|md)\b|\b(docs|producer|common|scanner|tools|scripts|deploy|examples|tests|man)/[A-Za-z0-9_./@-]*' |
+            sed -E 's|^[^/]/|/|')
+    done
+    [[ -z $bad ]] || fail "installed references to what is not installed (PREFIX=$p): $bad"
+}
 man_paths "$D" "$P" "$P/etc"
+man_examples "$D" "$P" "$P/etc"
+refs_installed "$D" "$P" "$P/etc"
 make_in install "$T/stage-usr" /usr
 man_paths "$T/stage-usr" /usr /etc
+man_examples "$T/stage-usr" /usr /etc
+refs_installed "$T/stage-usr" /usr /etc
 
 # ---------------------------------------------------------------- library
 so=$R/lib/liblapse-producer.so.0.1
@@ -143,29 +199,51 @@ grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d wd-shared) ||
 assert_match "$(LD_LIBRARY_PATH=$R/lib ldd wd-shared | grep liblapse-producer)" "=> $R/lib/liblapse-producer\.so\.0 " \
     "the library wd-shared loads"
 
+# a program with a config.h of its own (as every autotools project has),
+# its directory on the include path after lapse's, gets its own, and
+# producer.h gets lapse's
+mkdir -p app/src app/build
+printf '#define APP_CONFIG_H 1\n' >app/build/config.h
+printf '%s\n' '#include "config.h"' '#include "producer.h"' '#ifndef APP_CONFIG_H' \
+    '#error "the config.h of lapse, not that of the program"' '#endif' \
+    'int main(void) { lapse_producer *p = 0; (void)p; return LAPSE_NS_MAX == 0; }' >app/src/app.c
+cc -std=c11 -Wall -Wextra -Werror $sanflags $cflags -Iapp/build -c app/src/app.c -o app.o 2>cc.err ||
+    fail "a program with its own config.h does not build against the installed headers: $(head -c 800 cc.err)"
+assert_eq "$(grep -c '^#include "lapse_config.h"$' "$R/include/lapse/producer.h")" 1 "the installed producer.h's include of lapse_config.h"
+
 # ---------------------------------------------------------------- the documented build lines
 # The lines of docs/library.md for building a program with the library
 # (section "Building a program with the library") run as written there, on
 # watchdog.c: from the build tree, and after the install with pkg-config,
-# shared and static. Only app.c and "-o app" are replaced, pkg-config is
-# given the staging dir as prefix, and under a sanitizer its flag and build
-# tree go in.
+# shared and static, and for a DESTDIR install. Only app.c and "-o app"
+# are replaced, and under a sanitizer its flag and build tree go in; the
+# plain pkg-config lines are given the staging dir as prefix (they are for
+# an install in place), while the DESTDIR line runs with no more than the
+# DESTDIR and PREFIX of this install, and no PKG_CONFIG_PATH.
 doc_builds() {
     awk '/^## Building a program with the library/ { sec = 1 } sec && /^```sh$/ { blk = 1; next }
         blk && /^```$/ { exit } blk' "$LAPSE_ROOT/docs/library.md" |
         sed -e ':a' -e '/\\$/ { N; s/\\\n *//; ba' -e '}' | grep '^cc '
 }
 mapfile -t builds < <(doc_builds)
-assert_eq "${#builds[@]}" 3 "cc lines in docs/library.md's build section"
+assert_eq "${#builds[@]}" 4 "cc lines in docs/library.md's build section"
 pkg-config() { command pkg-config --define-variable=prefix="$R" "$@"; }
-for i in 0 1 2; do
+for i in 0 1 2 3; do
     cmd=$(sed -e "s| app\.c | $LAPSE_ROOT/producer/examples/watchdog.c |" -e "s| -o app\$| -o $T/readme-$i|" \
         -e "s|^cc |cc $sanflags |" ${san:+-e "s|build/plain/|build/$san/|g"} <<<"${builds[i]}")
     [[ $cmd == *watchdog.c* && $cmd == *" -o $T/readme-$i" ]] ||
         fail "the documented line is not 'cc ... app.c ... -o app': ${builds[i]}"
-    (cd "$LAPSE_ROOT" && eval "$cmd") 2>cc.err || fail "the documented build line fails: ${builds[i]}: $(head -c 800 cc.err)"
+    if [[ $cmd == *'$DESTDIR'* ]]; then
+        (unset -f pkg-config && unset PKG_CONFIG_PATH && DESTDIR=$D PREFIX=$P && cd "$LAPSE_ROOT" && eval "$cmd")
+    else
+        (cd "$LAPSE_ROOT" && eval "$cmd")
+    fi 2>cc.err || fail "the documented build line fails: ${builds[i]}: $(head -c 800 cc.err)"
 done
 assert_match "${builds[0]}" 'build/plain/libproducer\.a' "the documented first line: from the build tree"
+assert_match "${builds[3]}" 'PKG_CONFIG_PATH="\$DESTDIR\$PREFIX/lib/pkgconfig" pkg-config --define-variable=prefix="\$DESTDIR\$PREFIX" ' \
+    "the documented DESTDIR line"
+grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-3) ||
+    fail "the documented DESTDIR line does not link the shared library"
 grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-1) ||
     fail "the documented pkg-config line does not link the shared library"
 ! grep -q 'liblapse-producer' <(readelf -d readme-0) <(readelf -d readme-2) ||
@@ -182,12 +260,12 @@ assert_match "$(cat scale.out)" 'initialised with 2 shards' "lapse-scale init"
 printf 'wd-shared-%d\n' 1 2 3 | LD_LIBRARY_PATH=$R/lib ./wd-shared "$CONF" 2>wd.err ||
     fail "watchdog (shared) failed: $(cat wd.err)"
 printf 'wd-static-%d\n' 1 2 3 | ./wd-static "$CONF" 2>wd.err || fail "watchdog (static) failed: $(cat wd.err)"
-for i in 0 1 2; do
+for i in 0 1 2 3; do
     printf "readme-$i-%d\n" 1 2 | LD_LIBRARY_PATH=$R/lib "./readme-$i" "$CONF" 2>wd.err ||
         fail "watchdog built by the documented line $((i + 1)) failed: $(cat wd.err)"
 done
 now=$(now_ms)
-for id in wd-shared-{1,2,3} wd-static-{1,2,3} readme-{0,1,2}-{1,2}; do
+for id in wd-shared-{1,2,3} wd-static-{1,2,3} readme-{0,1,2,3}-{1,2}; do
     s=$(id_score "$id")
     [[ -n $s ]] || fail "$id (written by the watchdog example) is not in Redis"
     assert_ge "${s%.*}" $((now + 50000)) "$id's deadline (60 s ahead)"

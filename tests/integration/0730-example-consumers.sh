@@ -10,14 +10,25 @@
 # ex-d's older deadline only (it must not clear the newer timeout); ex-e's
 # timeout again; a recovered for ex-f, which never timed out; an event of a
 # type neither knows; a message that is not JSON.
-# Both consumers, each in its own group, with --idle-ms: the set printed is
-# exactly ex-a, ex-d (since its second fire) and ex-e ("id<TAB>since_ms",
-# sorted), status 0, and each group committed every partition to its end.
+# Both consumers by the two lines docs/protocol.md shows ("Consuming
+# events"), taken from there and run one after the other as written, with
+# the checkout as $lapse and lapse-kafka-dev as $kafka (the README's tour
+# sets both, as the doc says): each in a group of its own, with --idle-ms,
+# exits 0 and prints exactly ex-a, ex-d (since its second fire) and ex-e,
+# the C one as "id<TAB>since_ms" lines, sorted, the Python one with --json
+# (with deadline_ms); each group committed every partition to its end.
+# (The second of the pair used to print [] in the first's group, and never
+# stopped without --idle-ms.)
 # Then each again in a new group, stopped by SIGTERM once it committed
 # everything: exit 0 and, with --json, the same set with deadline_ms.
 . "$(dirname "$0")/../lib.sh"
 
-if [[ $LAPSE_BIN == */build/*/bin ]]; then C=${LAPSE_BIN%/bin}/examples/offline; else C=$LAPSE_ROOT/build/plain/examples/offline; fi
+san=
+if [[ $LAPSE_BIN == */build/*/bin ]]; then
+    san=${LAPSE_BIN%/bin}
+    san=${san##*/}
+fi
+C=$LAPSE_ROOT/build/${san:-plain}/examples/offline
 PY=$LAPSE_ROOT/examples/offline.py
 [[ -x $C ]] || fail "$C is not built (make)"
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null ||
@@ -63,22 +74,40 @@ jq -c -s '[.[] | select(.id == "ex-a" or .id == "ex-d" or .id == "ex-e")]
     events.json >want.json
 note "expected offline: $(tr '\t\n' '= ' <want.txt)"
 
-X=(-X fetch.wait.max.ms=10 -X session.timeout.ms=4000 -X heartbeat.interval.ms=300)
-timeout 60 "$C" -b "$KAFKA_BROKERS" -t "$TOPIC" -g c-idle --idle-ms 2000 "${X[@]}" >c.txt 2>c.err ||
-    fail "examples/offline: exit status $? ($(tail -n 1 c.err))"
-timeout 60 /usr/bin/python3 "$PY" -b "$KAFKA_BROKERS" -t "$TOPIC" -g py-idle --idle-ms 2000 "${X[@]}" >py.txt 2>py.err ||
-    fail "examples/offline.py: exit status $? ($(tail -n 1 py.err))"
+# the documented pair, as written (a sanitized build's examples for the plain ones)
+mapfile -t doc < <(awk '/^### Consuming events/ { sec = 1; next } sec && /^#/ { exit }
+    sec && /^```sh$/ { blk = 1; next } blk && /^```$/ { exit } blk' "$LAPSE_ROOT/docs/protocol.md")
+assert_eq "${#doc[@]}" 2 "command lines in docs/protocol.md's \"Consuming events\""
+assert_match "${doc[0]}" '^"\$lapse"/build/plain/examples/offline .*--idle-ms [0-9]+' "the documented C consumer"
+assert_match "${doc[1]}" '^"\$lapse"/examples/offline\.py .*--idle-ms [0-9]+ --json$' "the documented Python consumer"
+group() { grep -oE -- '-g [^ ]+' <<<"$1" | cut -c4-; }
+cg=$(group "${doc[0]}") pyg=$(group "${doc[1]}")
+[[ -n $cg && -n $pyg && $cg != "$pyg" ]] || fail "the documented consumers do not each name a group of their own: ${doc[*]}"
+grep -q ' -t lapse\.timeouts ' <<<"${doc[0]} ${doc[1]} " && [[ $TOPIC == lapse.timeouts ]] ||
+    fail "the documented consumers do not read lapse.timeouts, this test's topic"
+# (the doc says the README's tour sets both)
+grep -qE '^lapse=\$PWD;' "$LAPSE_ROOT/README.md" && grep -qF 'kafka=$(head -1 kafka.addr)' "$LAPSE_ROOT/README.md" ||
+    fail "the README's tour does not set \$lapse and \$kafka, which docs/protocol.md's consumers use"
+run_doc() { # LINE OUT: the documented line, with the checkout as $lapse and the test's Kafka as $kafka
+    local line=$1
+    [[ -z $san ]] || line=${line//build\/plain\//build/$san/}
+    (lapse=$LAPSE_ROOT kafka=$KAFKA_BROKERS && cd "$T" && eval "timeout 60 $line") >"$2" 2>"$2.err"
+}
+run_doc "${doc[0]}" c.txt || fail "the documented examples/offline: exit status $? ($(tail -n 1 c.txt.err))"
+run_doc "${doc[1]}" py.json || fail "the documented examples/offline.py: exit status $? ($(tail -n 1 py.json.err))"
 diff want.txt c.txt >c.diff || fail "examples/offline's set differs: $(tr '\n' ' ' <c.diff)"
-diff want.txt py.txt >py.diff || fail "examples/offline.py's set differs: $(tr '\n' ' ' <py.diff)"
-assert_file_match c.err 'offset [0-9]+: not an event of lapse, skipped' "offline: the message that is not JSON"
-assert_file_match py.err 'offset [0-9]+: not an event of lapse, skipped' "offline.py: the message that is not JSON"
-kafka_all_committed "$TOPIC" c-idle || fail "offline did not commit everything: $(kafka_committed "$TOPIC" c-idle | tr '\n' ' ')"
-kafka_all_committed "$TOPIC" py-idle || fail "offline.py did not commit everything: $(kafka_committed "$TOPIC" py-idle | tr '\n' ' ')"
+jq -e -n --slurpfile a want.json --slurpfile b py.json '$a[0] == $b[0]' >/dev/null ||
+    fail "examples/offline.py's set differs: got $(cat py.json), want $(cat want.json)"
+assert_file_match c.txt.err 'offset [0-9]+: not an event of lapse, skipped' "offline: the message that is not JSON"
+assert_file_match py.json.err 'offset [0-9]+: not an event of lapse, skipped' "offline.py: the message that is not JSON"
+kafka_all_committed "$TOPIC" "$cg" || fail "offline did not commit everything: $(kafka_committed "$TOPIC" "$cg" | tr '\n' ' ')"
+kafka_all_committed "$TOPIC" "$pyg" || fail "offline.py did not commit everything: $(kafka_committed "$TOPIC" "$pyg" | tr '\n' ' ')"
 
 # SIGTERM: each in a new group, once it committed everything
-SPAWN_OUT=$T/c.json spawn c-term "$C" -b "$KAFKA_BROKERS" -t "$TOPIC" -g c-term --json "${X[@]}"
+X=(-X fetch.wait.max.ms=10 -X session.timeout.ms=4000 -X heartbeat.interval.ms=300)
+SPAWN_OUT=$T/c-term.json spawn c-term "$C" -b "$KAFKA_BROKERS" -t "$TOPIC" -g c-term --json "${X[@]}"
 c=$SPAWNED
-SPAWN_OUT=$T/py.json spawn py-term /usr/bin/python3 "$PY" -b "$KAFKA_BROKERS" -t "$TOPIC" -g py-term --json "${X[@]}"
+SPAWN_OUT=$T/py-term.json spawn py-term /usr/bin/python3 "$PY" -b "$KAFKA_BROKERS" -t "$TOPIC" -g py-term --json "${X[@]}"
 py=$SPAWNED
 wait_until 30000 'kafka_all_committed "$TOPIC" c-term && kafka_all_committed "$TOPIC" py-term' ||
     fail "the SIGTERM runs did not commit everything within 30 s"
@@ -86,7 +115,7 @@ proc_stop "$c" 10
 assert_eq "$PROC_RC" 0 "offline's exit status on SIGTERM"
 proc_stop "$py" 10
 assert_eq "$PROC_RC" 0 "offline.py's exit status on SIGTERM"
-for f in c.json py.json; do
+for f in c-term.json py-term.json; do
     jq -e -n --slurpfile a want.json --slurpfile b "$f" '$a[0] == $b[0]' >/dev/null ||
         fail "$f differs: got $(cat "$f"), want $(cat want.json)"
 done
