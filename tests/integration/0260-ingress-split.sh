@@ -37,7 +37,7 @@
 
 IN=lapse.in
 G=g-split
-SP_LEAD_MS=5000 # the writes (with a second's pause) take ~1.5 s; the mock Kafka adds 1 s stalls at times
+SP_LEAD_MS=10000 # the writes (with a second's pause) take ~1.5 s; the mock Kafka adds 1 s stalls at times; a loaded machine takes several s more
 
 sp_start
 kafka_ctl "topic $IN 4"
@@ -96,6 +96,8 @@ committed_as() {
     if ! cmp -s "$1.want" "$1.got"; then
         diff "$1.want" "$1.got" >"$1.diff" || true
         head -n 20 "$1.diff" >&2
+        (($(now_ms) < t0 + SP_LEAD_MS)) ||
+            fail "$1: the writes took until t0 + $(($(now_ms) - t0)) ms: deadlines passed meanwhile (machine too slow)"
         fail "$1: all committed, but Redis holds $(wc -l <"$1.got") IDs not as sent ($(wc -l <"$1.want") wanted; < want, > got)"
     fi
 }

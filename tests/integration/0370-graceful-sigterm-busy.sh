@@ -7,8 +7,9 @@
 #     flight: A stops claiming, waits for the in-flight answers, settles
 #     them, releases the lock and exits 0 within 3 s: right after the exit
 #     the lock no longer names A (without the release it would for the rest
-#     of A's 2000 ms lease), the standby B holds it within 1 s and delivers
-#     the rest.
+#     of A's 2000 ms lease), the standby B holds it within 1.5 s (it polls
+#     every 200 ms; the rest is room for a loaded machine) and delivers the
+#     rest.
 #  2. Brokers down, a new standby C waiting, 100 IDs due: B claims them and
 #     Kafka never answers. SIGTERM to B: B gives up on them (librdkafka's
 #     timeout) and exits 0 within 4 s, leaving them leased; C takes over at
@@ -62,7 +63,7 @@ assert_le "$PROC_MS" 3000 "ms for A to exit after SIGTERM with 500 ms acks"
 wait_until 10000 '[[ $(lock_pid 0) == $(proc_pid $B) ]]' || fail "B did not take the lock within 10 s of A's exit"
 took=$(($(local_ms) - exit_ms))
 note "B took over $took ms after A's exit"
-assert_le "$took" 1000 "ms from A's exit to B's takeover"
+assert_le "$took" 1500 "ms from A's exit to B's takeover"
 assert_eq "$(holder_pid)" "$(proc_pid $B)" "pid in the lock (lapse-scale status) after A's exit"
 kafka_ctl "rtt 1 0"
 events_wait_ids events.json 301 8000
@@ -88,7 +89,7 @@ assert_le "$PROC_MS" 4000 "ms for B to exit after SIGTERM with the brokers down"
 wait_until 10000 '[[ $(lock_pid 0) == $(proc_pid $C) ]]' || fail "C did not take the lock within 10 s of B's exit"
 took=$(($(local_ms) - exit_ms))
 note "C took over $took ms after B's exit"
-assert_le "$took" 1000 "ms from B's exit to C's takeover"
+assert_le "$took" 1500 "ms from B's exit to C's takeover"
 assert_eq "$(holder_pid)" "$(proc_pid $C)" "pid in the lock (lapse-scale status) after B's exit"
 # (C logs, and counts in its metrics, after acquire.lua answered it)
 wait_until 5000 'grep -q ": active (token" "$T/$C.log"' || fail "C holds the lock but does not say it is active"
