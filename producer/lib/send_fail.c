@@ -113,8 +113,7 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
     for (uint32_t k = 0; k < p->layout.shards; k++) {
         if (s->start[k + 1] == s->start[k])
             continue;
-        const char *reason =
-            degrade_gate(p, p->layout.node_of[k], degrade_addr(p, k), now, why, sizeof why);
+        const char *reason = degrade_gate(p, k, now, why, sizeof why);
         if (reason) {
             snprintf(errstr, size, "%s", reason);
             left -= s->start[k + 1] - s->start[k];
@@ -127,8 +126,7 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
             struct producer_op *op = &p->ops[i];
             if (op->done || !send_taking(op) || p->layout.node_of[op->old_shard] != n)
                 continue;
-            const char *reason =
-                degrade_gate(p, n, degrade_addr(p, op->old_shard), now, why, sizeof why);
+            const char *reason = degrade_gate(p, op->old_shard, now, why, sizeof why);
             if (reason) {
                 snprintf(errstr, size, "%s", reason);
                 s->picked[count++] = i;
@@ -166,7 +164,7 @@ size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
                 p->ops[s->order[i]].done = 1;
         } else if (s->down[n] ? degrade_down(p, n, addr, s->down_why[n], now)
                               : degrade_short(p, n, addr, lapse_redis_errstr(p->nodes[n]), now)) {
-            const char *reason = degrade_gate(p, n, addr, now, why, sizeof why);
+            const char *reason = degrade_gate(p, k, now, why, sizeof why);
             snprintf(errstr, size, "%s",
                      reason       ? reason
                      : s->down[n] ? s->down_why[n]
@@ -193,7 +191,7 @@ void send_take_down(struct send *s, size_t *failed, char *errstr, size_t size)
         if (!s->short_shard[k] || !s->down[node] ||
             !degrade_down(p, node, degrade_addr(p, k), s->down_why[node], now))
             continue;
-        const char *reason = degrade_gate(p, node, degrade_addr(p, k), now, why, sizeof why);
+        const char *reason = degrade_gate(p, k, now, why, sizeof why);
         snprintf(errstr, size, "%s", reason ? reason : s->down_why[node]);
         size_t count = 0;
         for (size_t i = s->start[k]; i < s->start[k + 1]; i++) /* (grouped by old shard) */

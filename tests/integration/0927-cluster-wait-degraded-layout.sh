@@ -17,6 +17,11 @@
 # each batch then took over a second, so the next one read the layout
 # again). Every line whose shard is on the promoted primary is reported
 # failed, every other is applied and not reported.
+#
+# Then a producer with retry_timeout_ms = 1000 is fed lines for 2 s past
+# the close of that primary's window: its probes (250 ms doubling) ask
+# INFO how many replicas it has and, with 0, fail at once: not one WAIT
+# there once the window closed (each would hold a batch wait_timeout_ms).
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3 1
@@ -78,3 +83,33 @@ assert_eq "$(comm -12 on_healthy.txt failed.txt | wc -l)" 0 "lines on the health
 assert_eq "$(awk -v re="$lostre" -v t="$far2" '$0 !~ re && $3 != t' ids.txt | wc -l)" 0 \
     "IDs on the healthy primaries without the second write's deadline"
 
+# probes once the window closed: no WAIT on the promoted primary
+sed 's/retry_timeout_ms = 10000/retry_timeout_ms = 1000/' "$CONF" >probe.conf
+seq -f "touch i%05g @$far2" 0 999 >chunk.txt
+mkfifo feed
+"$LAPSE_BIN/lapse-producer" -c probe.conf <feed 2>probe.log &
+probe_pid=$!
+exec 3>feed
+closed_at=
+end=$(($(local_ms) + 30000))
+while (($(local_ms) < end)); do
+    cat chunk.txt >&3 || break
+    if [[ -z $closed_at ]] && grep -q '^line ' probe.log; then
+        closed_at=$(local_ms)
+        waits0=$(redis-cli -p "$promoted" INFO commandstats | tr -d '\r' |
+            sed -n 's/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p')
+        end=$((closed_at + 2000))
+    fi
+done
+exec 3>&-
+rc=0
+wait "$probe_pid" || rc=$?
+assert_eq "$rc" 1 "the probing producer's exit status"
+[[ -n $closed_at ]] || fail "the probing producer reported no line failed within 30 s"
+waits=$(redis-cli -p "$promoted" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p')
+infos=$(redis-cli -p "$promoted" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_info:calls=\([0-9]*\),.*/\1/p')
+note "probing: $((waits - waits0)) WAITs, ${infos:-0} INFOs on the promoted primary in the 2 s after its window closed;" \
+    "$(grep -c '^line ' probe.log) lines reported failed"
+assert_eq "$((waits - waits0))" 0 "WAITs on the promoted primary once its window closed"
+assert_eq "$(sed -n 's/^line [0-9]*: //p' probe.log | grep -vc "primary 127.0.0.1:$promoted has had fewer than 1 replicas")" 0 \
+    "the probing producer's reports not naming the promoted primary's replicas"
