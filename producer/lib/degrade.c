@@ -18,11 +18,12 @@
  * anyway, as a probe: an answer (with a WAIT that sees enough replicas, if
  * asked) ends the fail-fast, with no restart: the node is back, or a
  * replica is. A probe of a primary that answers but cannot confirm first
- * asks it (INFO) how many replicas it has: with fewer than
+ * asks it (INFO, send_fail.c) how many replicas it has: with fewer than
  * redis.wait_replicas connected, a WAIT there cannot see enough and would
  * only hold the batch, the other primaries' writes too, for
- * redis.wait_timeout_ms, so that probe fails at once, with no write sent. A primary is named by the node it belongs to and its
- * "host:port" (a cluster's slot owner, a Sentinel node's current primary),
+ * redis.wait_timeout_ms, so that probe fails at once, with no write sent
+ * (degrade_probe_short). A primary is named by the node it belongs to and
+ * its "host:port" (a cluster's slot owner, a Sentinel node's current primary),
  * so one that replaced it after a failover starts afresh; once a plain or
  * Sentinel node answers, its entries of primaries that did not are dropped.
  */
@@ -83,35 +84,12 @@ int degrade_any(lapse_producer *p)
     return p->ndegraded > 0;
 }
 
-/* At probe time, a primary that failed to confirm: 1 when it has fewer
- * replicas connected than redis.wait_replicas, so that a WAIT there is
- * sure to fall short (after waiting redis.wait_timeout_ms, holding the
- * batch); 0 when it has enough, or when that cannot be read (an ACL that
- * denies INFO): then the probe sends the writes and asks a WAIT. */
-static int degrade_replicas_short(lapse_producer *p, uint32_t shard)
+const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t now, char *why,
+                         size_t size)
 {
-    const char *key = p->keys->keys[shard][0];
-    struct lapse_redis_memory m;
-    if (lapse_redis_memory(p->nodes[p->layout.node_of[shard]], lapse_slot(key, strlen(key)), &m) <
-        0)
-        return 0; /* (the probe's writes find out) */
-    return m.replicas >= 0 && m.replicas < p->cfg->redis_wait_replicas;
-}
-
-const char *degrade_gate(lapse_producer *p, uint32_t shard, int64_t now, char *why, size_t size)
-{
-    size_t n = p->layout.node_of[shard];
-    const char *addr = degrade_addr(p, shard);
     struct degrade_primary *d = degrade_find(p, n, addr);
-    if (!d || now - d->since < p->cfg->redis_retry_timeout_ms)
+    if (!d || now - d->since < p->cfg->redis_retry_timeout_ms || now >= d->probe_at)
         return NULL;
-    if (now >= d->probe_at) {
-        if (d->down || !degrade_replicas_short(p, shard))
-            return NULL;
-        /* a probe that failed at once: the next one backs off further */
-        d->last = now;
-        d->probe_at = now + lapse_backoff_next(&d->backoff);
-    }
     if (d->down)
         snprintf(why, size, "primary %s has not answered for %lld ms: %s", addr,
                  (long long)(now - d->since), d->why);
@@ -121,6 +99,21 @@ const char *degrade_gate(lapse_producer *p, uint32_t shard, int64_t now, char *w
                  "(redis.wait_replicas): %s",
                  addr, p->cfg->redis_wait_replicas, (long long)(now - d->since), d->why);
     return why;
+}
+
+int degrade_probing(lapse_producer *p, size_t n, const char *addr, int64_t now)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    return d && !d->down && now - d->since >= p->cfg->redis_retry_timeout_ms && now >= d->probe_at;
+}
+
+void degrade_probe_short(lapse_producer *p, size_t n, const char *addr, int64_t now)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    if (!d)
+        return;
+    d->last = now;
+    d->probe_at = now + lapse_backoff_next(&d->backoff);
 }
 
 /* A failure of node n's primary at addr (down: it did not answer): opens
