@@ -23,9 +23,10 @@
  * only hold the batch, the other primaries' writes too, for
  * redis.wait_timeout_ms, so that probe fails at once, with no write sent
  * (degrade_probe_short). A primary is named by the node it belongs to and
- * its "host:port" (a cluster's slot owner, a Sentinel node's current primary),
- * so one that replaced it after a failover starts afresh; once a plain or
- * Sentinel node answers, its entries of primaries that did not are dropped.
+ * its "host:port" (a cluster's slot owner, a Sentinel node's current
+ * primary), so one that replaced it after a failover starts afresh; once a
+ * plain or Sentinel node answers, its entries of primaries that did not are
+ * dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>
