@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clock.h"
 #include "cluster.h"
@@ -35,8 +36,8 @@ static int cluster_ensure(lapse_redis *r);
 struct route {
     char addr[LAPSE_CLUSTER_ADDR_MAX]; /* the primary's "host:port" */
     lapse_conn *c;                     /* NULL until used, and after a drop */
-    int wrote;                         /* commands sent since its last WAIT */
-    char tag[TAG_MAX];                 /* hash tag of the last key sent there (WAIT's INCR) */
+    int wrote;                         /* writes sent since its last WAIT */
+    char tag[TAG_MAX];                 /* hash tag of the last key written there (WAIT's INCR) */
     int wait_short;                    /* its WAIT in the last group read saw too few replicas */
 };
 
@@ -271,6 +272,22 @@ static void cluster_tag(const char *key, size_t len, char *tag)
     tag[tl] = '\0';
 }
 
+/* 1 for a command that never writes (the reads the programs send): it
+ * makes no WAIT due on its primary. A read there would otherwise cost a
+ * WAIT, which on a primary short of replicas waits out its whole timeout
+ * (a producer rereads its layout every second, and the layout's primary
+ * may be the short one). A keyed command not named here counts as a
+ * write. */
+static int cluster_read_only(const char *cmd, size_t len)
+{
+    static const char *const reads[] = {"GET",    "HGET",  "HMGET", "HGETALL", "EXISTS",
+                                        "ZRANGE", "ZSCAN", "ZCARD", "ZSCORE",  "TYPE"};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+        if (len == strlen(reads[i]) && strncasecmp(cmd, reads[i], len) == 0)
+            return 1;
+    return 0;
+}
+
 /* Room for one more entry at the end of the queue of replies due. */
 static int cluster_due_room(struct redis_cluster *cl)
 {
@@ -314,7 +331,8 @@ static int cluster_append_slot(lapse_redis *r, int argc, const char **argv, cons
         redis_set_error(r, "redis cluster: out of memory");
         return cluster_fail(r, 0);
     }
-    if (key >= 0) { /* keyless commands (INFO, PING) write nothing */
+    /* keyless commands (INFO, PING) write nothing, nor do reads */
+    if (key >= 0 && !cluster_read_only(argv[0], argvlen[0])) {
         cluster_tag(argv[key], argvlen[key], rt->tag);
         rt->wrote = 1;
     }

@@ -17,10 +17,16 @@
  * PROBE_MIN_MS doubling to PROBE_MAX_MS) one batch's writes for it are sent
  * anyway, as a probe: an answer (with a WAIT that sees enough replicas, if
  * asked) ends the fail-fast, with no restart: the node is back, or a
- * replica is. A primary is named by the node it belongs to and its
- * "host:port" (a cluster's slot owner, a Sentinel node's current primary),
- * so one that replaced it after a failover starts afresh; once a plain or
- * Sentinel node answers, its entries of primaries that did not are dropped.
+ * replica is. A probe of a primary that answers but cannot confirm first
+ * asks it (INFO, send_fail.c) how many replicas it has: with fewer than
+ * redis.wait_replicas connected, a WAIT there cannot see enough and would
+ * only hold the batch, the other primaries' writes too, for
+ * redis.wait_timeout_ms, so that probe fails at once, with no write sent
+ * (degrade_probe_short). A primary is named by the node it belongs to and
+ * its "host:port" (a cluster's slot owner, a Sentinel node's current
+ * primary), so one that replaced it after a failover starts afresh; once a
+ * plain or Sentinel node answers, its entries of primaries that did not are
+ * dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +100,21 @@ const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t 
                  "(redis.wait_replicas): %s",
                  addr, p->cfg->redis_wait_replicas, (long long)(now - d->since), d->why);
     return why;
+}
+
+int degrade_probing(lapse_producer *p, size_t n, const char *addr, int64_t now)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    return d && !d->down && now - d->since >= p->cfg->redis_retry_timeout_ms && now >= d->probe_at;
+}
+
+void degrade_probe_short(lapse_producer *p, size_t n, const char *addr, int64_t now)
+{
+    struct degrade_primary *d = degrade_find(p, n, addr);
+    if (!d)
+        return;
+    d->last = now;
+    d->probe_at = now + lapse_backoff_next(&d->backoff);
 }
 
 /* A failure of node n's primary at addr (down: it did not answer): opens

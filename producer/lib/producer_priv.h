@@ -317,6 +317,16 @@ const char *degrade_addr(lapse_producer *p, uint32_t shard);
 const char *degrade_gate(lapse_producer *p, size_t n, const char *addr, int64_t now, char *why,
                          size_t size);
 
+/* 1 when writes for node n's primary at addr would go out as a probe of a
+ * primary that answers but cannot confirm (its window closed, probe time):
+ * the caller may first ask it how many replicas it has (send_fail.c). */
+int degrade_probing(lapse_producer *p, size_t n, const char *addr, int64_t now);
+
+/* That probe failed without a write: the primary has fewer replicas
+ * connected than redis.wait_replicas. degrade_gate fails its writes at
+ * once again until the next probe, one back-off step later. */
+void degrade_probe_short(lapse_producer *p, size_t n, const char *addr, int64_t now);
+
 /* A WAIT on node n's primary at addr saw too few replicas (reason: what it
  * said). 1 when its window has closed (report those writes failed), 0
  * while it is open (send them again). */

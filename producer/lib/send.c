@@ -335,6 +335,19 @@ struct send *producer_send_start(lapse_producer *p)
     return s;
 }
 
+/* A pipelined send whose WAIT on node n fell short: the retry window of
+ * each primary short of replicas opens now (degrade.c), not at the end of
+ * the careful send's first round, a WAIT later, which would cost that
+ * primary's writes one redis.wait_timeout_ms more than their window. */
+static void send_short(struct send *s, size_t n)
+{
+    lapse_producer *p = s->p;
+    int64_t now = lapse_clock_mono_ms();
+    for (uint32_t k = 0; k < p->layout.shards; k++)
+        if (p->layout.node_of[k] == n && s->short_shard[k])
+            (void)degrade_short(p, n, degrade_addr(p, k), lapse_redis_errstr(p->nodes[n]), now);
+}
+
 int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
 {
     int rc = SEND_OK;
@@ -349,6 +362,8 @@ int producer_send_finish(lapse_producer *p, struct send *s, uint64_t *witness)
             rc = res;
             break;
         }
+        if (res == SEND_SHORT)
+            send_short(s, n);
         if (res != SEND_OK)
             rc = res;
     }
@@ -391,6 +406,7 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
     lapse_backoff_init(&backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     for (;;) {
         int res = SEND_OK;
+        int64_t round_at = lapse_clock_mono_ms();
         if (stale) {
             int64_t was = p->layout.epoch;
             res = producer_load_layout(p, errstr, size) < 0 ? SEND_RETRY : SEND_OK;
@@ -470,13 +486,17 @@ int producer_send(lapse_producer *p, char *errstr, size_t size)
         for (size_t n = 0; res != SEND_SHORT && n < p->cfg->nnodes; n++)
             lapse_redis_disconnect(p->nodes[n]); /* discard half-read pipelines */
         /* a fixed wait could keep in step with a periodic fault (backoff.h);
-         * a node refusing connections has its own, longer back-off */
-        int wait = lapse_backoff_next(&backoff);
+         * it counts from the round's start, since a WAIT that fell short
+         * has waited redis.wait_timeout_ms already (else a primary short
+         * of replicas would cost its window plus a sleep per round); a
+         * node refusing connections has its own, longer back-off */
+        int64_t wait = lapse_backoff_next(&backoff) - (lapse_clock_mono_ms() - round_at);
         for (size_t n = 0; n < p->cfg->nnodes; n++)
             if (lapse_redis_backoff_ms(p->nodes[n]) > wait)
                 wait = lapse_redis_backoff_ms(p->nodes[n]);
         int64_t left = give_up - lapse_clock_mono_ms();
-        lapse_clock_sleep_ms(left > 0 && wait > left ? (int)left : wait);
+        if (wait > 0)
+            lapse_clock_sleep_ms(left > 0 && wait > left ? (int)left : (int)wait);
     }
     send_free(s);
     return rc;

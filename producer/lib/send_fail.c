@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "producer_priv.h"
+#include "slot.h"
 
 /* The extends absorbed by this batch's writes of the IDs whose hashes are
  * set in `hashes` (open addressing, mask + 1 slots, 0 = empty) are
@@ -98,8 +99,25 @@ static void send_fail_shard(struct send *s, uint32_t k, const char *reason, size
     send_fail_ops(s, s->order + s->start[k], s->start[k + 1] - s->start[k], reason, failed);
 }
 
+/* 1 when shard k's primary has fewer replicas connected than
+ * redis.wait_replicas (INFO replication: one round trip, no write), so that
+ * a WAIT there cannot see enough; 0 when it has enough, or when that cannot
+ * be read (an ACL that denies INFO; a connection failure, which the
+ * writes then find). */
+static int send_replicas_short(lapse_producer *p, uint32_t k)
+{
+    const char *key = p->keys->keys[k][0];
+    struct lapse_redis_memory m;
+    if (lapse_redis_memory(p->nodes[p->layout.node_of[k]], lapse_slot(key, strlen(key)), &m) < 0)
+        return 0;
+    return m.replicas >= 0 && m.replicas < p->cfg->redis_wait_replicas;
+}
+
 /* Before a send: the ops whose primary has failed to answer or to confirm
- * for its whole window (degrade.c) are reported failed at once, and done;
+ * for its whole window (degrade.c) are reported failed at once, and done
+ * (a probe of one that answers but cannot confirm goes out only if it has
+ * enough replicas connected: a WAIT would otherwise hold the batch, the
+ * other primaries' writes too, for redis.wait_timeout_ms, to no use);
  * during a split also those whose twin is to be taken on such a node.
  * Returns how many ops are left to send. */
 size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
@@ -113,8 +131,10 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
     for (uint32_t k = 0; k < p->layout.shards; k++) {
         if (s->start[k + 1] == s->start[k])
             continue;
-        const char *reason =
-            degrade_gate(p, p->layout.node_of[k], degrade_addr(p, k), now, why, sizeof why);
+        size_t n = p->layout.node_of[k];
+        if (degrade_probing(p, n, degrade_addr(p, k), now) && send_replicas_short(p, k))
+            degrade_probe_short(p, n, degrade_addr(p, k), now);
+        const char *reason = degrade_gate(p, n, degrade_addr(p, k), now, why, sizeof why);
         if (reason) {
             snprintf(errstr, size, "%s", reason);
             left -= s->start[k + 1] - s->start[k];

@@ -95,3 +95,37 @@ TEST(degrade_node_down)
     CHECK(degrade_gate(&p, 0, "10.0.0.6:6379", t0 + 2001, why, sizeof why) != NULL);
     degrade_free(&p);
 }
+
+/* A probe of a primary that answers but cannot confirm is known as such
+ * (the producer asks it for its replicas first); one found short without a
+ * write backs off like a probe whose WAIT fell short. A node that does not
+ * answer is probed by its writes. */
+TEST(degrade_probe_without_write)
+{
+    struct lapse_config cfg = {0};
+    cfg.redis_retry_timeout_ms = 3000;
+    cfg.redis_wait_replicas = 1;
+    struct lapse_producer p = {0};
+    p.cfg = &cfg;
+    char why[512];
+    int64_t t0 = lapse_clock_mono_ms();
+
+    CHECK(!degrade_probing(&p, 0, "10.0.0.1:6379", t0));
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0) == 0);
+    CHECK(!degrade_probing(&p, 0, "10.0.0.1:6379", t0 + 100)); /* in the window: plain retries */
+    CHECK(degrade_short(&p, 0, "10.0.0.1:6379", "WAIT: 0 of 1", t0 + 3000) == 1);
+    CHECK(!degrade_probing(&p, 0, "10.0.0.1:6379", t0 + 3001));
+    CHECK(degrade_probing(&p, 0, "10.0.0.1:6379", t0 + 3250)); /* the first step: 125..250 ms */
+    /* found short without a write: fail at once again, the next probe later */
+    degrade_probe_short(&p, 0, "10.0.0.1:6379", t0 + 3250);
+    CHECK(!degrade_probing(&p, 0, "10.0.0.1:6379", t0 + 3251));
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3251, why, sizeof why) != NULL);
+    CHECK(degrade_probing(&p, 0, "10.0.0.1:6379", t0 + 3250 + 500)); /* the second: 250..500 */
+    CHECK(degrade_gate(&p, 0, "10.0.0.1:6379", t0 + 3250 + 500, why, sizeof why) == NULL);
+    /* a node that does not answer: its probe is its writes */
+    CHECK(degrade_down(&p, 1, "10.0.0.2:6379", "connect: refused", t0) == 0);
+    CHECK(degrade_down(&p, 1, "10.0.0.2:6379", "connect: refused", t0 + 3000) == 1);
+    CHECK(!degrade_probing(&p, 1, "10.0.0.2:6379", t0 + 3250));
+    CHECK(degrade_gate(&p, 1, "10.0.0.2:6379", t0 + 3250, why, sizeof why) == NULL);
+    degrade_free(&p);
+}
