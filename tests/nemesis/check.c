@@ -71,13 +71,17 @@
  *    both rules is reported under rule 4.)
  *  5 repeat. Each timeout event with seq belongs to the latest repeat op
  *    (in the ID's order) sent before it fired whose grid holds its
- *    deadline (none: a violation). Per repeat op: the seqs seen are
+ *    deadline (none: a violation); where that gives one repeat two
+ *    deadlines for one seq, the earlier deadline goes to the latest
+ *    earlier repeat whose grid holds it (an event of the old repeat in
+ *    flight as a new one was applied, on the new one's grid only because
+ *    the new one's flush was slow). Per repeat op: the seqs seen are
  *    exactly 1..k, one deadline per seq, deadlines increasing with seq.
  *    Sound: ack.lua counts a fire per acknowledged claim and re-arms on
- *    the grid, skipping missed points (not seqs); a new repeat starts a
- *    new count; redelivery repeats a (seq, deadline) pair, never a seq
- *    with another deadline. The runs's last fire may still be in flight
- *    at the end: seqs 1..k stay contiguous all the same.
+ *    the grid only an ID still on its lease, skipping missed points (not
+ *    seqs); a new repeat starts a new count; redelivery repeats a (seq,
+ *    deadline) pair, never a seq with another deadline. The last fire may
+ *    still be in flight at the end: seqs 1..k stay contiguous all the same.
  *  6 recovered. Each recovered event follows, in events.jsonl (same key:
  *    same partition, read in order), a timeout event of its ID with the
  *    same deadline_ms, and the ID had recovery on: a watch (any outcome)
@@ -787,6 +791,25 @@ static void rule_repeat(const struct idv *v)
                       "seq %" PRId64 " deadline %" PRId64
                       " lies on the grid of no repeat sent before it fired",
                       e->seq, e->deadline);
+    }
+    /* An event of an earlier repeat in flight as a later one was applied
+     * can lie on the later one's grid too when that one's interval is wide
+     * (a slow flush): where two events of one owner share a seq with
+     * different deadlines, the earlier deadline goes to the latest earlier
+     * repeat that holds it, if any. */
+    for (size_t ei = 0; ei < nev; ei++) {
+        const struct event *e = &v->evs[ei];
+        if (!owner[ei])
+            continue;
+        int clash = 0;
+        for (size_t ej = 0; ej < nev && !clash; ej++)
+            clash = owner[ej] == owner[ei] && v->evs[ej].seq == e->seq &&
+                    v->evs[ej].deadline > e->deadline;
+        for (size_t oi = owner[ei] - 1; clash && oi-- > 0;)
+            if (v->ops[oi].op == OP_REPEAT && is_candidate(&v->ops[oi], e)) {
+                owner[ei] = oi + 1;
+                break;
+            }
     }
     for (size_t oi = 0; oi < v->nops; oi++) {
         if (v->ops[oi].op != OP_REPEAT)

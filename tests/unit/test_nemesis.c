@@ -270,6 +270,21 @@ TEST(nemesis_repeat)
         "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1900,\"fired_ms\":T+1901,\"seq\":2}",
         NULL};
     CHECK(run(again) == 0);
+    /* the first repeat's seq 2 in flight while a second one, whose flush was
+     * slow, was applied: it lies on both grids, and is the first one's */
+    const char *inflight[] = {
+        OP(1,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+1000,\"period_ms\":500,\"sent_ms\":T+0"),
+        ACK(1, "T+10"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1000,\"fired_ms\":T+1001,\"seq\":1}",
+        OP(2,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":50,\"period_ms\":1000,\"sent_ms\":T+1400"),
+        ACK(2, "T+1700"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1500,\"fired_ms\":T+1501,\"seq\":2}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1600,\"fired_ms\":T+1601,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2600,\"fired_ms\":T+2601,\"seq\":2}",
+        NULL};
+    CHECK(run(inflight) == 0);
 }
 
 #define WATCHED                                                                                \
