@@ -146,7 +146,7 @@ deps:
 # The test command the README and CI use: unit tests, then integration tests;
 # the runner's last line is "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) nemesis-tools
 	@LAPSE_BIN=$(BIN) tests/run $(UNIT_BIN) $(T)
 
 unit: $(UNIT_BIN)
@@ -166,5 +166,7 @@ clean:
 
 # Fuzz targets and benchmarks bring their own rules.
 include tests/fuzz/fuzz.mk tests/bench/bench.mk tests/bench/scanner.mk
+# The nemesis's workload writer and checker (make nemesis-tools).
+include tests/nemesis/nemesis.mk
 # The producer library and make install / uninstall.
 include install.mk

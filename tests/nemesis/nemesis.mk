@@ -1,0 +1,29 @@
+# The nemesis's tools (tests/nemesis/): the seeded workload writer on the
+# producer library, and the checker of a run's history. Built by
+# `make nemesis-tools`, on which `make test` depends (tests 0990, 0991 run
+# them); the unit tests link the checker's core (tests/unit/test_nemesis.c).
+#
+#   $(BUILD)/tests/nemesis/nemesis-client   (build/plain/tests/nemesis/...)
+#   $(BUILD)/tests/nemesis/nemesis-check
+
+NEMESIS_DIR   := $(BUILD)/tests/nemesis
+NEMESIS_TOOLS := $(NEMESIS_DIR)/nemesis-client $(NEMESIS_DIR)/nemesis-check
+
+.PHONY: nemesis-tools
+nemesis-tools: $(NEMESIS_TOOLS)
+
+# The client links as the library's examples do: the producer library and
+# common, nothing of the scanner or the tools.
+$(NEMESIS_DIR)/nemesis-client: $(BUILD)/tests/nemesis/client.o $(BUILD)/libproducer.a \
+                               $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The checker is lapse-free: jansson only.
+$(NEMESIS_DIR)/nemesis-check: $(BUILD)/tests/nemesis/check_main.o $(BUILD)/tests/nemesis/check.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ -ljansson -lm -o $@
+
+$(UNIT_BIN): $(BUILD)/tests/nemesis/check.o
