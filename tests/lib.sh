@@ -103,28 +103,38 @@ local_ms() { # the local wall clock in ms (use now_ms for the shard clock)
     echo $((10#$t / 1000))
 }
 
+# nap SECONDS: sleeps without a fork (a read that times out on a pipe
+# nobody writes), so that the waits below cost no process each turn: on a
+# machine where a fork takes milliseconds, four tests polling at once
+# would otherwise keep a core busy with sleep(1)s
+exec {_NAP_FD}<> <(:)
+nap() { read -r -t "$1" -u "$_NAP_FD" _ || :; }
+
 # wait_until TIMEOUT_MS 'shell condition': evaluates the condition until it
 # is true (return 0) or the time is up (return 1): every 20 ms for the first
 # second, then every 100 ms (a long wait's checks, often jq over a growing
 # events file, would otherwise take a core from the tests running beside it).
 wait_until() {
-    local _wu_now _wu_start _wu_end
-    _wu_start=$(local_ms)
+    local _wu_now _wu_start _wu_end _wu_t
+    _wu_t=${EPOCHREALTIME//[.,]/}
+    _wu_start=$((10#$_wu_t / 1000))
     _wu_end=$((_wu_start + $1))
     while :; do
         if eval "$2"; then return 0; fi
-        _wu_now=$(local_ms)
+        _wu_t=${EPOCHREALTIME//[.,]/}
+        _wu_now=$((10#$_wu_t / 1000))
         ((_wu_now < _wu_end)) || return 1
-        if ((_wu_now - _wu_start < 1000)); then sleep 0.02; else sleep 0.1; fi
+        if ((_wu_now - _wu_start < 1000)); then nap 0.02; else nap 0.1; fi
     done
 }
 
 # sleep until the shard clock reads at least MS
 sleep_until_ms() {
-    local now
+    local now s
     now=$(now_ms)
     while ((now < $1)); do
-        sleep "$(printf '0.%03d' $((($1 - now) > 999 ? 999 : $1 - now)))"
+        printf -v s '0.%03d' $((($1 - now) > 999 ? 999 : $1 - now))
+        nap "$s"
         now=$(now_ms)
     done
 }
