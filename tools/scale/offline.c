@@ -53,6 +53,8 @@ static int rec_cmp(const void *a, const void *b)
 /* Sorts and, with a limit, drops all but the oldest `limit`. */
 static void gather_trim(struct gather *g)
 {
+    if (g->n == 0)
+        return; /* g->r may be NULL: qsort's array must not be */
     qsort(g->r, g->n, sizeof *g->r, rec_cmp);
     if (g->limit > 0 && g->n > (size_t)g->limit) {
         for (size_t k = (size_t)g->limit; k < g->n; k++)
