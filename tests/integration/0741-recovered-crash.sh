@@ -49,7 +49,9 @@ wait_until 10000 '(( $(metric $mp recovered_events_total) >= 1 ))' || fail "c-2'
 proc_kill9 "$second"
 kafka_ctl "up 1"
 scanner_start 0
-wait_until 20000 '(( $(recovered | grep -c "^c-2$") >= 1 ))' || fail "c-2's recovered event never arrived"
+# (the event reader reconnects to the returned broker with librdkafka's
+# back-off, up to 10 s, and the new scanner waits out the lease)
+wait_until 40000 '(( $(recovered | grep -c "^c-2$") >= 1 ))' || fail "c-2's recovered event never arrived within 40 s"
 jq -R -c 'fromjson? | select(.type == "recovered" and .id == "c-2")' events.json | sort -u >c2.json
 assert_eq "$(_lines c2.json)" 1 "distinct copies of c-2's recovered event ($(cat c2.json))"
 assert_eq "$(scale_offline)" "" "offline after c-2 came back"
