@@ -87,14 +87,12 @@ static json_t *place_json(lapse_redis **nodes, const struct lapse_inspect_place 
     return o;
 }
 
-/* "2026-11-25T10:11:12.345Z, in 4.2 s" / "..., 3.1 s ago" */
+/* "1795...  2026-11-25T10:11:12.345Z  (in 4.2 s)" / "...  (3.1 s ago)" */
 static const char *when(int64_t ms, int64_t now, char *out, size_t size)
 {
-    char iso[40];
-    int64_t d = ms - now, a = d < 0 ? -d : d;
-    snprintf(out, size, "%" PRId64 "  %s  (%s%" PRId64 ".%" PRId64 " s%s)", ms,
-             lapse_inspect_iso(ms, iso, sizeof iso), d >= 0 ? "in " : "", a / 1000, a % 1000 / 100,
-             d < 0 ? " ago" : "");
+    char iso[40], rel[64];
+    snprintf(out, size, "%" PRId64 "  %s  (%s)", ms, lapse_inspect_iso(ms, iso, sizeof iso),
+             lapse_scale_from_now(ms, now, rel, sizeof rel));
     return out;
 }
 
