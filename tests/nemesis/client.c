@@ -6,6 +6,14 @@
  *
  *   nemesis-client -c CONF --seed S --writer NAME --prefix P --ids N
  *                  --rate OPS_PER_S --seconds T --history FILE [--first-n K]
+ *                  [--via lib|stdin|kafka] [--producer PATH]
+ *                  [--brokers B --topic T --group G] [--drain-ms MS]
+ *
+ * --via says how the ops reach lapse (client.h): the producer library in
+ * this process (lib, the default), a lapse-producer run per batch on its
+ * stdin (stdin, client_stdin.c), or messages for the Kafka ingress (kafka,
+ * client_kafka.c). After T s the outcomes still unknown are waited for up
+ * to --drain-ms (kafka: the ingress's commits; default 30000).
  *
  * The record (FILE, appended to; tests/nemesis/check.c reads it):
  *   {"t":"op","w":NAME,"n":42,"op":"touch","id":"c-17","in_ms":500,
@@ -44,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "producer.h"
+#include "client.h"
 
 #define TICK_MS 20
 #define BATCH_MAX 4096 /* ops between two flushes, at most */
@@ -57,7 +65,7 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
-static int64_t now_ms(void)
+int64_t client_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -79,18 +87,6 @@ static int64_t mix_range(uint64_t *s, int64_t lo, int64_t hi)
 {
     return lo + (int64_t)(mix_next(s) % (uint64_t)(hi - lo + 1));
 }
-
-/* One drawn op. */
-struct op {
-    uint64_t n;
-    enum lapse_op op;
-    char id[96];
-    enum lapse_when_kind kind;
-    int64_t when;   /* in_ms or at_ms (at: an offset from now until sent) */
-    int64_t period; /* repeat only */
-    char payload[64];
-    int has_payload;
-};
 
 /*
  * Draws op n. The mix: touch 22 %, extend 28 %, watch 25 %, cancel 10 %,
@@ -181,24 +177,21 @@ static void on_error(void *ctx, uint64_t tag, const char *reason)
             batch.err[i] = strdup(reason ? reason : "failed");
 }
 
-static int ack(uint64_t n, const char *err)
+int client_record_ack(uint64_t n, const char *err)
 {
     json_t *o = json_object();
     json_object_set_new(o, "t", json_string("ack"));
     json_object_set_new(o, "w", json_string(writer));
     json_object_set_new(o, "n", json_integer((json_int_t)n));
-    json_object_set_new(o, "ack_ms", json_integer(now_ms()));
+    json_object_set_new(o, "ack_ms", json_integer(client_now_ms()));
     json_object_set_new(o, "ok", json_boolean(err == NULL));
     if (err)
         json_object_set_new(o, "err", json_string(err));
     return record(o);
 }
 
-/* Records the op line and submits it. A refusal is acked at once. */
-static int submit(lapse_producer *p, struct op *o)
+int client_record_op(const struct op *o, int64_t sent_ms)
 {
-    int64_t sent = now_ms();
-    int64_t when = o->kind == LAPSE_WHEN_ABS ? sent + o->when : o->when;
     json_t *j = json_object();
     json_object_set_new(j, "t", json_string("op"));
     json_object_set_new(j, "w", json_string(writer));
@@ -206,20 +199,33 @@ static int submit(lapse_producer *p, struct op *o)
     json_object_set_new(j, "op", json_string(lapse_op_name(o->op)));
     json_object_set_new(j, "id", json_string(o->id));
     if (o->kind != LAPSE_WHEN_NONE)
-        json_object_set_new(j, o->kind == LAPSE_WHEN_ABS ? "at_ms" : "in_ms", json_integer(when));
+        json_object_set_new(j, o->kind == LAPSE_WHEN_ABS ? "at_ms" : "in_ms",
+                            json_integer(o->when));
     if (o->op == LAPSE_OP_REPEAT)
         json_object_set_new(j, "period_ms", json_integer(o->period));
     if (o->has_payload)
         json_object_set_new(j, "payload", json_string(o->payload));
-    json_object_set_new(j, "sent_ms", json_integer(sent));
-    if (record(j) < 0)
+    json_object_set_new(j, "sent_ms", json_integer(sent_ms));
+    return record(j);
+}
+
+/* ---- the lib way: the producer library in this process */
+
+/* Records the op line and submits it. A refusal is acked at once. */
+static int lib_submit(void *ctx, struct op *o)
+{
+    lapse_producer *p = ctx;
+    int64_t sent = client_now_ms();
+    if (o->kind == LAPSE_WHEN_ABS)
+        o->when += sent;
+    if (client_record_op(o, sent) < 0)
         return -1;
     struct lapse_cmd cmd = {
         .op = o->op,
         .id = o->id,
         .id_len = strlen(o->id),
         .when_kind = o->kind,
-        .when_ms = when,
+        .when_ms = o->when,
         .period_ms = o->period,
         .payload = o->has_payload ? o->payload : NULL,
         .payload_len = o->has_payload ? strlen(o->payload) : 0,
@@ -230,20 +236,21 @@ static int submit(lapse_producer *p, struct op *o)
     char err[256];
     if (lapse_producer_submit(p, &cmd, o->n, err, sizeof err) == -1) {
         batch.count--; /* never queued: acked failed now */
-        return ack(o->n, err);
+        return client_record_ack(o->n, err);
     }
     return 0; /* -2: reported through on_error, acked after the flush */
 }
 
 /* Flushes and writes the batch's acks. */
-static int flush_acks(lapse_producer *p)
+static int lib_flush(void *ctx)
 {
+    lapse_producer *p = ctx;
     char err[256];
     if (lapse_producer_flush(p, err, sizeof err) < 0)
         fprintf(stderr, "nemesis-client: flush: %s\n", err);
     int rc = 0;
     for (size_t i = 0; i < batch.count; i++) {
-        if (ack(batch.n[i], batch.err[i]) < 0)
+        if (client_record_ack(batch.n[i], batch.err[i]) < 0)
             rc = -1;
         free(batch.err[i]);
         batch.err[i] = NULL;
@@ -252,10 +259,29 @@ static int flush_acks(lapse_producer *p)
     return rc;
 }
 
+static int lib_drain(void *ctx, int64_t wait_ms)
+{
+    (void)wait_ms;
+    return lib_flush(ctx);
+}
+
+static void lib_close(void *ctx) { lapse_producer_free(ctx); }
+
+static const struct client_way lib_way = {
+    .name = "lib",
+    .submit = lib_submit,
+    .flush = lib_flush,
+    .drain = lib_drain,
+    .close = lib_close,
+    .tick_ms = 20,
+};
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: nemesis-client -c CONF --seed S --writer NAME --prefix P --ids N\n"
                  "                      --rate OPS_PER_S --seconds T --history FILE [--first-n K]\n"
+                 "                      [--via lib|stdin|kafka] [--producer PATH]\n"
+                 "                      [--brokers B --topic T --group G] [--drain-ms MS]\n"
                  "A seeded mix of touch/extend/watch/repeat/cancel over IDs P0..P(N-1), each op\n"
                  "recorded in FILE before it is submitted and its outcome after each flush.\n");
 }
@@ -276,8 +302,9 @@ static int number(const char *s, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-    const char *conf = NULL, *prefix = NULL, *history = NULL;
-    uint64_t seed = 0, ids = 0, rate = 0, seconds = 0, first_n = 0;
+    const char *prefix = NULL, *history = NULL, *via = "lib";
+    struct client_opts opts = {0};
+    uint64_t seed = 0, ids = 0, rate = 0, seconds = 0, first_n = 0, drain_ms = 30000;
     int have_seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -288,7 +315,20 @@ int main(int argc, char **argv)
         } else if (!v) {
             bad = 1;
         } else if (strcmp(a, "-c") == 0) {
-            conf = v;
+            opts.conf = v;
+        } else if (strcmp(a, "--via") == 0) {
+            via = v;
+            bad = strcmp(v, "lib") && strcmp(v, "stdin") && strcmp(v, "kafka");
+        } else if (strcmp(a, "--producer") == 0) {
+            opts.producer = v;
+        } else if (strcmp(a, "--brokers") == 0) {
+            opts.brokers = v;
+        } else if (strcmp(a, "--topic") == 0) {
+            opts.topic = v;
+        } else if (strcmp(a, "--group") == 0) {
+            opts.group = v;
+        } else if (strcmp(a, "--drain-ms") == 0) {
+            bad = number(v, &drain_ms) < 0;
         } else if (strcmp(a, "--writer") == 0) {
             writer = v;
         } else if (strcmp(a, "--prefix") == 0) {
@@ -317,7 +357,7 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!conf || !prefix || !history || !have_seed || !ids || !rate) {
+    if (!opts.conf || !prefix || !history || !have_seed || !ids || !rate) {
         fprintf(stderr, "nemesis-client: -c, --seed, --prefix, --ids, --rate and --history "
                         "are needed\n");
         usage(stderr);
@@ -334,17 +374,29 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char err[256];
-    lapse_producer *p = lapse_producer_open(conf, on_error, NULL, err, sizeof err);
-    if (!p) {
-        fprintf(stderr, "nemesis-client: %s\n", err);
-        return 1;
+    opts.seed = seed;
+    const struct client_way *way = &lib_way;
+    void *ctx;
+    if (strcmp(via, "stdin") == 0) {
+        way = &client_stdin_way;
+        ctx = client_stdin_open(&opts);
+    } else if (strcmp(via, "kafka") == 0) {
+        way = &client_kafka_way;
+        ctx = client_kafka_open(&opts);
+    } else {
+        char err[256];
+        ctx = lapse_producer_open(opts.conf, on_error, NULL, err, sizeof err);
+        if (!ctx)
+            fprintf(stderr, "nemesis-client: %s\n", err);
     }
-    int64_t start = now_ms(), stop = start + (int64_t)seconds * 1000;
+    if (!ctx)
+        return 1;
+    int64_t start = client_now_ms(), stop = start + (int64_t)seconds * 1000;
     uint64_t n = first_n, written = 0;
     int rc = 0;
+    int64_t flushed = start;
     while (!stopping && rc == 0) {
-        int64_t now = now_ms();
+        int64_t now = client_now_ms();
         if (now >= stop)
             break;
         uint64_t due = (uint64_t)(now - start) * rate / 1000;
@@ -352,12 +404,14 @@ int main(int argc, char **argv)
             struct op o;
             draw(seed, n++, prefix, ids, &o);
             written++;
-            rc = submit(p, &o);
+            rc = way->submit(ctx, &o);
         }
-        if (rc == 0 && flush_acks(p) < 0)
-            rc = -1;
+        if (rc == 0 && now - flushed >= way->tick_ms - TICK_MS) {
+            rc = way->flush(ctx);
+            flushed = client_now_ms();
+        }
         int64_t next = start + (int64_t)(written + 1) * 1000 / (int64_t)rate;
-        int64_t wait = next - now_ms();
+        int64_t wait = next - client_now_ms();
         if (wait > TICK_MS)
             wait = TICK_MS;
         if (wait > 0) {
@@ -365,9 +419,9 @@ int main(int argc, char **argv)
             nanosleep(&ts, NULL);
         }
     }
-    if (rc == 0 && flush_acks(p) < 0)
-        rc = -1;
-    lapse_producer_free(p);
+    if (rc == 0)
+        rc = way->drain(ctx, (int64_t)drain_ms);
+    way->close(ctx);
     if (rc < 0) {
         fprintf(stderr, "nemesis-client: %s: %s\n", history, strerror(errno));
         return 1;

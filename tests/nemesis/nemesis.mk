@@ -14,7 +14,8 @@ nemesis-tools: $(NEMESIS_TOOLS)
 
 # The client links as the library's examples do: the producer library and
 # common, nothing of the scanner or the tools.
-$(NEMESIS_DIR)/nemesis-client: $(BUILD)/tests/nemesis/client.o $(BUILD)/libproducer.a \
+$(NEMESIS_DIR)/nemesis-client: $(addprefix $(BUILD)/tests/nemesis/,client.o client_stdin.o client_kafka.o) \
+                               $(BUILD)/libproducer.a \
                                $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
