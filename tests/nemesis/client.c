@@ -265,7 +265,10 @@ static int lib_drain(void *ctx, int64_t wait_ms)
     return lib_flush(ctx);
 }
 
-static void lib_close(void *ctx) { lapse_producer_free(ctx); }
+static void lib_close(void *ctx)
+{
+    lapse_producer_free(ctx);
+}
 
 static const struct client_way lib_way = {
     .name = "lib",

@@ -57,11 +57,11 @@ extern const struct client_way client_kafka_way;
 
 /* What the stdin and kafka ways need from the command line. */
 struct client_opts {
-    const char *conf;      /* lapse config (lib, stdin) */
-    const char *producer;  /* lapse-producer's path (stdin) */
-    const char *brokers;   /* kafka: bootstrap servers */
-    const char *topic;     /* kafka: the ingress topic */
-    const char *group;     /* kafka: the ingress's consumer group */
+    const char *conf;     /* lapse config (lib, stdin) */
+    const char *producer; /* lapse-producer's path (stdin) */
+    const char *brokers;  /* kafka: bootstrap servers */
+    const char *topic;    /* kafka: the ingress topic */
+    const char *group;    /* kafka: the ingress's consumer group */
     uint64_t seed;
 };
 

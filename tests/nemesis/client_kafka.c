@@ -92,8 +92,9 @@ static int produce(struct kafka_way *k, const char *id, const char *value, uint6
     for (;;) {
         rd_kafka_resp_err_t err = rd_kafka_producev(
             k->producer, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_KEY(id, strlen(id)),
-            RD_KAFKA_V_VALUE((void *)value, strlen(value)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)n), RD_KAFKA_V_END);
+            RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)n),
+            RD_KAFKA_V_END);
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
             return err ? -1 : 0;
         rd_kafka_poll(k->producer, 100); /* Kafka down: wait for room */
@@ -174,8 +175,8 @@ static int settle(struct kafka_way *k)
             if (k->sent[i].state == 1 &&
                 !rd_kafka_topic_partition_list_find(parts, k->topic, k->sent[i].partition))
                 rd_kafka_topic_partition_list_add(parts, k->topic, k->sent[i].partition);
-        if (parts->cnt == 0 ||
-            rd_kafka_committed(k->reader, parts, COMMITTED_TIMEOUT_MS) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (parts->cnt == 0 || rd_kafka_committed(k->reader, parts, COMMITTED_TIMEOUT_MS) !=
+                                   RD_KAFKA_RESP_ERR_NO_ERROR)
             parts->cnt = 0; /* Kafka down: ask again later */
     }
     size_t keep = 0;
@@ -204,7 +205,10 @@ static int settle(struct kafka_way *k)
     return rc;
 }
 
-static int kafka_flush(void *ctx) { return settle(ctx); }
+static int kafka_flush(void *ctx)
+{
+    return settle(ctx);
+}
 
 static int kafka_drain(void *ctx, int64_t wait_ms)
 {
@@ -216,8 +220,9 @@ static int kafka_drain(void *ctx, int64_t wait_ms)
         rc = settle(k);
     }
     if (k->count)
-        fprintf(stderr, "nemesis-client: %zu messages not committed by the ingress after %" PRId64
-                        " ms (outcomes unknown)\n",
+        fprintf(stderr,
+                "nemesis-client: %zu messages not committed by the ingress after %" PRId64
+                " ms (outcomes unknown)\n",
                 k->count, wait_ms);
     return rc;
 }

@@ -162,8 +162,9 @@ static int stdin_flush(void *ctx)
     if (status == -1) {
         rc = -1;
     } else if (WIFSIGNALED(status)) {
-        fprintf(stderr, "nemesis-client: a batch of %zu lines: lapse-producer killed by signal %d "
-                        "(outcomes unknown)\n",
+        fprintf(stderr,
+                "nemesis-client: a batch of %zu lines: lapse-producer killed by signal %d "
+                "(outcomes unknown)\n",
                 w->lines, WTERMSIG(status));
     } else {
         int code = WEXITSTATUS(status);
