@@ -216,15 +216,16 @@ enum fold {
 
 /*
  * How the queued op `x` and the new command `y` (same ID, y after x)
- * combine. Each op has three effects: on the deadline, on the payload (set,
- * keep, delete) and on the repeat record; y replaces x only if it overrides
- * all three. An extend's effect depends on the pending deadline, known
- * exactly after a touch/repeat and bounded below after an extend, and only
- * comparable when both times are of one kind (+rel within a batch share the
- * moment the batch applies).
+ * combine. Each op has four effects: on the deadline, on the payload (set,
+ * keep, delete), on the repeat record and on recovery (a watch turns it on,
+ * a cancel or a repeat off, a touch or an extend keeps it); y replaces x
+ * only if it overrides all four. An extend's effect depends on the pending
+ * deadline, known exactly after a touch/repeat and bounded below after an
+ * extend, and only comparable when both times are of one kind (+rel within
+ * a batch share the moment the batch applies).
  */
-static enum fold producer_fold(const struct producer_op *x, const struct lapse_cmd *y,
-                               int64_t y_when)
+static enum fold producer_fold_effect(const struct producer_op *x, const struct lapse_cmd *y,
+                                      int64_t y_when)
 {
     int y_payload = y->payload != NULL;
     /* recovery on starts a watch record and may bring an ID back: a watch
@@ -252,6 +253,18 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
         return FOLD_TOUCH; /* pending is exactly x's time; y moves it */
     }
     return FOLD_NONE;
+}
+
+static enum fold producer_fold(const struct producer_op *x, const struct lapse_cmd *y,
+                               int64_t y_when)
+{
+    enum fold f = producer_fold_effect(x, y, y_when);
+    /* x turned recovery off and y keeps it as it is: y alone (or x made a
+     * touch) would leave on a watch queued before x */
+    if ((f == FOLD_REPLACE || f == FOLD_TOUCH) && (x->op == 'c' || x->op == 'r') &&
+        (y->op == LAPSE_OP_TOUCH || y->op == LAPSE_OP_EXTEND))
+        return FOLD_NONE;
+    return f;
 }
 
 /* Writes y's fields into op (whose ID bytes are already in the arena). */

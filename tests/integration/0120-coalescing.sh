@@ -1,15 +1,39 @@
 #!/usr/bin/env bash
 # 0120-coalescing: folding a batch's operations per ID gives exactly the Redis
 # state of applying them one by one. The same random stream of touch, extend,
-# repeat and cancel (absolute times, with and without payloads, over a few
+# repeat, cancel and watch (absolute times, with and without payloads, over a few
 # IDs so most operations meet another of the same ID in their batch) goes to
 # namespace "one" with producer.batch = 1 (every operation flushed alone, no
 # folding), to "some" in batches of 7 and to "all" in big batches; the
-# namespaces must end up identical: deadlines, payloads and repeat records.
+# namespaces must end up identical: deadlines, payloads, repeat records and
+# watch records (a cancel or repeat that forgets a watch, folded away by a
+# touch after it, left recovery on: found by the nemesis).
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main
-random_ops 12 4000 >ops.txt
+RANDOM_OPS_WATCH=1 random_ops 12 4000 >ops.txt
+# and surely: a watch, an op that stays beside it (a touch or an extend:
+# recovery as it is), a repeat or a cancel (recovery off) that could fold
+# into that op, then a touch or an extend that could stand for both
+base=$(($(now_ms) + 3600000))
+cat >>ops.txt <<EOF
+watch fx-1 @$base
+touch fx-1 @$((base + 1000))
+repeat fx-1 @$base 1000
+touch fx-1 @$((base + 5000)) p1
+watch fx-2 @$base
+extend fx-2 @$((base + 1000))
+cancel fx-2
+touch fx-2 @$((base + 5000)) p2
+watch fx-3 @$base
+touch fx-3 @$((base + 1000))
+repeat fx-3 @$base 1000
+extend fx-3 @$((base + 5000))
+watch fx-4 @$base
+touch fx-4 @$((base + 1000))
+cancel fx-4
+extend fx-4 @$((base + 5000)) p4
+EOF
 
 # "one" also sends each batch while the next is queued (a full batch does
 # not wait for its replies); "some" mixes that with folding.
@@ -31,3 +55,4 @@ for ns in one some; do
 done
 assert_ge "$(grep -c ':z:' all.dump)" 5 "IDs pending at the end"
 assert_ge "$(grep -c ':r:' all.dump)" 1 "repeating IDs at the end"
+assert_ge "$(grep -c ':o:' all.dump)" 1 "watched IDs at the end"

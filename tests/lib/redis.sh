@@ -449,14 +449,17 @@ shard_zrem() {
 }
 
 # random_ops IDS COUNT > FILE: COUNT random touch/extend/repeat/cancel lines
-# over IDS IDs (id-0..), absolute times an hour or more ahead (nothing fires),
-# 40 % with payloads; for tests that compare one stream applied two ways
+# (and watch with RANDOM_OPS_WATCH=1) over IDS IDs (id-0..), absolute times
+# an hour or more ahead (nothing fires), 40 % with payloads; for tests that
+# compare one stream applied two ways
 random_ops() {
-    awk -v seed="$RANDOM" -v base="$(($(now_ms) + 3600000))" -v ids="$1" -v n="$2" 'BEGIN {
+    local kinds="touch extend extend repeat cancel touch"
+    [[ ${RANDOM_OPS_WATCH:-0} == 1 ]] && kinds+=" watch watch"
+    awk -v seed="$RANDOM" -v base="$(($(now_ms) + 3600000))" -v ids="$1" -v n="$2" -v kinds="$kinds" 'BEGIN {
         srand(seed)
-        split("touch extend extend repeat cancel touch", ops, " ")
+        nk = split(kinds, ops, " ")
         for (i = 0; i < n; i++) {
-            op = ops[int(rand() * 6) + 1]; id = "id-" int(rand() * ids)
+            op = ops[int(rand() * nk) + 1]; id = "id-" int(rand() * ids)
             t = sprintf("@%.0f", base + int(rand() * 50) * 1000)
             pl = rand() < 0.4 ? " pl-" i : ""
             if (op == "cancel") print "cancel " id
@@ -468,14 +471,15 @@ random_ops() {
 }
 
 # ns_records NS: every shard record of namespace NS (zsets, payloads, repeat
-# records), one a line ":z:I ID SCORE", sorted: two namespaces with equal
-# output hold equal deadlines, payloads and repeats (a bucket's records
-# under its shard's key: where the buckets split does not count)
+# and watch records), one a line ":z:I ID SCORE", sorted: two namespaces
+# with equal output hold equal deadlines, payloads, repeats and recovery
+# (a bucket's records under its shard's key: where the buckets split does
+# not count)
 ns_records() {
     local k sk
-    for k in $(rcli --scan --pattern "$1:[zpr]:*" | sort); do
+    for k in $(rcli --scan --pattern "$1:[zpro]:*" | sort); do
         sk=${k#"$1"}
-        [[ $sk =~ ^(:[zpr]:[0-9]+):[0-9]+$ ]] && sk=${BASH_REMATCH[1]}
+        [[ $sk =~ ^(:[zpro]:[0-9]+):[0-9]+$ ]] && sk=${BASH_REMATCH[1]}
         case $k in
         *:z:*) rcli ZRANGE "$k" 0 -1 WITHSCORES | paste - - | sed "s|^|$sk |" ;;
         *) rcli HGETALL "$k" | paste - - | sed "s|^|$sk |" ;;
