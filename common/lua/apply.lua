@@ -319,8 +319,12 @@ end
 -- an op inheriting a busy twin's payload) first writes what is staged, so
 -- per-ID order is kept. The repeat hash is only touched when it exists.
 local zargs, pargs, rdel, margs, staged = {}, {}, {}, {}, {}
+local pre = {} -- (below)
 local function flush()
     if #zargs == 0 then return end -- nothing staged (the others follow zargs)
+    -- what is staged is written now: scores read before it are stale, so
+    -- a later extend of one of these IDs reads it again (pending)
+    for id in pairs(staged) do pre[id] = nil end
     bk_write(sh, 'ZADD', 'z', zargs)
     bk_write(sh, 'HSET', 'p', pargs)
     bk_write(sh, 'HDEL', 'r', rdel)
@@ -329,8 +333,9 @@ local function flush()
 end
 
 -- The scores of the staged extends, read with one ZMSCORE; an ID written by
--- the slow path or ZADD GT is dropped from it (read again when needed).
-local pre, ids = {}, {}
+-- the slow path, ZADD GT or a flush of what was staged is dropped from it
+-- (read again when needed).
+local ids = {}
 for k = 1, n do
     if OP[k] == 'e' and (has_r or PL[k] or MV[k]) then ids[#ids + 1] = ID[k] end
 end

@@ -14,8 +14,13 @@ redis_start main
 RANDOM_OPS_WATCH=1 random_ops 12 4000 >ops.txt
 # and surely: a watch, an op that stays beside it (a touch or an extend:
 # recovery as it is), a repeat or a cancel (recovery off) that could fold
-# into that op, then a touch or an extend that could stand for both
+# into that op, then a touch or an extend that could stand for both; and
+# two extends of a new ID with another ID's cancel between them (apply.lua
+# compared the second with the score read before the first)
 base=$(($(now_ms) + 3600000))
+for i in $(seq 0 63); do # an ID in fy-1's shard, for the cancel between its two extends
+    [[ $(hash_shard "fz-$i" 4) == $(hash_shard fy-1 4) ]] && { fz=fz-$i; break; }
+done
 cat >>ops.txt <<EOF
 watch fx-1 @$base
 touch fx-1 @$((base + 1000))
@@ -33,6 +38,10 @@ watch fx-4 @$base
 touch fx-4 @$((base + 1000))
 cancel fx-4
 extend fx-4 @$((base + 5000)) p4
+repeat fy-0 @$base 1000
+extend fy-1 @$((base + 8000))
+cancel $fz
+watch fy-1 @$((base + 5000)) p5
 EOF
 
 # "one" also sends each batch while the next is queued (a full batch does
