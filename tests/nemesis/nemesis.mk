@@ -28,3 +28,12 @@ $(NEMESIS_DIR)/nemesis-check: $(BUILD)/tests/nemesis/check_main.o $(BUILD)/tests
 	$(Q)$(CC) $(LDFLAGS) $^ -ljansson -lm -o $@
 
 $(UNIT_BIN): $(BUILD)/tests/nemesis/check.o
+
+# make nemesis [SEED=S] [MINUTES=M] [TOPOLOGY=sentinel|cluster]: one run of
+# tests/nemesis/run (its records in build/nemesis/TOPOLOGY-SEED); an even
+# seed runs on Sentinel, an odd one on a Cluster, unless TOPOLOGY says.
+.PHONY: nemesis
+nemesis: deps
+	@$(MAKE) --no-print-directory all nemesis-tools
+	@LAPSE_BIN=$(BIN) tests/nemesis/run --seed $(or $(SEED),1) --minutes $(or $(MINUTES),3) \
+		$(if $(TOPOLOGY),--topology $(TOPOLOGY))
