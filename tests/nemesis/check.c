@@ -71,7 +71,8 @@
  *    both rules is reported under rule 4.)
  *  5 repeat. Each timeout event with seq belongs to the latest repeat op
  *    (in the ID's order) sent before it fired whose grid holds its
- *    deadline (none: a violation); where that gives one repeat two
+ *    deadline at least seq - 1 periods after the grid's earliest first
+ *    point (none: a violation); where that gives one repeat two
  *    deadlines for one seq, the earlier deadline goes to the latest
  *    earlier repeat whose grid holds it (an event of the old repeat in
  *    flight as a new one was applied, on the new one's grid only because
@@ -772,6 +773,15 @@ static void rule_never_lost(const struct idv *v)
     }
 }
 
+/* Whether event e (with a seq) can be repeat o's: on o's grid, and at
+ * least seq - 1 periods after its first point (each fire, counted by seq,
+ * takes a grid point of its own: a missed point is skipped, never fired
+ * twice). */
+static int repeat_holds(const struct op *o, const struct event *e)
+{
+    return is_candidate(o, e) && e->deadline - (e->seq - 1) * o->period >= o->lo;
+}
+
 static void rule_repeat(const struct idv *v)
 {
     size_t nev = v->nevs;
@@ -784,7 +794,7 @@ static void rule_repeat(const struct idv *v)
             continue;
         V[NM_REPEAT].counted++;
         for (size_t oi = v->nops; oi-- > 0 && !owner[ei];)
-            if (v->ops[oi].op == OP_REPEAT && is_candidate(&v->ops[oi], e))
+            if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e))
                 owner[ei] = oi + 1;
         if (!owner[ei])
             violation(NM_REPEAT, v->id,
@@ -806,7 +816,7 @@ static void rule_repeat(const struct idv *v)
             clash = owner[ej] == owner[ei] && v->evs[ej].seq == e->seq &&
                     v->evs[ej].deadline > e->deadline;
         for (size_t oi = owner[ei] - 1; clash && oi-- > 0;)
-            if (v->ops[oi].op == OP_REPEAT && is_candidate(&v->ops[oi], e)) {
+            if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e)) {
                 owner[ei] = oi + 1;
                 break;
             }

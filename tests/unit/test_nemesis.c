@@ -285,6 +285,25 @@ TEST(nemesis_repeat)
         "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2600,\"fired_ms\":T+2601,\"seq\":2}",
         NULL};
     CHECK(run(inflight) == 0);
+    /* a second repeat whose interval is wider than its period (a slow
+     * ingress commit) holds every later deadline on its grid: the first
+     * one's seqs 3 and 4, fired after it was sent, are still the first
+     * one's (a seq k fire is k - 1 periods past the first point or more) */
+    const char *wide[] = {
+        OP(1,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+1000,\"period_ms\":500,\"sent_ms\":T+0"),
+        ACK(1, "T+10"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1000,\"fired_ms\":T+1001,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1500,\"fired_ms\":T+1501,\"seq\":2}",
+        OP(2,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":100,\"period_ms\":700,\"sent_ms\":T+1600"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2000,\"fired_ms\":T+2001,\"seq\":3}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2500,\"fired_ms\":T+2501,\"seq\":4}",
+        ACK(2, "T+3000"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3050,\"fired_ms\":T+3051,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3750,\"fired_ms\":T+3751,\"seq\":2}",
+        NULL};
+    CHECK(run(wide) == 0);
 }
 
 #define WATCHED                                                                                \
