@@ -86,7 +86,9 @@
  *  6 recovered. Each recovered event follows, in events.jsonl (same key:
  *    same partition, read in order), a timeout event of its ID with the
  *    same deadline_ms, and the ID had recovery on: a watch (any outcome)
- *    sent before that timeout fired, with no acked-ok cancel or repeat
+ *    sent before Kafka took that timeout (the recovered event's fired_ms:
+ *    protocol.md, a watch during the dispatch counts), with no acked-ok
+ *    cancel or repeat
  *    after it in the ID's order acked before the recovery (recovered_ms
  *    - eps): such a cancel forgets the offline ID, a repeat forgets the
  *    watch; one acked after the recovery does not withdraw it.
@@ -895,7 +897,7 @@ static void rule_recovered(const struct idv *v)
         }
         int on = 0;
         for (size_t oi = from; oi < v->nops && !on; oi++)
-            on = v->ops[oi].op == OP_WATCH && v->ops[oi].sent <= t->fired + P->eps_ms;
+            on = v->ops[oi].op == OP_WATCH && v->ops[oi].sent <= e->fired + P->eps_ms;
         if (!on)
             violation(NM_RECOVERED, v->id,
                       "recovered event of deadline %" PRId64 " (back at %" PRId64
