@@ -1,8 +1,9 @@
 /*
  * check — the nemesis checker's core: a run's records (meta, the writers'
  * histories, the events, the faults) parsed line by line into memory, and
- * the guarantees decided over them by one pure function. check.c's top
- * comment says how each rule is decided and why it is sound; check_main.c
+ * the guarantees decided over them by one pure function. check_load.c
+ * parses; check.c's top comment says how each rule is decided and why it
+ * is sound; check_main.c
  * is the program (nemesis-check RUN) around it; tests/unit/test_nemesis.c
  * feeds it hand-made histories.
  */

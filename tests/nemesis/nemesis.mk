@@ -22,12 +22,12 @@ $(NEMESIS_DIR)/nemesis-client: $(addprefix $(BUILD)/tests/nemesis/,client.o clie
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The checker is lapse-free: jansson only.
-$(NEMESIS_DIR)/nemesis-check: $(BUILD)/tests/nemesis/check_main.o $(BUILD)/tests/nemesis/check.o
+$(NEMESIS_DIR)/nemesis-check: $(addprefix $(BUILD)/tests/nemesis/,check_main.o check.o check_load.o)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ -ljansson -lm -o $@
 
-$(UNIT_BIN): $(BUILD)/tests/nemesis/check.o
+$(UNIT_BIN): $(BUILD)/tests/nemesis/check.o $(BUILD)/tests/nemesis/check_load.o
 
 # make nemesis [SEED=S] [MINUTES=M] [TOPOLOGY=sentinel|cluster]: one run of
 # tests/nemesis/run (its records in build/nemesis/TOPOLOGY-SEED); an even
