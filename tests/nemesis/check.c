@@ -72,7 +72,9 @@
  *  5 repeat. Each timeout event with seq belongs to the latest repeat op
  *    (in the ID's order) sent before it fired whose grid holds its
  *    deadline at least seq - 1 periods after the grid's earliest first
- *    point (none: a violation); where that gives one repeat two
+ *    point, unless an earlier such repeat's count it continues (its
+ *    previous event has seq - 1, whole periods earlier); none: a
+ *    violation; where that gives one repeat two
  *    deadlines for one seq, the earlier deadline goes to the latest
  *    earlier repeat whose grid holds it (an event of the old repeat in
  *    flight as a new one was applied, on the new one's grid only because
@@ -373,6 +375,25 @@ static int repeat_holds(const struct op *o, const struct event *e)
     return is_candidate(o, e) && e->deadline - (e->seq - 1) * o->period >= o->lo;
 }
 
+/* Whether event ei (with a seq) continues the count of repeat oi as the
+ * events before it were given out (owner[]: op index + 1): its previous
+ * event has seq - 1 and a deadline whole periods earlier (or is a copy of
+ * it), or it has none and the seq is 1. */
+static int continues(const struct idv *v, const size_t *owner, size_t ei, size_t oi)
+{
+    const struct event *e = &v->evs[ei];
+    for (size_t ej = ei; ej-- > 0;) {
+        const struct event *p = &v->evs[ej];
+        if (owner[ej] != oi + 1)
+            continue;
+        if (p->seq == e->seq && p->deadline == e->deadline)
+            return 1;
+        return p->seq == e->seq - 1 && e->deadline > p->deadline &&
+               (e->deadline - p->deadline) % v->ops[oi].period == 0;
+    }
+    return e->seq == 1;
+}
+
 static void rule_repeat(const struct idv *v)
 {
     size_t nev = v->nevs;
@@ -384,9 +405,19 @@ static void rule_repeat(const struct idv *v)
         if (e->recovered || e->seq == 0)
             continue;
         V[NM_REPEAT].counted++;
-        for (size_t oi = v->nops; oi-- > 0 && !owner[ei];)
-            if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e))
+        /* the latest repeat whose grid holds it, unless an earlier one's
+         * count it continues also does (a later repeat whose first point is
+         * unsure holds much of an earlier one's grid) */
+        for (size_t oi = v->nops; oi-- > 0;) {
+            if (v->ops[oi].op != OP_REPEAT || !repeat_holds(&v->ops[oi], e))
+                continue;
+            if (!owner[ei])
                 owner[ei] = oi + 1;
+            if (continues(v, owner, ei, oi)) {
+                owner[ei] = oi + 1;
+                break;
+            }
+        }
         if (!owner[ei])
             violation(NM_REPEAT, v->id,
                       "seq %" PRId64 " deadline %" PRId64

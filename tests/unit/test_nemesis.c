@@ -304,6 +304,34 @@ TEST(nemesis_repeat)
         "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3750,\"fired_ms\":T+3751,\"seq\":2}",
         NULL};
     CHECK(run(wide) == 0);
+    /* the same, further on: the first repeat's seqs 5 and 6 also lie on the
+     * wide second one's grid far enough past its first point; they continue
+     * the first one's count (seq 4 whole periods before), so they are its */
+    const char *wider[] = {
+        OP(1,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+1000,\"period_ms\":500,\"sent_ms\":T+0"),
+        ACK(1, "T+10"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1000,\"fired_ms\":T+1001,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1500,\"fired_ms\":T+1501,\"seq\":2}",
+        OP(2,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":100,\"period_ms\":300,\"sent_ms\":T+1600"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2000,\"fired_ms\":T+2001,\"seq\":3}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2500,\"fired_ms\":T+2501,\"seq\":4}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3000,\"fired_ms\":T+3001,\"seq\":5}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3500,\"fired_ms\":T+3501,\"seq\":6}",
+        ACK(2, "T+5000"),
+        NULL};
+    CHECK(run(wider) == 0);
+    /* a gap in one repeat's count is still one */
+    const char *hole[] = {
+        OP(1,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+1000,\"period_ms\":500,\"sent_ms\":T+0"),
+        ACK(1, "T+10"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1000,\"fired_ms\":T+1001,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1500,\"fired_ms\":T+1501,\"seq\":2}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2500,\"fired_ms\":T+2501,\"seq\":4}",
+        NULL};
+    CHECK(run(hole) == 1u << (NM_REPEAT - 1));
 }
 
 #define WATCHED                                                                                \
