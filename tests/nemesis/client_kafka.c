@@ -169,15 +169,16 @@ static int settle(struct kafka_way *k)
     int64_t now = client_now_ms();
     int ask = now - k->asked_ms >= COMMITTED_EVERY_MS;
     rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(8);
+    int known = 0; /* parts holds committed offsets */
     if (ask) {
         k->asked_ms = now;
         for (size_t i = 0; i < k->count; i++)
             if (k->sent[i].state == 1 &&
                 !rd_kafka_topic_partition_list_find(parts, k->topic, k->sent[i].partition))
                 rd_kafka_topic_partition_list_add(parts, k->topic, k->sent[i].partition);
-        if (parts->cnt == 0 || rd_kafka_committed(k->reader, parts, COMMITTED_TIMEOUT_MS) !=
-                                   RD_KAFKA_RESP_ERR_NO_ERROR)
-            parts->cnt = 0; /* Kafka down: ask again later */
+        /* (Kafka down: asked again later) */
+        known = parts->cnt > 0 && rd_kafka_committed(k->reader, parts, COMMITTED_TIMEOUT_MS) ==
+                                      RD_KAFKA_RESP_ERR_NO_ERROR;
     }
     size_t keep = 0;
     int rc = 0;
@@ -188,7 +189,7 @@ static int settle(struct kafka_way *k)
         if (s->state == 2) {
             done = 1;
             err = "not delivered to Kafka";
-        } else if (s->state == 1 && parts->cnt) {
+        } else if (s->state == 1 && known) {
             rd_kafka_topic_partition_t *p =
                 rd_kafka_topic_partition_list_find(parts, k->topic, s->partition);
             done = p && !p->err && p->offset > s->offset;
