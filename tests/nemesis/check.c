@@ -74,17 +74,22 @@
  *    deadline at least seq - 1 periods after the grid's earliest first
  *    point, unless an earlier such repeat's count it continues (its
  *    previous event has seq - 1, whole periods earlier); none: a
- *    violation; where that gives one repeat two
- *    deadlines for one seq, the earlier deadline goes to the latest
- *    earlier repeat whose grid holds it (an event of the old repeat in
- *    flight as a new one was applied, on the new one's grid only because
- *    the new one's flush was slow). Per repeat op: the seqs seen are
- *    exactly 1..k, one deadline per seq, deadlines increasing with seq.
+ *    violation. Where that gives one repeat two deadlines for one seq, the
+ *    earlier deadline goes to the latest earlier repeat whose grid holds
+ *    it (an event of the old repeat in flight as a new one was applied, on
+ *    the new one's grid only because the new one's flush was slow). Per
+ *    repeat op: the seqs seen are exactly 1..k, one deadline per seq,
+ *    deadlines increasing with seq; for a writer whose ops may be applied
+ *    again (meta "replaying": the ingress reads a batch again after a
+ *    failure, protocol.md), per application of the op: each starts its
+ *    count at seq 1 on a grid of its own, so a seq 1 of another deadline
+ *    starts the next count.
  *    Sound: ack.lua counts a fire per acknowledged claim and re-arms on
  *    the grid only an ID still on its lease, skipping missed points (not
- *    seqs); a new repeat starts a new count; redelivery repeats a (seq,
- *    deadline) pair, never a seq with another deadline. The last fire may
- *    still be in flight at the end: seqs 1..k stay contiguous all the same.
+ *    seqs); a new repeat (or a repeat applied again) starts a new count;
+ *    redelivery repeats a (seq, deadline) pair, never a seq with another
+ *    deadline. The last fire may still be in flight at the end: seqs 1..k
+ *    stay contiguous all the same.
  *  6 recovered. Each recovered event follows, in events.jsonl (same key:
  *    same partition, read in order), a timeout event of its ID with the
  *    same deadline_ms, and the ID had recovery on: a watch (any outcome)
@@ -394,6 +399,62 @@ static int continues(const struct idv *v, const size_t *owner, size_t ei, size_t
     return e->seq == 1;
 }
 
+/* Checks repeat oi's count r (its events: owner oi + 1, run r): seqs 1..k
+ * each seen, one deadline a seq, deadlines rising with the seq. */
+static void repeat_count(const struct idv *v, const size_t *owner, const size_t *run, size_t oi,
+                         size_t r)
+{
+    size_t nev = v->nevs;
+    int64_t maxseq = 0;
+    for (size_t ei = 0; ei < nev; ei++)
+        if (owner[ei] == oi + 1 && run[ei] == r && v->evs[ei].seq > maxseq)
+            maxseq = v->evs[ei].seq;
+    if (maxseq > 0)
+        V[NM_REPEAT].extra[0]++;
+    int64_t prev = INT64_MIN;
+    for (int64_t s = 1; s <= maxseq; s++) {
+        int64_t d = INT64_MIN;
+        int seen = 0;
+        for (size_t ei = 0; ei < nev; ei++) {
+            if (owner[ei] != oi + 1 || run[ei] != r || v->evs[ei].seq != s)
+                continue;
+            if (seen && v->evs[ei].deadline != d) {
+                violation(NM_REPEAT, v->id,
+                          "repeat n=%" PRId64 ": seq %" PRId64 " with deadlines %" PRId64
+                          " and %" PRId64,
+                          v->ops[oi].n, s, d, v->evs[ei].deadline);
+                return;
+            }
+            d = v->evs[ei].deadline;
+            seen = 1;
+        }
+        if (!seen) {
+            violation(NM_REPEAT, v->id,
+                      "repeat n=%" PRId64 ": seq %" PRId64 " missing (seqs up to %" PRId64
+                      " fired)",
+                      v->ops[oi].n, s, maxseq);
+            return;
+        }
+        if (d <= prev) {
+            violation(NM_REPEAT, v->id,
+                      "repeat n=%" PRId64 ": seq %" PRId64 " deadline %" PRId64
+                      " not after seq %" PRId64 "'s %" PRId64,
+                      v->ops[oi].n, s, d, s - 1, prev);
+            return;
+        }
+        prev = d;
+    }
+}
+
+/* Whether writer w's ops may be applied more than once (meta "replaying"). */
+static int replaying(const char *w)
+{
+    for (size_t i = 0; i < R->nwriters; i++)
+        if (R->replays[i] && strcmp(R->writers[i], w) == 0)
+            return 1;
+    return 0;
+}
+
 static void rule_repeat(const struct idv *v)
 {
     size_t nev = v->nevs;
@@ -443,49 +504,33 @@ static void rule_repeat(const struct idv *v)
                 break;
             }
     }
+    /* A writer whose ops may be applied again (meta "replaying": the
+     * ingress reads a batch again after a failure, protocol.md) gives a
+     * repeat one count per application: a seq 1 of another deadline starts
+     * the next (run[]); each is checked on its own. */
+    size_t *run = calloc(nev ? nev : 1, sizeof *run);
+    if (!run) {
+        free(owner);
+        return;
+    }
     for (size_t oi = 0; oi < v->nops; oi++) {
         if (v->ops[oi].op != OP_REPEAT)
             continue;
-        int64_t maxseq = 0;
-        for (size_t ei = 0; ei < nev; ei++)
-            if (owner[ei] == oi + 1 && v->evs[ei].seq > maxseq)
-                maxseq = v->evs[ei].seq;
-        if (maxseq > 0)
-            V[NM_REPEAT].extra[0]++;
-        int64_t prev = INT64_MIN;
-        for (int64_t s = 1; s <= maxseq; s++) {
-            int64_t d = INT64_MIN;
-            int seen = 0;
-            for (size_t ei = 0; ei < nev; ei++) {
-                if (owner[ei] != oi + 1 || v->evs[ei].seq != s)
-                    continue;
-                if (seen && v->evs[ei].deadline != d) {
-                    violation(NM_REPEAT, v->id,
-                              "repeat n=%" PRId64 ": seq %" PRId64 " with deadlines %" PRId64
-                              " and %" PRId64,
-                              v->ops[oi].n, s, d, v->evs[ei].deadline);
-                    break;
-                }
-                d = v->evs[ei].deadline;
-                seen = 1;
+        size_t runs = 1;
+        int64_t first = INT64_MIN; /* the current run's seq 1 deadline */
+        for (size_t ei = 0; ei < nev; ei++) {
+            if (owner[ei] != oi + 1)
+                continue;
+            if (replaying(v->ops[oi].w) && v->evs[ei].seq == 1 && v->evs[ei].deadline != first) {
+                runs += first != INT64_MIN;
+                first = v->evs[ei].deadline;
             }
-            if (!seen) {
-                violation(NM_REPEAT, v->id,
-                          "repeat n=%" PRId64 ": seq %" PRId64 " missing (seqs up to %" PRId64
-                          " fired)",
-                          v->ops[oi].n, s, maxseq);
-                break;
-            }
-            if (d <= prev) {
-                violation(NM_REPEAT, v->id,
-                          "repeat n=%" PRId64 ": seq %" PRId64 " deadline %" PRId64
-                          " not after seq %" PRId64 "'s %" PRId64,
-                          v->ops[oi].n, s, d, s - 1, prev);
-                break;
-            }
-            prev = d;
+            run[ei] = runs;
         }
+        for (size_t r = 1; r <= runs; r++)
+            repeat_count(v, owner, run, oi, r);
     }
+    free(run);
     free(owner);
 }
 

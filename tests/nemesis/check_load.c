@@ -39,6 +39,7 @@ void nm_run_free(struct nm_run *run)
     for (size_t i = 0; i < run->nwriters; i++)
         free(run->writers[i]);
     free(run->writers);
+    free(run->replays);
     free(run->ops);
     free(run->evs);
     free(run->faults);
@@ -126,17 +127,25 @@ int nm_run_meta(struct nm_run *run, const char *json, char *errstr, size_t size)
     }
     size_t nw = json_array_size(ws);
     char **writers = calloc(nw ? nw : 1, sizeof *writers);
+    unsigned char *replays = calloc(nw ? nw : 1, 1);
     char *nsdup = strdup(ns);
-    int bad = !writers || !nsdup;
+    int bad = !writers || !replays || !nsdup;
+    json_t *rs = json_object_get(j, "replaying"); /* optional */
     for (size_t i = 0; i < nw && !bad; i++) {
         const char *w = json_string_value(json_array_get(ws, i));
         bad = !w || strchr(w, '/') || !(writers[i] = strdup(w));
+        for (size_t k = 0; !bad && k < json_array_size(rs); k++) {
+            const char *r = json_string_value(json_array_get(rs, k));
+            if (r && strcmp(r, w) == 0)
+                replays[i] = 1;
+        }
     }
     json_decref(j);
     if (bad) {
         for (size_t i = 0; writers && i < nw; i++)
             free(writers[i]);
         free(writers);
+        free(replays);
         free(nsdup);
         seterr(errstr, size, "meta: a writer is not a plain name (or out of memory)");
         return -1;
@@ -151,7 +160,9 @@ int nm_run_meta(struct nm_run *run, const char *json, char *errstr, size_t size)
     for (size_t i = 0; i < run->nwriters; i++)
         free(run->writers[i]);
     free(run->writers);
+    free(run->replays);
     run->writers = writers;
+    run->replays = replays;
     run->nwriters = nw;
     return 0;
 }

@@ -45,6 +45,8 @@ struct nm_run {
     int64_t seed, start, stop, end, grace;
     char *ns;
     char **writers;
+    unsigned char *replays; /* per writer: its ops may be applied again
+                               (meta "replaying": an at-least-once path) */
     size_t nwriters;
     struct op *ops;
     size_t nops, capops;

@@ -16,8 +16,8 @@
 
 static char *out_text; /* the checker's output of the last run */
 
-/* Runs the checker over `lines`: each starts with M (meta), H (history),
- * E (event) or F (fault) and a space, then the JSON; numbers written as
+/* Runs the checker over `lines`: each starts with M (meta, replacing the
+ * default one), H (history), E (event) or F (fault) and a space, then the JSON; numbers written as
  * T+N stand for T0 + N. Returns the violated rules' bits. */
 static unsigned run(const char *const *lines)
 {
@@ -43,6 +43,7 @@ static unsigned run(const char *const *lines)
         *o = '\0';
         int rc = lines[i][0] == 'H'   ? nm_run_history(r, buf, err, sizeof err)
                  : lines[i][0] == 'E' ? nm_run_event(r, buf, err, sizeof err)
+                 : lines[i][0] == 'M' ? nm_run_meta(r, buf, err, sizeof err)
                                       : nm_run_fault(r, buf, err, sizeof err);
         if (rc != 0)
             fprintf(stderr, "    %s: %s\n", buf, err);
@@ -332,6 +333,26 @@ TEST(nemesis_repeat)
         "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2500,\"fired_ms\":T+2501,\"seq\":4}",
         NULL};
     CHECK(run(hole) == 1u << (NM_REPEAT - 1));
+    /* a repeat applied twice (the ingress read its batch again after a
+     * failure): two counts, each from seq 1; only for a writer that may
+     * apply an op again */
+#define TWICE(meta)                                                                                     \
+    meta,                                                                                               \
+        OP(1,                                                                                           \
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":500,\"period_ms\":1000,\"sent_ms\":T+0"),        \
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+600,\"fired_ms\":T+601,\"seq\":1}",   \
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1300,\"fired_ms\":T+1301,\"seq\":1}", \
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+2300,\"fired_ms\":T+2301,\"seq\":2}", \
+        ACK(1, "T+900"), NULL
+    const char *replayed[] = {TWICE(
+        "M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
+        "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"],\"replaying\":[\"client\"]}")};
+    CHECK(run(replayed) == 0);
+    const char *once[] = {
+        TWICE("M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
+              "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"]}")};
+    CHECK(run(once) == 1u << (NM_REPEAT - 1));
+#undef TWICE
 }
 
 #define WATCHED                                                                                \
