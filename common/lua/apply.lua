@@ -27,6 +27,11 @@
 --     W  (no argument) recovery on: the ID gets a watch record (lib/watch.lua)
 --     O  with M: the ID's watch record in the old shard (take.lua), kept
 --        here unless this shard has one
+--     G  (no argument; repeat only) sent again: an application of it was
+--        answered before (its WAIT fell short). If the ID still repeats
+--        with this period on the grid from this first point (pending or in
+--        flight), it is left as it is: applied again, the repeat would
+--        start its count over (seq 1 again) and give a seq two deadlines.
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something (with KEYS[8..14]:
@@ -108,7 +113,7 @@ local function extend_gt(args, from, to)
 end
 
 -- Decode the operations into parallel arrays (nil where a flag is absent).
-local OP, ID, AT, ATS, PER, PL, MV, INH, REC, WREC = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+local OP, ID, AT, ATS, PER, PL, MV, INH, REC, WREC, AGAIN = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
 local n, i = 0, 3 + 2 * tonumber(ARGV[2])
 
 -- The plain pairs: ZADD GT as they are (extend_gt), unless the shard has
@@ -127,7 +132,7 @@ if i > 3 then
 end
 
 -- The flag letters of a head (above), and the mark of an absolute time.
-local F_REPEAT, F_PAYLOAD, F_MOVE, F_INHERIT, F_WATCH, F_WATCH_OLD = string.byte('RPMIWO', 1, 6)
+local F_REPEAT, F_PAYLOAD, F_MOVE, F_INHERIT, F_WATCH, F_WATCH_OLD, F_AGAIN = string.byte('RPMIWOG', 1, 7)
 local F_FIRST, F_LAST, AT_MARK = string.byte('AZ@', 1, 3)
 
 local relative = false -- an op's time is "+<ms>": the reply gives the clock
@@ -140,6 +145,7 @@ while i <= #ARGV do
     local b = string.byte(h, j)
     while b and b >= F_FIRST and b <= F_LAST do
         if b == F_WATCH then REC[n] = true -- (no argument)
+        elseif b == F_AGAIN then AGAIN[n] = true -- (no argument)
         else
             if b == F_REPEAT then PER[n] = ARGV[i]
             elseif b == F_PAYLOAD then PL[n] = ARGV[i]
@@ -366,6 +372,16 @@ local function extends(id, at, moving)
     return not (moving and moving ~= '' and at <= tonumber(moving))
 end
 
+-- Whether the ID repeats every `per` ms on the grid from `first`: its
+-- repeat record has that period, and its pending deadline (or the one in
+-- flight) is on the grid (a repeat sent again, flag G).
+local function repeats_on(id, first, per)
+    local rec = has_r and bk_one(sh, 'HGET', 'r', id)
+    if not rec or tonumber(string.match(rec, '^(%d+):')) ~= per then return false end
+    local d = pending(id)
+    return d ~= nil and d >= first and (d - first) % per == 0
+end
+
 for k = 1, n do
     local op, id, moving = OP[k], ID[k], MV[k]
     local set = true
@@ -401,6 +417,7 @@ for k = 1, n do
         else
             local at = AT[k] or tonumber(ATS[k])
             if op == 'e' then set = extends(id, at, moving) end
+            if op == 'r' and AGAIN[k] then set = not repeats_on(id, at, tonumber(PER[k])) end
             if set then
                 bk_write(sh, 'ZADD', 'z', { ATS[k], id })
                 if PL[k] then

@@ -82,8 +82,8 @@
  *    deadlines increasing with seq; for a writer whose ops may be applied
  *    again (meta "replaying": the ingress reads a batch again after a
  *    failure, protocol.md), per application of the op: each starts its
- *    count at seq 1 on a grid of its own, so a seq 1 of another deadline
- *    starts the next count.
+ *    count at seq 1 on a grid of its own, so a seq 1 of another deadline,
+ *    or one after a seq 2, starts the next count.
  *    Sound: ack.lua counts a fire per acknowledged claim and re-arms on
  *    the grid only an ID still on its lease, skipping missed points (not
  *    seqs); a new repeat (or a repeat applied again) starts a new count;
@@ -506,8 +506,10 @@ static void rule_repeat(const struct idv *v)
     }
     /* A writer whose ops may be applied again (meta "replaying": the
      * ingress reads a batch again after a failure, protocol.md) gives a
-     * repeat one count per application: a seq 1 of another deadline starts
-     * the next (run[]); each is checked on its own. */
+     * repeat one count per application: a seq 1 of another deadline, or
+     * one after a seq 2, starts the next (run[]); each is checked on its
+     * own. (A repeat at an absolute time applied again fires seq 1 with
+     * the same deadline again, then skips to the grid point after it.) */
     size_t *run = calloc(nev ? nev : 1, sizeof *run);
     if (!run) {
         free(owner);
@@ -517,13 +519,18 @@ static void rule_repeat(const struct idv *v)
         if (v->ops[oi].op != OP_REPEAT)
             continue;
         size_t runs = 1;
-        int64_t first = INT64_MIN; /* the current run's seq 1 deadline */
+        int64_t first = INT64_MIN; /* the current count's seq 1 deadline */
+        int on = 0;                /* ... and it went past seq 1 */
         for (size_t ei = 0; ei < nev; ei++) {
             if (owner[ei] != oi + 1)
                 continue;
-            if (replaying(v->ops[oi].w) && v->evs[ei].seq == 1 && v->evs[ei].deadline != first) {
+            const struct event *e = &v->evs[ei];
+            if (replaying(v->ops[oi].w) && e->seq == 1 && (e->deadline != first || on)) {
                 runs += first != INT64_MIN;
-                first = v->evs[ei].deadline;
+                first = e->deadline;
+                on = 0;
+            } else if (e->seq > 1) {
+                on = 1;
             }
             run[ei] = runs;
         }
