@@ -1,7 +1,8 @@
 /*
  * lapse-scale: the operators' tool for the shard layout (scripts/lapse-scale
  * runs it). The work is in common/layout.c and tools/scale/split.c; this file
- * parses the command line and prints.
+ * parses the command line (scale_args_parse) and runs the command from its
+ * row of scale_cmds: a new command is a row and a run_ function.
  *
  *   init N            create the layout with N shards (a power of two); again
  *                     with the same N is a no-op, with another N an error
@@ -36,6 +37,7 @@
  *                     (tools/scale/scanners.c); no split: a no-op
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,10 +343,8 @@ static void say_waiting(void *ctx, const char *why, int wait_ms)
  * on until the node answers: they try once, and stop only on a refusal.
  * 0, or -1 with the reason on stderr and *rc the exit status: 78
  * (EX_CONFIG) for a refusal, else 1. */
-static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, const char *cmd, int watch,
-                         int *rc)
+static int scale_connect(const struct lapse_config *cfg, lapse_redis *r, int once, int *rc)
 {
-    int once = strcmp(cmd, "check") == 0 || (strcmp(cmd, "status") == 0 && watch);
     struct lapse_waiting w;
     lapse_waiting_init(&w, cfg, 0, lapse_clock_mono_ms());
     if ((once ? lapse_redis_ensure(r)
@@ -369,17 +369,78 @@ static int scale_policy_news(lapse_redis *r)
     return 0;
 }
 
-/* The commands: how many operands each takes, and which options (by their
- * letter in main's opts; -c goes with every one). An option a command does
- * not take is an error naming both, not silently ignored. */
+/* What the command line gave: the options (defaults where absent) and the
+ * command's operand. */
+struct scale_args {
+    const char *path, *to, *start_cmd, *prefix, *operand;
+    int as_json, form, drain, rate, watch, interval_ms, count, due, max_memory_pct;
+    int64_t max_overdue_ms;
+    long limit;
+};
+
+static int run_init(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
+{
+    return cmd_init(cfg, nodes, a->operand, a->form);
+}
+
+static int run_status(const struct lapse_config *cfg, lapse_redis **nodes,
+                      const struct scale_args *a)
+{
+    if (a->watch)
+        return lapse_scale_watch(cfg, nodes, a->interval_ms, a->count);
+    return a->due ? lapse_scale_due(cfg, nodes, a->as_json)
+                  : lapse_scale_status(cfg, nodes, a->as_json);
+}
+
+static int run_get(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
+{
+    return lapse_scale_get(cfg, nodes, a->operand, a->as_json);
+}
+
+static int run_check(const struct lapse_config *cfg, lapse_redis **nodes,
+                     const struct scale_args *a)
+{
+    return lapse_scale_check(cfg, nodes, a->max_overdue_ms, a->max_memory_pct, a->as_json);
+}
+
+static int run_split(const struct lapse_config *cfg, lapse_redis **nodes,
+                     const struct scale_args *a)
+{
+    return cmd_split(cfg, nodes, a->to, a->start_cmd);
+}
+
+static int run_finish(const struct lapse_config *cfg, lapse_redis **nodes,
+                      const struct scale_args *a)
+{
+    return cmd_finish(cfg, nodes, a->drain, a->rate);
+}
+
+static int run_offline(const struct lapse_config *cfg, lapse_redis **nodes,
+                       const struct scale_args *a)
+{
+    return lapse_scale_offline(cfg, nodes, a->as_json, a->limit, a->prefix);
+}
+
+/* The commands: how many operands each takes, which options (by their
+ * letter in scale_opts; -c goes with every one: an option a command does
+ * not take is an error naming both, not silently ignored), whether it
+ * writes (init, split and finish refuse an evicting Redis as every program
+ * does; the others only read, and show it: status, or fail on it: check),
+ * whether it tries Redis once instead of waiting for it (check reports the
+ * state now; a watch says so in each refresh), and what runs it. */
 struct scale_cmd {
     const char *name;
     int nargs;
     const char *opts;
+    int writes;
+    int once;
+    int (*run)(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a);
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, "ko"},  {"status", 0, "jwinu"}, {"get", 1, "j"},       {"check", 0, "jmM"},
-    {"split", 0, "ts"}, {"finish", 0, "dr"},    {"offline", 0, "jlp"},
+    {"init", 1, "ko", 1, 0, run_init},        {"status", 0, "jwinu", 0, 0, run_status},
+    {"get", 1, "j", 0, 0, run_get},           {"check", 0, "jmM", 0, 1, run_check},
+    {"split", 0, "ts", 1, 0, run_split},      {"finish", 0, "dr", 1, 0, run_finish},
+    {"offline", 0, "jlp", 0, 0, run_offline},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -390,236 +451,242 @@ static const struct scale_cmd *scale_cmd_find(const char *name)
     return NULL;
 }
 
-int main(int argc, char **argv)
+static const struct option scale_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"json", no_argument, NULL, 'j'},
+    {"to", required_argument, NULL, 't'},
+    {"start-cmd", required_argument, NULL, 's'},
+    {"drain", no_argument, NULL, 'd'},
+    {"rate", required_argument, NULL, 'r'},
+    {"watch", no_argument, NULL, 'w'},
+    {"interval", required_argument, NULL, 'i'},
+    {"count", required_argument, NULL, 'n'},
+    {"small-keys", no_argument, NULL, 'k'},
+    {"one-zset", no_argument, NULL, 'o'},
+    {"due", no_argument, NULL, 'u'},
+    {"max-overdue", required_argument, NULL, 'm'},
+    {"max-memory", required_argument, NULL, 'M'},
+    {"limit", required_argument, NULL, 'l'},
+    {"prefix", required_argument, NULL, 'p'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* A whole positive number no larger than max, or -1. */
+static long positive(const char *s, long max)
 {
-    const char *path = NULL, *to = NULL, *start_cmd = NULL;
-    int as_json = 0, form = 0, drain = 0, rate = 5000, watch = 0, interval_ms = 2000, count = 0,
-        due = 0;
-    int64_t max_overdue_ms = 60000;
-    int max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT;
-    long limit = 0;
-    const char *prefix = "";
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},
-        {"to", required_argument, NULL, 't'},
-        {"start-cmd", required_argument, NULL, 's'},
-        {"drain", no_argument, NULL, 'd'},
-        {"rate", required_argument, NULL, 'r'},
-        {"watch", no_argument, NULL, 'w'},
-        {"interval", required_argument, NULL, 'i'},
-        {"count", required_argument, NULL, 'n'},
-        {"small-keys", no_argument, NULL, 'k'},
-        {"one-zset", no_argument, NULL, 'o'},
-        {"due", no_argument, NULL, 'u'},
-        {"max-overdue", required_argument, NULL, 'm'},
-        {"max-memory", required_argument, NULL, 'M'},
-        {"limit", required_argument, NULL, 'l'},
-        {"prefix", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s != '\0' && *end == '\0' && v >= 1 && v <= max ? v : -1;
+}
+
+/* One option's value into a (ch: its letter). 0, or 2 (usage) with the
+ * reason on stderr. */
+static int scale_opt(struct scale_args *a, int ch, const char *arg)
+{
+    switch (ch) {
+    case 'c':
+        a->path = arg;
+        break;
+    case 'j':
+        a->as_json = 1;
+        break;
+    case 't':
+        a->to = arg;
+        break;
+    case 's':
+        a->start_cmd = arg;
+        break;
+    case 'd':
+        a->drain = 1;
+        break;
+    case 'w':
+        a->watch = 1;
+        break;
+    case 'p':
+        a->prefix = arg;
+        break;
+    case 'u':
+        a->due = 1;
+        break;
+    case 'r':
+    case 'n':
+    case 'l': {
+        long v = positive(arg, ch == 'l' ? LONG_MAX : INT_MAX);
+        const char *name = ch == 'r' ? "rate" : ch == 'n' ? "count" : "limit";
+        if (v < 0) {
+            fprintf(stderr, "lapse-scale: --%s: \"%s\" is not a positive number\n", name, arg);
+            return 2;
+        }
+        if (ch == 'r')
+            a->rate = (int)v;
+        else if (ch == 'n')
+            a->count = (int)v;
+        else
+            a->limit = v;
+        break;
+    }
+    case 'k':
+    case 'o':
+        if (a->form != 0 && a->form != (ch == 'k' ? 1 : -1)) {
+            fprintf(stderr, "lapse-scale: init: --small-keys and --one-zset do not go together\n");
+            return 2;
+        }
+        a->form = ch == 'k' ? 1 : -1;
+        break;
+    case 'M': {
+        long pct = positive(arg, 100);
+        if (pct < 0) {
+            fprintf(stderr, "lapse-scale: --max-memory: \"%s\" is not a percentage (1..100)\n",
+                    arg);
+            return 2;
+        }
+        a->max_memory_pct = (int)pct;
+        break;
+    }
+    case 'i':
+    case 'm': {
+        char *end;
+        double sec = strtod(arg, &end);
+        if (*arg == '\0' || *end != '\0' || !(sec >= (ch == 'i' ? 0.1 : 0)) || sec > 86400) {
+            fprintf(stderr, "lapse-scale: --%s: \"%s\" is not a number of seconds (%s..86400)\n",
+                    ch == 'i' ? "interval" : "max-overdue", arg, ch == 'i' ? "0.1" : "0");
+            return 2;
+        }
+        if (ch == 'i')
+            a->interval_ms = (int)(sec * 1000);
+        else
+            a->max_overdue_ms = (int64_t)(sec * 1000);
+        break;
+    }
+    }
+    return 0;
+}
+
+/*
+ * Reads the command line into a and *cmd: every option, then the command
+ * and its operand, each checked (an unknown or misplaced option named with
+ * the command, a missing or extra operand, an option the command does not
+ * take). Returns -1 to go on, else the exit status (0 after --help, 2 for
+ * a usage error, said on stderr).
+ */
+static int scale_args_parse(int argc, char **argv, struct scale_args *a,
+                            const struct scale_cmd **cmd)
+{
+    *a = (struct scale_args){.prefix = "",
+                             .rate = 5000,
+                             .interval_ms = 2000,
+                             .max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT,
+                             .max_overdue_ms = 60000};
     int ch;
-    char given[32] = ""; /* the options given, by their letter in opts */
-    char bad[64] =
-        ""; /* the first option getopt did not take, reported once the command is known */
+    char given[32] = ""; /* the options given, by their letter in scale_opts */
+    char bad[64] = "";   /* the first option getopt did not take, reported with the command */
     const char *what = "unknown option", *why = ""; /* what bad is, what is wrong with it */
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":c:h", scale_opts, NULL)) != -1) {
         if (ch != '?' && ch != ':' && !strchr(given, ch) && strlen(given) < sizeof given - 1)
             given[strlen(given)] = (char)ch;
-        switch (ch) {
-        case 'c':
-            path = optarg;
-            break;
-        case 'j':
-            as_json = 1;
-            break;
-        case 't':
-            to = optarg;
-            break;
-        case 's':
-            start_cmd = optarg;
-            break;
-        case 'd':
-            drain = 1;
-            break;
-        case 'r':
-            rate = atoi(optarg);
-            if (rate < 1) {
-                fprintf(stderr, "lapse-scale: --rate: \"%s\" is not a positive number\n", optarg);
-                return 2;
-            }
-            break;
-        case 'w':
-            watch = 1;
-            break;
-        case 'p':
-            prefix = optarg;
-            break;
-        case 'l': {
-            char *end;
-            limit = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || limit < 1) {
-                fprintf(stderr, "lapse-scale: --limit: \"%s\" is not a positive number\n", optarg);
-                return 2;
-            }
-            break;
-        }
-        case 'u':
-            due = 1;
-            break;
-        case 'k':
-        case 'o':
-            if (form != 0 && form != (ch == 'k' ? 1 : -1)) {
-                fprintf(stderr,
-                        "lapse-scale: init: --small-keys and --one-zset do not go together\n");
-                return 2;
-            }
-            form = ch == 'k' ? 1 : -1;
-            break;
-        case 'M': {
-            char *end;
-            long pct = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || pct < 1 || pct > 100) {
-                fprintf(stderr, "lapse-scale: --max-memory: \"%s\" is not a percentage (1..100)\n",
-                        optarg);
-                return 2;
-            }
-            max_memory_pct = (int)pct;
-            break;
-        }
-        case 'i':
-        case 'm': {
-            char *end;
-            double sec = strtod(optarg, &end);
-            if (*optarg == '\0' || *end != '\0' || !(sec >= (ch == 'i' ? 0.1 : 0)) || sec > 86400) {
-                fprintf(stderr,
-                        "lapse-scale: --%s: \"%s\" is not a number of seconds (%s..86400)\n",
-                        ch == 'i' ? "interval" : "max-overdue", optarg, ch == 'i' ? "0.1" : "0");
-                return 2;
-            }
-            if (ch == 'i')
-                interval_ms = (int)(sec * 1000);
-            else
-                max_overdue_ms = (int64_t)(sec * 1000);
-            break;
-        }
-        case 'n':
-            count = atoi(optarg);
-            if (count < 1) {
-                fprintf(stderr, "lapse-scale: --count: \"%s\" is not a positive number\n", optarg);
-                return 2;
-            }
-            break;
-        case 'h':
+        if (ch == 'h') {
             usage(stdout);
             return 0;
-        default: {
-            /* the word is argv[optind - 1] for a long option (and a short
-             * one lacking its value), optopt for an unknown short one */
-            const char *word = argv[optind - 1];
-            int is_long = strncmp(word, "--", 2) == 0;
-            if (bad[0])
-                break;
-            if (ch == '?' && optopt && !is_long)
-                snprintf(bad, sizeof bad, "-%c", optopt);
-            else
-                snprintf(bad, sizeof bad, "%.*s", (int)strcspn(word, "="), word);
-            if (ch == ':' || (optopt && is_long))
-                what = "option", why = ch == ':' ? " needs a value" : " takes no value";
-            break;
         }
+        if (ch != '?' && ch != ':') {
+            if (scale_opt(a, ch, optarg) != 0)
+                return 2;
+            continue;
         }
+        /* the word is argv[optind - 1] for a long option (and a short one
+         * lacking its value), optopt for an unknown short one */
+        const char *word = argv[optind - 1];
+        int is_long = strncmp(word, "--", 2) == 0;
+        if (bad[0])
+            continue;
+        if (ch == '?' && optopt && !is_long)
+            snprintf(bad, sizeof bad, "-%c", optopt);
+        else
+            snprintf(bad, sizeof bad, "%.*s", (int)strcspn(word, "="), word);
+        if (ch == ':' || (optopt && is_long))
+            what = "option", why = ch == ':' ? " needs a value" : " takes no value";
     }
     /* getopt moved the operands to the end: the command is the first */
-    const char *cmd = optind < argc ? argv[optind] : NULL;
+    const char *name = optind < argc ? argv[optind] : NULL;
     if (bad[0]) {
-        fprintf(stderr, "lapse-scale: %s%s%s %s%s%s; see lapse-scale --help\n", cmd ? cmd : "",
-                cmd ? ": " : "", what, bad, why,
-                cmd && strcmp(cmd, "get") == 0 && bad[1] != '-'
+        fprintf(stderr, "lapse-scale: %s%s%s %s%s%s; see lapse-scale --help\n", name ? name : "",
+                name ? ": " : "", what, bad, why,
+                name && strcmp(name, "get") == 0 && bad[1] != '-'
                     ? " (an ID that begins with '-' goes after --: get -- ID)"
                     : "");
         return 2;
     }
-    if (!path || !cmd) {
+    if (!a->path || !name) {
         fprintf(stderr, "lapse-scale: %s; see lapse-scale --help\n",
-                path ? "a command is required" : "-c FILE is required");
+                a->path ? "a command is required" : "-c FILE is required");
         return 2;
     }
-    const struct scale_cmd *c = scale_cmd_find(cmd);
+    const struct scale_cmd *c = scale_cmd_find(name);
     if (!c) {
-        fprintf(stderr, "lapse-scale: unknown command \"%s\"; see lapse-scale --help\n", cmd);
+        fprintf(stderr, "lapse-scale: unknown command \"%s\"; see lapse-scale --help\n", name);
         return 2;
     }
     if (argc - optind - 1 > c->nargs) {
         fprintf(stderr, "lapse-scale: %s: unexpected argument \"%s\"; see lapse-scale --help\n",
-                cmd, argv[optind + 1 + c->nargs]);
+                name, argv[optind + 1 + c->nargs]);
         return 2;
     }
     if (argc - optind - 1 < c->nargs) {
-        fprintf(stderr, "lapse-scale: %s: an argument is missing; see lapse-scale --help\n", cmd);
+        fprintf(stderr, "lapse-scale: %s: an argument is missing; see lapse-scale --help\n", name);
         return 2;
     }
     for (const char *g = given; *g; g++) {
         if (*g == 'c' || strchr(c->opts, *g))
             continue;
-        const struct option *o = opts;
+        const struct option *o = scale_opts;
         while (o->name && o->val != *g)
             o++;
         fprintf(stderr,
-                "lapse-scale: %s: option --%s does not go with %s; see lapse-scale --help\n", cmd,
-                o->name ? o->name : "?", cmd);
+                "lapse-scale: %s: option --%s does not go with %s; see lapse-scale --help\n", name,
+                o->name ? o->name : "?", name);
         return 2;
     }
+    a->operand = c->nargs ? argv[optind + 1] : NULL;
     char err[512];
-    if (strcmp(cmd, "get") == 0 &&
-        lapse_inspect_id_check(argv[optind + 1], strlen(argv[optind + 1]), err, sizeof err) < 0) {
+    if (c->run == run_get &&
+        lapse_inspect_id_check(a->operand, strlen(a->operand), err, sizeof err) < 0) {
         fprintf(stderr, "lapse-scale: get: %s\n", err);
         return 2;
     }
-    if (watch && (strcmp(cmd, "status") != 0 || as_json || due)) {
+    if (a->watch && (c->run != run_status || a->as_json || a->due)) {
         fprintf(stderr, "lapse-scale: --watch goes with status, without --json or --due\n");
         return 2;
     }
+    *cmd = c;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct scale_args a;
+    const struct scale_cmd *c = NULL;
+    int rc = scale_args_parse(argc, argv, &a, &c);
+    if (rc >= 0)
+        return rc;
     struct lapse_config cfg;
-    if (lapse_config_load(&cfg, path, err, sizeof err) < 0) {
+    char err[512];
+    if (lapse_config_load(&cfg, a.path, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    /* status, check and get only read: they connect to a Redis whose
-     * maxmemory-policy evicts, to show it (status) and fail on it (check);
-     * init, split and finish write, and refuse it as every program does */
-    int writes =
-        strcmp(cmd, "init") == 0 || strcmp(cmd, "split") == 0 || strcmp(cmd, "finish") == 0;
-    if (!writes)
+    if (!c->writes)
         cfg.redis_accept_eviction = 1;
     lapse_redis **nodes = calloc(cfg.nnodes, sizeof *nodes);
-    int rc = 1;
+    rc = 1;
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
         nodes[i] = lapse_node_open(&cfg, i);
     if (!nodes || !nodes[cfg.nnodes - 1])
         fprintf(stderr, "lapse-scale: out of memory\n");
-    else if (scale_connect(&cfg, nodes[0], cmd, watch, &rc) < 0)
-        ; /* (said why) */
-    else if (writes && scale_policy_news(nodes[0]))
-        ;
-    else if (strcmp(cmd, "get") == 0)
-        rc = lapse_scale_get(&cfg, nodes, argv[optind + 1], as_json);
-    else if (strcmp(cmd, "check") == 0)
-        rc = lapse_scale_check(&cfg, nodes, max_overdue_ms, max_memory_pct, as_json);
-    else if (strcmp(cmd, "status") == 0 && watch)
-        rc = lapse_scale_watch(&cfg, nodes, interval_ms, count);
-    else if (strcmp(cmd, "init") == 0)
-        rc = cmd_init(&cfg, nodes, argv[optind + 1], form);
-    else if (strcmp(cmd, "status") == 0)
-        rc = due ? lapse_scale_due(&cfg, nodes, as_json) : lapse_scale_status(&cfg, nodes, as_json);
-    else if (strcmp(cmd, "offline") == 0)
-        rc = lapse_scale_offline(&cfg, nodes, as_json, limit, prefix);
-    else if (strcmp(cmd, "split") == 0)
-        rc = cmd_split(&cfg, nodes, to, start_cmd);
-    else
-        rc = cmd_finish(&cfg, nodes, drain, rate);
+    else if (scale_connect(&cfg, nodes[0], c->once || a.watch, &rc) == 0 &&
+             !(c->writes && scale_policy_news(nodes[0])))
+        rc = c->run(&cfg, nodes, &a);
     for (size_t i = 0; nodes && i < cfg.nnodes; i++)
         lapse_redis_free(nodes[i]);
     free(nodes);
