@@ -382,8 +382,14 @@ local function repeats_on(id, first, per)
     return d ~= nil and d >= first and (d - first) % per == 0
 end
 
+-- A moving ID's busy twin (M "D", I) counts until an op of the call
+-- overrides it: after a touch, repeat or cancel of the ID, or an extend
+-- that moved it, the twin's deadline and payload are behind it (as in one
+-- shard), so later ops of the ID see only what this shard holds.
+local over = {}
 for k = 1, n do
-    local op, id, moving = OP[k], ID[k], MV[k]
+    local op, id, moving, inh = OP[k], ID[k], MV[k], INH[k]
+    if over[id] and moving then moving, inh = '', nil end
     local set = true
     if not has_r and plain_extend(k) then
         flush() -- what is staged goes first: per-ID order
@@ -391,7 +397,7 @@ for k = 1, n do
         gargs[#gargs + 1] = id
         pre[id] = nil
         set = false -- counted by ZADD CH
-    elseif (op == 't' or op == 'e') and not INH[k] then
+    elseif (op == 't' or op == 'e') and not inh then
         flush_gt()
         local at = AT[k] or tonumber(ATS[k])
         if op == 'e' then set = extends(id, at, moving) end
@@ -422,8 +428,8 @@ for k = 1, n do
                 bk_write(sh, 'ZADD', 'z', { ATS[k], id })
                 if PL[k] then
                     bk_one(sh, 'HSET', 'p', id, PL[k])
-                elseif INH[k] then
-                    bk_one(sh, 'HSETNX', 'p', id, INH[k])
+                elseif inh then
+                    bk_one(sh, 'HSETNX', 'p', id, inh)
                 end
                 if op == 'r' then
                     bk_one(sh, 'HSET', 'r', id, PER[k] .. ':0')
@@ -436,6 +442,7 @@ for k = 1, n do
         if set and moving then bk_one(sh, 'SADD', 'm', id) end
     end
     if set then changed = changed + 1 end
+    if set or op ~= 'e' then over[id] = true end
 end
 flush_gt()
 flush()
