@@ -225,6 +225,7 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
 
     char why[WHY_MAX], jerr[256] = "no value";
     json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
+    ingress_lap(ing, LAPSE_STAGE_PARSE);
     struct lapse_cmd cmd;
     struct lapse_watchdog_result wr; /* cmd may point into wr.idbuf: same scope */
     int rc, is_cmd = lapse_command_is(j);
@@ -249,11 +250,15 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
                          is_cmd     ? LAPSE_REJECT_BAD_COMMAND
                          : rc == -2 ? LAPSE_REJECT_BAD_SIGNAL
                                     : LAPSE_REJECT_NO_RULE);
+        ingress_lap(ing, LAPSE_STAGE_RULE);
         return;
     }
-    rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
     uint64_t id_hash = lapse_hash(cmd.id, cmd.id_len); /* (cmd.id may point into j) */
-    json_decref(j);                                    /* submit copied the bytes */
+    ingress_lap(ing, LAPSE_STAGE_RULE);
+    rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
+    ingress_lap(ing, LAPSE_STAGE_WRITE);
+    json_decref(j); /* submit copied the bytes */
+    ingress_lap(ing, LAPSE_STAGE_PARSE);
     if (rc == 0) {
         ing->batch[i].kind = is_cmd ? 'c' : 's';
         ing->batch[i].id_hash = id_hash;
@@ -356,6 +361,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         return -1;
     }
     M_SET(consuming, 1); /* waiting for partitions or holding some */
+    ing->lap_ns = ingress_now_ns();
     if (ing->httpd)
         lapse_ingress_metrics_probe(ing->metrics, p);
     log_info("ingress: consuming %s as group %s, %zu watchdog rules, dead letters %s",
@@ -370,6 +376,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         if (ing->dlq)
             lapse_deadletter_poll(ing->dlq, 0);
         rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
+        ingress_lap(ing, LAPSE_STAGE_FETCH);
         if (!m) { /* nothing more ready: apply what we have now */
             ingress_settle(ing, 0);
             log_stats(ing, 0);

@@ -153,8 +153,11 @@ int ingress_batch_failed(lapse_ingress *ing, const char *why)
     if (seek_back(ing, first_offsets(ing, 0)) < 0)
         ing->fatal = 1;
     ingress_release(ing);
-    if (!ing->in_rebalance && !ing->fatal)
+    ingress_lap(ing, LAPSE_STAGE_COMMIT);
+    if (!ing->in_rebalance && !ing->fatal) {
         pause_ms(ing, ing->backoff_ms);
+        ingress_lap(ing, LAPSE_STAGE_WAIT);
+    }
     return -1;
 }
 
@@ -204,8 +207,11 @@ static int ingress_batch_partial(lapse_ingress *ing, const char *why, int sync)
         commit_list(ing, done, sync);
     rd_kafka_topic_partition_list_destroy(done);
     ingress_release(ing);
-    if (!ing->in_rebalance && !ing->fatal)
+    ingress_lap(ing, LAPSE_STAGE_COMMIT);
+    if (!ing->in_rebalance && !ing->fatal) {
         pause_ms(ing, ing->backoff_ms);
+        ingress_lap(ing, LAPSE_STAGE_WAIT);
+    }
     return -1;
 }
 
@@ -279,6 +285,7 @@ int ingress_settle(lapse_ingress *ing, int sync)
     if (ing->n == 0)
         return 0;
     int flushed = lapse_producer_flush(ing->p, why, sizeof why);
+    ingress_lap(ing, LAPSE_STAGE_WAIT);
     lapse_ingress_metrics_unconfirmed(ing->metrics, ing->p);
     if (flushed < 0) {
         M_INC(redis_errors);
@@ -323,5 +330,6 @@ int ingress_settle(lapse_ingress *ing, int sync)
     ing->backoff_ms = 0;
     lapse_backoff_reset(&ing->backoff);
     ingress_release(ing);
+    ingress_lap(ing, LAPSE_STAGE_COMMIT);
     return 0;
 }

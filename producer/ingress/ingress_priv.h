@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -53,10 +54,28 @@ struct lapse_ingress {
     struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
     lapse_httpd *httpd;                    /* ingress.metrics_port, or NULL */
     int64_t batch_ms;                      /* monotonic ms the batch's first message was taken */
+    uint64_t lap_ns;                       /* monotonic ns the current stage began (ingress_lap) */
 };
 
 #define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
 #define M_SET(f, v) atomic_store_explicit(&ing->metrics->f, (v), memory_order_relaxed)
+
+/* The thread's time since the last lap counts in stage s (ingress_metrics.h):
+ * the stages are laps of one clock, so every moment counts once, nested
+ * calls (a settle in the rebalance callback, inside the poll) included. */
+static inline uint64_t ingress_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void ingress_lap(lapse_ingress *ing, enum lapse_ingress_stage s)
+{
+    uint64_t now = ingress_now_ns();
+    lapse_ingress_metrics_stage(ing->metrics, s, now - ing->lap_ns);
+    ing->lap_ns = now;
+}
 
 /* Frees the batch's messages and reasons; the batch is empty after. */
 void ingress_release(lapse_ingress *ing);
