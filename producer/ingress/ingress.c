@@ -32,6 +32,7 @@
 #define BACKOFF_MIN_MS 200   /* first wait before reading a failed batch again */
 #define BACKOFF_MAX_MS 5000  /* the back-off doubles up to this */
 #define STATS_EVERY_MS 60000 /* a counters line at most this often, when they moved */
+#define HOLD_BATCHES 32      /* producer.batch messages uncommitted at most, times this */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -203,25 +204,18 @@ void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stat
 /* Appends `m` to the batch and submits what it means (or marks it bad). */
 static void take(lapse_ingress *ing, rd_kafka_message_t *m)
 {
-    if (ing->n == ing->cap) {
-        size_t cap = ing->cap ? ing->cap * 2 : 64;
-        struct slot *b = realloc(ing->batch, cap * sizeof *b);
-        if (!b) { /* stop without committing it: read again after a restart */
-            log_error("ingress: out of memory");
-            rd_kafka_message_destroy(m);
-            ing->fatal = 1;
-            return;
-        }
-        ing->batch = b;
-        ing->cap = cap;
+    if (ingress_reserve(ing) < 0) { /* stop without committing it: read again after a restart */
+        log_error("ingress: out of memory");
+        rd_kafka_message_destroy(m);
+        ing->fatal = 1;
+        return;
     }
     size_t i = ing->n++;
     memset(&ing->batch[i], 0, sizeof ing->batch[i]);
     ing->batch[i].m = m;
+    ing->batch[i].taken_ms = (int64_t)(ing->lap_ns / 1000000); /* (the fetch lap's end) */
     ing->st.messages++;
     M_INC(messages);
-    if (i == 0)
-        ing->batch_ms = lapse_clock_mono_ms();
 
     char why[WHY_MAX], jerr[256] = "no value";
     json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
@@ -255,10 +249,15 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     uint64_t id_hash = lapse_hash(cmd.id, cmd.id_len); /* (cmd.id may point into j) */
     ingress_lap(ing, LAPSE_STAGE_RULE);
-    rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
+    rc = lapse_producer_submit(ing->p, &cmd, ing->base + i, why, sizeof why);
     ingress_lap(ing, LAPSE_STAGE_WRITE);
     json_decref(j); /* submit copied the bytes */
     ingress_lap(ing, LAPSE_STAGE_PARSE);
+    if (rc == 0 || rc == -2) {
+        struct lapse_producer_stats ps;
+        lapse_producer_stats(ing->p, &ps);
+        ing->batch[i].submission = ps.submitted;
+    }
     if (rc == 0) {
         ing->batch[i].kind = is_cmd ? 'c' : 's';
         ing->batch[i].id_hash = id_hash;
@@ -270,12 +269,16 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     /* -1: refused before queueing; -2: queued, and an automatic send failed
      * (this op's batch or one in flight before it: all of them hold only
-     * messages since the last commit, which ingress_settle() flushes first). */
+     * messages not committed yet; each failed op was reported, its message
+     * marked refused): settle now, which flushes first, so only the
+     * partitions holding a failed message are read again. */
     if (rc == -1) {
         ingress_mark_bad(ing, i, why, LAPSE_REJECT_INVALID);
     } else {
-        M_INC(redis_errors);
-        ingress_batch_failed(ing, why);
+        ing->batch[i].kind = is_cmd ? 'c' : 's';
+        ing->batch[i].id_hash = id_hash;
+        ing->send_failed = 1;
+        snprintf(ing->send_why, sizeof ing->send_why, "%s", why);
     }
 }
 
@@ -351,7 +354,10 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
 {
     ing->p = p;
     ing->stop = stop;
-    size_t max = (size_t)ing->cfg->producer_batch;
+    /* Messages held uncommitted at most: the producer's pipeline (FLIGHTS
+     * batches in flight, the queue) and room to fill it again; in a stream
+     * ingress_advance() commits long before. */
+    size_t max = (size_t)ing->cfg->producer_batch * HOLD_BATCHES;
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, ing->cfg->ingress_topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t err = rd_kafka_subscribe(ing->rk, sub);
@@ -375,12 +381,13 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
             LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "ingress: %s", note);
         if (ing->dlq)
             lapse_deadletter_poll(ing->dlq, 0);
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
+        rd_kafka_message_t *m =
+            rd_kafka_consumer_poll(ing->rk, ing->n > ing->first ? 0 : POLL_IDLE_MS);
         ingress_lap(ing, LAPSE_STAGE_FETCH);
         if (!m) { /* nothing more ready: apply what we have now */
             ingress_settle(ing, 0);
             log_stats(ing, 0);
-            if (ing->httpd && !ing->n) /* Redis's state while no writes tell it */
+            if (ing->httpd && ing->n == ing->first) /* Redis's state while no writes tell it */
                 lapse_ingress_metrics_probe(ing->metrics, p);
             continue;
         }
@@ -390,8 +397,10 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
             continue;
         }
         take(ing, m);
-        if (ing->n >= max)
+        if (ing->send_failed || ing->n - ing->first >= max)
             ingress_settle(ing, 0);
+        else if (lapse_producer_settled(p) != ing->seen_settled)
+            ingress_advance(ing); /* batches in flight were read: commit what they cover */
     }
 
     int rc = 0;

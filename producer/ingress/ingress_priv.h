@@ -34,6 +34,8 @@ struct slot {
     int refused;           /* the producer reported an error for its op */
     char kind;             /* submitted: 'c' a command, 's' a signal's extend */
     uint64_t id_hash;      /* submitted: lapse_hash of its ID (ops of one ID fold into one) */
+    uint64_t submission;   /* submitted: its number (lapse_producer_settled) */
+    int64_t taken_ms;      /* monotonic ms it was taken */
 };
 
 struct lapse_ingress {
@@ -42,8 +44,18 @@ struct lapse_ingress {
     lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
-    struct slot *batch;          /* the current batch, in consumer order */
-    size_t n, cap;
+    /* The batch: the messages taken and not committed yet, in consumer
+     * order, are batch[first..n); those before `first` were committed and
+     * released (their slots are reused once the rest moves down). A
+     * message's tag for the producer is base + its index: base grows by
+     * every slot released, so a late report about a released message
+     * (tag < base) is never taken for a newer one. */
+    struct slot *batch;
+    size_t first, n, cap;
+    uint64_t base;
+    uint64_t seen_settled; /* lapse_producer_settled at the last ingress_advance */
+    int send_failed;       /* a submit's automatic send failed: settle at once */
+    char send_why[WHY_MAX];
     int backoff_ms;               /* the last back-off; 0 after a settled batch */
     struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
     int in_rebalance;             /* ingress_settle() called from the rebalance callback */
@@ -53,7 +65,6 @@ struct lapse_ingress {
     struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
     struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
     lapse_httpd *httpd;                    /* ingress.metrics_port, or NULL */
-    int64_t batch_ms;                      /* monotonic ms the batch's first message was taken */
     uint64_t lap_ns;                       /* monotonic ns the current stage began (ingress_lap) */
 };
 
@@ -79,6 +90,17 @@ static inline void ingress_lap(lapse_ingress *ing, enum lapse_ingress_stage s)
 
 /* Frees the batch's messages and reasons; the batch is empty after. */
 void ingress_release(lapse_ingress *ing);
+
+/* Makes room for one more slot (moving the batch down, growing it);
+ * 0, or -1 when out of memory. */
+int ingress_reserve(lapse_ingress *ing);
+
+/* Commits, without waiting, the longest run of the batch's first messages
+ * that is done: every write applied (lapse_producer_settled), none refused,
+ * and no dead-letter copy to wait for; releases them. Called as the
+ * producer's batches in flight are read, so offsets are committed while
+ * reading goes on, with no flush. */
+void ingress_advance(lapse_ingress *ing);
 
 /* Slot i is not understood: count, log, copy. */
 void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r);
