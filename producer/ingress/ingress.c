@@ -114,6 +114,13 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * lapse-kafka-dev how long a group waits after its last member
          * left: docs/operating.md, "What an ingress start and restart cost". */
         {"session.timeout.ms", "10000"},
+        /* librdkafka (before 2.1.0's fetch.queue.backoff.ms) stops fetching
+         * for a second once the consumer's queue holds queued.min.messages
+         * (100000 by default, counted over all partitions): an ingress
+         * slower than the fetch then waits for it, empty-handed, in every
+         * such second (issue 37: half the throughput with 8 partitions).
+         * Bounded by queued.max.messages.kbytes (64 MB) instead. */
+        {"queued.min.messages", "10000000"},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
     size_t ndefaults = sizeof defaults / sizeof defaults[0];
