@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "command.h"
 #include "deadletter.h"
+#include "flatjson.h"
 #include "hash.h"
 #include "httpd.h"
 #include "ingress_priv.h"
@@ -225,13 +226,19 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     M_INC(messages);
 
     char why[WHY_MAX], jerr[256] = "no value";
-    json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
+    /* A flat object is read in place (flatjson.h), anything else decoded
+     * whole: the same verdict and reason either way. */
+    struct lapse_flatjson flat;
+    int is_flat = m->len && lapse_flatjson_scan(m->payload, m->len, &flat) == 0;
+    json_t *j =
+        m->len && !is_flat ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
     ingress_lap(ing, LAPSE_STAGE_PARSE);
     struct lapse_cmd cmd;
     struct lapse_watchdog_result wr; /* cmd may point into wr.idbuf: same scope */
-    int rc, is_cmd = lapse_command_is(j);
+    int rc, is_cmd = is_flat ? lapse_command_is_flat(&flat) : lapse_command_is(j);
     if (is_cmd) {
-        rc = lapse_command_from_json(j, &cmd, why, sizeof why);
+        rc = is_flat ? lapse_command_from_flat(&flat, &cmd, why, sizeof why)
+                     : lapse_command_from_json(j, &cmd, why, sizeof why);
     } else {
         if (j && !json_is_object(j)) {
             json_decref(j);
@@ -239,7 +246,11 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
             snprintf(jerr, sizeof jerr, "a JSON array, not an object");
         }
         rd_kafka_timestamp_type_t tstype;
-        struct lapse_signal sig = {m->key, m->key_len, j, j ? NULL : jerr,
+        struct lapse_signal sig = {m->key,
+                                   m->key_len,
+                                   j,
+                                   is_flat ? &flat : NULL,
+                                   j || is_flat ? NULL : jerr,
                                    rd_kafka_message_timestamp(m, &tstype)};
         rc = lapse_watchdog_apply(ing->cfg->ingress_rules, ing->cfg->ningress_rules, &sig, &wr, why,
                                   sizeof why);
@@ -258,8 +269,10 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     ingress_lap(ing, LAPSE_STAGE_RULE);
     rc = lapse_producer_submit(ing->p, &cmd, ing->base + i, why, sizeof why);
     ingress_lap(ing, LAPSE_STAGE_WRITE);
-    json_decref(j); /* submit copied the bytes */
-    ingress_lap(ing, LAPSE_STAGE_PARSE);
+    if (j) {
+        json_decref(j); /* submit copied the bytes */
+        ingress_lap(ing, LAPSE_STAGE_PARSE);
+    }
     if (rc == 0 || rc == -2) {
         struct lapse_producer_stats ps;
         lapse_producer_stats(ing->p, &ps);
@@ -393,6 +406,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         ingress_lap(ing, LAPSE_STAGE_FETCH);
         if (!m) { /* nothing more ready: apply what we have now */
             ingress_settle(ing, 0);
+            ingress_laps_publish(ing);
             log_stats(ing, 0);
             if (ing->httpd && ing->n == ing->first) /* Redis's state while no writes tell it */
                 lapse_ingress_metrics_probe(ing->metrics, p);
@@ -412,6 +426,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
 
     int rc = 0;
     M_SET(consuming, 0);
+    ingress_laps_publish(ing);
     if (ing->fatal) {
         ingress_release(ing); /* never committed: read again by whoever comes next */
         rc = -1;

@@ -328,6 +328,7 @@ static void counted(lapse_ingress *ing, size_t to)
         ing->metrics, ing->p, ing->dlq ? lapse_deadletter_acked(ing->dlq) : 0, kinds[0], kinds[1],
         lapse_clock_mono_ms() - ing->batch[ing->first].taken_ms);
     ing->st.batches++;
+    ingress_laps_publish(ing);
 }
 
 void ingress_advance(lapse_ingress *ing)

@@ -66,6 +66,7 @@ struct lapse_ingress {
     struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
     lapse_httpd *httpd;                    /* ingress.metrics_port, or NULL */
     uint64_t lap_ns;                       /* monotonic ns the current stage began (ingress_lap) */
+    uint64_t laps[LAPSE_STAGE_COUNT];      /* ns per stage not yet added to the metrics */
 };
 
 #define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
@@ -73,7 +74,9 @@ struct lapse_ingress {
 
 /* The thread's time since the last lap counts in stage s (ingress_metrics.h):
  * the stages are laps of one clock, so every moment counts once, nested
- * calls (a settle in the rebalance callback, inside the poll) included. */
+ * calls (a settle in the rebalance callback, inside the poll) included.
+ * Kept here, and added to the metrics by ingress_laps_publish (an atomic
+ * add per lap, several a message, showed in profiles). */
 static inline uint64_t ingress_now_ns(void)
 {
     struct timespec ts;
@@ -84,8 +87,18 @@ static inline uint64_t ingress_now_ns(void)
 static inline void ingress_lap(lapse_ingress *ing, enum lapse_ingress_stage s)
 {
     uint64_t now = ingress_now_ns();
-    lapse_ingress_metrics_stage(ing->metrics, s, now - ing->lap_ns);
+    ing->laps[s] += now - ing->lap_ns;
     ing->lap_ns = now;
+}
+
+/* Adds the laps counted so far to the metrics: at each commit, and while
+ * the consumer has nothing ready. */
+static inline void ingress_laps_publish(lapse_ingress *ing)
+{
+    for (int s = 0; s < LAPSE_STAGE_COUNT; s++) {
+        lapse_ingress_metrics_stage(ing->metrics, (enum lapse_ingress_stage)s, ing->laps[s]);
+        ing->laps[s] = 0;
+    }
 }
 
 /* Frees the batch's messages and reasons; the batch is empty after. */
