@@ -193,6 +193,7 @@ void lapse_ingress_free(lapse_ingress *ing)
         return;
     ingress_release(ing);
     free(ing->batch);
+    free(ing->stamps);
     lapse_httpd_stop(ing->httpd); /* before what it reads goes */
     if (ing->rk)
         rd_kafka_destroy(ing->rk);

@@ -275,15 +275,47 @@ static void commit_list(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l, 
                           "ingress: commit failed: %s", rd_kafka_err2str(err));
 }
 
+/* 1 when partition p of the batch's topic (rkt) was listed already in this
+ * commit (stamp); else marks it and returns 0. -1 when it cannot tell (another
+ * topic, out of memory): look it up in the list. */
+static int listed(lapse_ingress *ing, const rd_kafka_message_t *m, const rd_kafka_topic_t *rkt,
+                  uint64_t stamp)
+{
+    if (m->rkt != rkt || m->partition < 0)
+        return -1;
+    size_t p = (size_t)m->partition;
+    if (p >= ing->nstamps) { /* a partition higher than any before: rare */
+        size_t n = p + 64;
+        uint64_t *s = realloc(ing->stamps, n * sizeof *s);
+        if (!s)
+            return -1;
+        memset(s + ing->nstamps, 0, (n - ing->nstamps) * sizeof *s);
+        ing->stamps = s;
+        ing->nstamps = n;
+    }
+    if (ing->stamps[p] == stamp)
+        return 1;
+    ing->stamps[p] = stamp;
+    return 0;
+}
+
 /* Commits, per partition, the offset after the last message there of
- * slots [from, to). */
+ * slots [from, to). From the last one back: the first seen of a partition
+ * is its last (per partition the batch is in offset order), and a stamp
+ * per partition number says whether it was seen, so a commit costs no
+ * search of the list per message (64 partitions made it show). */
 static void commit(lapse_ingress *ing, size_t from, size_t to, int sync)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t i = from; i < to; i++) {
+    const rd_kafka_topic_t *rkt = ing->batch[from].m->rkt;
+    uint64_t stamp = ++ing->commit_stamp;
+    for (size_t i = to; i-- > from;) {
         const rd_kafka_message_t *m = ing->batch[i].m;
+        int seen = listed(ing, m, rkt, stamp);
+        if (seen == 1)
+            continue;
         rd_kafka_topic_partition_t *t =
-            rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition);
+            seen == 0 ? NULL : rd_kafka_topic_partition_list_find(l, topic_of(m), m->partition);
         if (!t)
             t = rd_kafka_topic_partition_list_add(l, topic_of(m), m->partition);
         if (t->offset < m->offset + 1)

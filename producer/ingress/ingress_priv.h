@@ -55,6 +55,9 @@ struct lapse_ingress {
     uint64_t base;
     uint64_t seen_settled; /* lapse_producer_settled at the last ingress_advance */
     int send_failed;       /* a submit's automatic send failed: settle at once */
+    uint64_t *stamps;      /* per partition number: the last commit() that listed it */
+    size_t nstamps;
+    uint64_t commit_stamp; /* commit()s so far */
     char send_why[WHY_MAX];
     int backoff_ms;               /* the last back-off; 0 after a settled batch */
     struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
