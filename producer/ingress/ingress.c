@@ -116,12 +116,17 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * left: docs/operating.md, "What an ingress start and restart cost". */
         {"session.timeout.ms", "10000"},
         /* librdkafka (before 2.1.0's fetch.queue.backoff.ms) stops fetching
-         * for a second once the consumer's queue holds queued.min.messages
-         * (100000 by default, counted over all partitions): an ingress
-         * slower than the fetch then waits for it, empty-handed, in every
-         * such second (issue 37: half the throughput with 8 partitions).
-         * Bounded by queued.max.messages.kbytes (64 MB) instead. */
-        {"queued.min.messages", "10000000"},
+         * for a while once the consumer's queue holds queued.min.messages
+         * (100000 by default, counted over all partitions): an ingress a
+         * little slower than the fetch then waits for it, empty-handed, at
+         * every fetch round (8 partitions of 1 MB fetches: ~115k small
+         * messages a round; issue 37: half the throughput). 300000 leaves
+         * room for rounds in flight. It is also what bounds the prefetch's
+         * memory, some 250 B a queued message on top of its bytes
+         * (queued.max.messages.kbytes, 64 MB of payload, does not count
+         * that): 10000000 let 3M waiting messages on 64 partitions take
+         * 612 MB of RSS, 300000 about 130 MB, the default about 60 MB. */
+        {"queued.min.messages", "300000"},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
     size_t ndefaults = sizeof defaults / sizeof defaults[0];
