@@ -19,8 +19,9 @@
  * add optional fields without breaking older ones. The ID and the payload are
  * the UTF-8 bytes of the JSON strings (\u0000 is allowed in a payload).
  *
- * Invariants: nothing is allocated by lapse_command_from_json; the command
- * points into the JSON object, so it is valid as long as that object lives
+ * Invariants: nothing is allocated by lapse_command_from_json (nor
+ * lapse_command_from_flat); the command points into the JSON object (or
+ * the bytes the flat object was read from), so it is valid as long as that object lives
  * and is not modified. Error strings are one short line of printable ASCII:
  * untrusted bytes are quoted through lapse_command_quote.
  */
@@ -30,6 +31,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "flatjson.h"
 #include "line.h"
 
 /* Longest quoted token, in output characters; quote buffers need + 4. */
@@ -51,6 +53,13 @@ int lapse_command_is(const json_t *json);
  * non-negative integer` in errstr and `cmd` unspecified.
  */
 int lapse_command_from_json(const json_t *obj, struct lapse_cmd *cmd, char *errstr, size_t size);
+
+/* The same for a value read in place (flatjson.h): 1 when it has a
+ * non-null "op"; and its command, with the same checks and reasons, the
+ * command pointing into the scanned bytes. */
+int lapse_command_is_flat(const struct lapse_flatjson *obj);
+int lapse_command_from_flat(const struct lapse_flatjson *obj, struct lapse_cmd *cmd, char *errstr,
+                            size_t size);
 
 /*
  * Writes the `n` bytes at `p` into out (cap >= LAPSE_QUOTE_MAX + 4) as

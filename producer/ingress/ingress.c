@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "command.h"
 #include "deadletter.h"
+#include "flatjson.h"
 #include "hash.h"
 #include "httpd.h"
 #include "ingress_priv.h"
@@ -32,6 +33,7 @@
 #define BACKOFF_MIN_MS 200   /* first wait before reading a failed batch again */
 #define BACKOFF_MAX_MS 5000  /* the back-off doubles up to this */
 #define STATS_EVERY_MS 60000 /* a counters line at most this often, when they moved */
+#define HOLD_BATCHES 32      /* producer.batch messages uncommitted at most, times this */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -113,6 +115,18 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * lapse-kafka-dev how long a group waits after its last member
          * left: docs/operating.md, "What an ingress start and restart cost". */
         {"session.timeout.ms", "10000"},
+        /* librdkafka (before 2.1.0's fetch.queue.backoff.ms) stops fetching
+         * for a while once the consumer's queue holds queued.min.messages
+         * (100000 by default, counted over all partitions): an ingress a
+         * little slower than the fetch then waits for it, empty-handed, at
+         * every fetch round (8 partitions of 1 MB fetches: ~115k small
+         * messages a round; issue 37: half the throughput). 300000 leaves
+         * room for rounds in flight. It is also what bounds the prefetch's
+         * memory, some 250 B a queued message on top of its bytes
+         * (queued.max.messages.kbytes, 64 MB of payload, does not count
+         * that): 10000000 let 3M waiting messages on 64 partitions take
+         * 612 MB of RSS, 300000 about 130 MB, the default about 60 MB. */
+        {"queued.min.messages", "300000"},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
     size_t ndefaults = sizeof defaults / sizeof defaults[0];
@@ -184,6 +198,7 @@ void lapse_ingress_free(lapse_ingress *ing)
         return;
     ingress_release(ing);
     free(ing->batch);
+    free(ing->stamps);
     lapse_httpd_stop(ing->httpd); /* before what it reads goes */
     if (ing->rk)
         rd_kafka_destroy(ing->rk);
@@ -203,33 +218,33 @@ void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stat
 /* Appends `m` to the batch and submits what it means (or marks it bad). */
 static void take(lapse_ingress *ing, rd_kafka_message_t *m)
 {
-    if (ing->n == ing->cap) {
-        size_t cap = ing->cap ? ing->cap * 2 : 64;
-        struct slot *b = realloc(ing->batch, cap * sizeof *b);
-        if (!b) { /* stop without committing it: read again after a restart */
-            log_error("ingress: out of memory");
-            rd_kafka_message_destroy(m);
-            ing->fatal = 1;
-            return;
-        }
-        ing->batch = b;
-        ing->cap = cap;
+    if (ingress_reserve(ing) < 0) { /* stop without committing it: read again after a restart */
+        log_error("ingress: out of memory");
+        rd_kafka_message_destroy(m);
+        ing->fatal = 1;
+        return;
     }
     size_t i = ing->n++;
     memset(&ing->batch[i], 0, sizeof ing->batch[i]);
     ing->batch[i].m = m;
+    ing->batch[i].taken_ms = (int64_t)(ing->lap_ns / 1000000); /* (the fetch lap's end) */
     ing->st.messages++;
     M_INC(messages);
-    if (i == 0)
-        ing->batch_ms = lapse_clock_mono_ms();
 
     char why[WHY_MAX], jerr[256] = "no value";
-    json_t *j = m->len ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
+    /* A flat object is read in place (flatjson.h), anything else decoded
+     * whole: the same verdict and reason either way. */
+    struct lapse_flatjson flat;
+    int is_flat = m->len && lapse_flatjson_scan(m->payload, m->len, &flat) == 0;
+    json_t *j =
+        m->len && !is_flat ? lapse_command_load(m->payload, m->len, jerr, sizeof jerr) : NULL;
+    ingress_lap(ing, LAPSE_STAGE_PARSE);
     struct lapse_cmd cmd;
     struct lapse_watchdog_result wr; /* cmd may point into wr.idbuf: same scope */
-    int rc, is_cmd = lapse_command_is(j);
+    int rc, is_cmd = is_flat ? lapse_command_is_flat(&flat) : lapse_command_is(j);
     if (is_cmd) {
-        rc = lapse_command_from_json(j, &cmd, why, sizeof why);
+        rc = is_flat ? lapse_command_from_flat(&flat, &cmd, why, sizeof why)
+                     : lapse_command_from_json(j, &cmd, why, sizeof why);
     } else {
         if (j && !json_is_object(j)) {
             json_decref(j);
@@ -237,7 +252,11 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
             snprintf(jerr, sizeof jerr, "a JSON array, not an object");
         }
         rd_kafka_timestamp_type_t tstype;
-        struct lapse_signal sig = {m->key, m->key_len, j, j ? NULL : jerr,
+        struct lapse_signal sig = {m->key,
+                                   m->key_len,
+                                   j,
+                                   is_flat ? &flat : NULL,
+                                   j || is_flat ? NULL : jerr,
                                    rd_kafka_message_timestamp(m, &tstype)};
         rc = lapse_watchdog_apply(ing->cfg->ingress_rules, ing->cfg->ningress_rules, &sig, &wr, why,
                                   sizeof why);
@@ -249,11 +268,22 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
                          is_cmd     ? LAPSE_REJECT_BAD_COMMAND
                          : rc == -2 ? LAPSE_REJECT_BAD_SIGNAL
                                     : LAPSE_REJECT_NO_RULE);
+        ingress_lap(ing, LAPSE_STAGE_RULE);
         return;
     }
-    rc = lapse_producer_submit(ing->p, &cmd, i, why, sizeof why);
     uint64_t id_hash = lapse_hash(cmd.id, cmd.id_len); /* (cmd.id may point into j) */
-    json_decref(j);                                    /* submit copied the bytes */
+    ingress_lap(ing, LAPSE_STAGE_RULE);
+    rc = lapse_producer_submit(ing->p, &cmd, ing->base + i, why, sizeof why);
+    ingress_lap(ing, LAPSE_STAGE_WRITE);
+    if (j) {
+        json_decref(j); /* submit copied the bytes */
+        ingress_lap(ing, LAPSE_STAGE_PARSE);
+    }
+    if (rc == 0 || rc == -2) {
+        struct lapse_producer_stats ps;
+        lapse_producer_stats(ing->p, &ps);
+        ing->batch[i].submission = ps.submitted;
+    }
     if (rc == 0) {
         ing->batch[i].kind = is_cmd ? 'c' : 's';
         ing->batch[i].id_hash = id_hash;
@@ -265,12 +295,16 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
     }
     /* -1: refused before queueing; -2: queued, and an automatic send failed
      * (this op's batch or one in flight before it: all of them hold only
-     * messages since the last commit, which ingress_settle() flushes first). */
+     * messages not committed yet; each failed op was reported, its message
+     * marked refused): settle now, which flushes first, so only the
+     * partitions holding a failed message are read again. */
     if (rc == -1) {
         ingress_mark_bad(ing, i, why, LAPSE_REJECT_INVALID);
     } else {
-        M_INC(redis_errors);
-        ingress_batch_failed(ing, why);
+        ing->batch[i].kind = is_cmd ? 'c' : 's';
+        ing->batch[i].id_hash = id_hash;
+        ing->send_failed = 1;
+        snprintf(ing->send_why, sizeof ing->send_why, "%s", why);
     }
 }
 
@@ -346,7 +380,10 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
 {
     ing->p = p;
     ing->stop = stop;
-    size_t max = (size_t)ing->cfg->producer_batch;
+    /* Messages held uncommitted at most: the producer's pipeline (FLIGHTS
+     * batches in flight, the queue) and room to fill it again; in a stream
+     * ingress_advance() commits long before. */
+    size_t max = (size_t)ing->cfg->producer_batch * HOLD_BATCHES;
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, ing->cfg->ingress_topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t err = rd_kafka_subscribe(ing->rk, sub);
@@ -356,6 +393,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         return -1;
     }
     M_SET(consuming, 1); /* waiting for partitions or holding some */
+    ing->lap_ns = ingress_now_ns();
     if (ing->httpd)
         lapse_ingress_metrics_probe(ing->metrics, p);
     log_info("ingress: consuming %s as group %s, %zu watchdog rules, dead letters %s",
@@ -369,11 +407,14 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
             LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "ingress: %s", note);
         if (ing->dlq)
             lapse_deadletter_poll(ing->dlq, 0);
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(ing->rk, ing->n ? 0 : POLL_IDLE_MS);
+        rd_kafka_message_t *m =
+            rd_kafka_consumer_poll(ing->rk, ing->n > ing->first ? 0 : POLL_IDLE_MS);
+        ingress_lap(ing, LAPSE_STAGE_FETCH);
         if (!m) { /* nothing more ready: apply what we have now */
             ingress_settle(ing, 0);
+            ingress_laps_publish(ing);
             log_stats(ing, 0);
-            if (ing->httpd && !ing->n) /* Redis's state while no writes tell it */
+            if (ing->httpd && ing->n == ing->first) /* Redis's state while no writes tell it */
                 lapse_ingress_metrics_probe(ing->metrics, p);
             continue;
         }
@@ -383,12 +424,15 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
             continue;
         }
         take(ing, m);
-        if (ing->n >= max)
+        if (ing->send_failed || ing->n - ing->first >= max)
             ingress_settle(ing, 0);
+        else if (lapse_producer_settled(p) != ing->seen_settled)
+            ingress_advance(ing); /* batches in flight were read: commit what they cover */
     }
 
     int rc = 0;
     M_SET(consuming, 0);
+    ingress_laps_publish(ing);
     if (ing->fatal) {
         ingress_release(ing); /* never committed: read again by whoever comes next */
         rc = -1;

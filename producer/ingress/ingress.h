@@ -11,10 +11,15 @@
  * The commit rule (at least once): a message's offset is committed only
  * after everything it caused is done — its writes applied in Redis (the
  * flush of its batch returned 0) or, for a message not understood, its
- * dead-letter copy acknowledged by Kafka. Messages are taken in batches of
- * up to producer.batch; a batch is settled (flush, dead-letter acks, commit)
- * as soon as the consumer has nothing more ready, so a lone message is not
- * held back. When a batch cannot be settled (Redis unreachable past
+ * dead-letter copy acknowledged by Kafka. Each message's op is submitted
+ * as it is taken; the producer library sends each full write batch without
+ * waiting for it (pipelined: producer.h), and as it reads their replies,
+ * the longest run of the first messages not committed whose writes are all
+ * applied is committed, asynchronously, while reading goes on (no flush).
+ * The messages not committed yet are the batch: it is settled (flush,
+ * dead-letter acks, commit) as soon as the consumer has nothing more ready,
+ * so a lone message is not held back, or when it holds 32 x producer.batch
+ * messages. When a batch cannot be settled (Redis unreachable past
  * redis.command_timeout_ms, an op refused with a transient error such as
  * OOM/BUSY/LOADING/READONLY, a dead-letter copy not acknowledged), nothing of
  * it is committed: the consumer seeks every partition of the batch back to

@@ -47,6 +47,18 @@ void lapse_ingress_metrics_reject(struct lapse_ingress_metrics *m, enum lapse_in
         atomic_fetch_add_explicit(&m->rejected[r], 1, memory_order_relaxed);
 }
 
+static const char *const stages[LAPSE_STAGE_COUNT] = {
+    [LAPSE_STAGE_FETCH] = "fetch", [LAPSE_STAGE_PARSE] = "parse", [LAPSE_STAGE_RULE] = "rule",
+    [LAPSE_STAGE_WRITE] = "write", [LAPSE_STAGE_WAIT] = "wait",   [LAPSE_STAGE_COMMIT] = "commit",
+};
+
+void lapse_ingress_metrics_stage(struct lapse_ingress_metrics *m, enum lapse_ingress_stage s,
+                                 uint64_t ns)
+{
+    if ((unsigned)s < LAPSE_STAGE_COUNT)
+        atomic_fetch_add_explicit(&m->stage_ns[s], ns, memory_order_relaxed);
+}
+
 /* The apply-time histogram as prom.h reads and counts it: ms. */
 static struct lapse_prom_hist apply_hist(struct lapse_ingress_metrics *m)
 {
@@ -196,6 +208,13 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
     for (int r = 0; r < LAPSE_REJECT_COUNT; r++)
         lapse_prom_printf(&o, "lapse_ingress_rejected_total{%s,reason=\"%s\"} %lld\n", labels,
                           reasons[r], LOAD(m->rejected[r]));
+    lapse_prom_family(&o, "lapse_ingress_stage_seconds_total", "counter",
+                      "Time the consuming thread spent in each stage: fetch (the consumer's "
+                      "poll), parse, rule, write (handing ops to the producer), wait (until a "
+                      "batch's writes are applied), commit.");
+    for (int s = 0; s < LAPSE_STAGE_COUNT; s++)
+        lapse_prom_printf(&o, "lapse_ingress_stage_seconds_total{%s,stage=\"%s\"} %.6f\n", labels,
+                          stages[s], (double)LOAD(m->stage_ns[s]) / 1e9);
     ONE("redis_errors_total", "counter",
         "Batches not applied because Redis was unreachable or answered \"not now\".", redis_errors);
     ONE("redis_reconnects_total", "counter", "Redis reconnections.", redis_reconnects);

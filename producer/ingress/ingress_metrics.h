@@ -30,6 +30,23 @@ enum lapse_ingress_reject {
     LAPSE_REJECT_COUNT
 };
 
+/* Where the consuming thread's time goes: the label stage="..." of
+ * lapse_ingress_stage_seconds_total. Every moment of the thread counts in
+ * exactly one stage (the stages are laps of one clock: ingress_lap). */
+enum lapse_ingress_stage {
+    LAPSE_STAGE_FETCH,  /* "fetch": in the consumer's poll (waiting for messages
+                           included) and the loop's upkeep around it */
+    LAPSE_STAGE_PARSE,  /* "parse": decoding a message's value (and freeing it) */
+    LAPSE_STAGE_RULE,   /* "rule": a command's fields or the watchdog rules */
+    LAPSE_STAGE_WRITE,  /* "write": handing ops to the producer library, which
+                           sends full batches and reads older ones' replies */
+    LAPSE_STAGE_WAIT,   /* "wait": a batch's flush, until every write of it is
+                           applied (and confirmed); a failed batch's back-off */
+    LAPSE_STAGE_COMMIT, /* "commit": settling a batch after its writes:
+                           dead-letter acknowledgements, the offsets' commit */
+    LAPSE_STAGE_COUNT
+};
+
 /* Primaries short of replicas shown by lapse_ingress_primary_replicas_missing, at most. */
 #define LAPSE_INGRESS_UNCONFIRMED_MAX 16
 
@@ -58,7 +75,8 @@ struct lapse_ingress_metrics {
     atomic_int_fast64_t consuming;         /* 1: subscribed, with partitions or waiting */
     atomic_uint_fast64_t apply[LAPSE_APPLY_BUCKETS + 1]; /* non-cumulative */
     atomic_uint_fast64_t apply_sum_ms;
-    int64_t probe_ms;              /* consuming thread only: the last probe */
+    atomic_uint_fast64_t stage_ns[LAPSE_STAGE_COUNT]; /* time spent in each stage */
+    int64_t probe_ms;                                 /* consuming thread only: the last probe */
     pthread_mutex_t lock;          /* guards lag, nlag, unconfirmed, nunconfirmed */
     struct lapse_ingress_lag *lag; /* owned; replaced by set_lag */
     size_t nlag;
@@ -72,6 +90,10 @@ struct lapse_ingress_metrics *lapse_ingress_metrics_new(const char *ns);
 void lapse_ingress_metrics_free(struct lapse_ingress_metrics *m);
 
 void lapse_ingress_metrics_reject(struct lapse_ingress_metrics *m, enum lapse_ingress_reject r);
+
+/* Adds `ns` nanoseconds to stage `s`. */
+void lapse_ingress_metrics_stage(struct lapse_ingress_metrics *m, enum lapse_ingress_stage s,
+                                 uint64_t ns);
 
 /* Counts one batch applied `ms` after its first message was taken. */
 void lapse_ingress_metrics_apply(struct lapse_ingress_metrics *m, int64_t ms);

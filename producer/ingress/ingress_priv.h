@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -33,6 +34,8 @@ struct slot {
     int refused;           /* the producer reported an error for its op */
     char kind;             /* submitted: 'c' a command, 's' a signal's extend */
     uint64_t id_hash;      /* submitted: lapse_hash of its ID (ops of one ID fold into one) */
+    uint64_t submission;   /* submitted: its number (lapse_producer_settled) */
+    int64_t taken_ms;      /* monotonic ms it was taken */
 };
 
 struct lapse_ingress {
@@ -41,8 +44,21 @@ struct lapse_ingress {
     lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
-    struct slot *batch;          /* the current batch, in consumer order */
-    size_t n, cap;
+    /* The batch: the messages taken and not committed yet, in consumer
+     * order, are batch[first..n); those before `first` were committed and
+     * released (their slots are reused once the rest moves down). A
+     * message's tag for the producer is base + its index: base grows by
+     * every slot released, so a late report about a released message
+     * (tag < base) is never taken for a newer one. */
+    struct slot *batch;
+    size_t first, n, cap;
+    uint64_t base;
+    uint64_t seen_settled; /* lapse_producer_settled at the last ingress_advance */
+    int send_failed;       /* a submit's automatic send failed: settle at once */
+    uint64_t *stamps;      /* per partition number: the last commit() that listed it */
+    size_t nstamps;
+    uint64_t commit_stamp; /* commit()s so far */
+    char send_why[WHY_MAX];
     int backoff_ms;               /* the last back-off; 0 after a settled batch */
     struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
     int in_rebalance;             /* ingress_settle() called from the rebalance callback */
@@ -52,14 +68,55 @@ struct lapse_ingress {
     struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
     struct lapse_ingress_metrics *metrics; /* always counted; served with metrics_port */
     lapse_httpd *httpd;                    /* ingress.metrics_port, or NULL */
-    int64_t batch_ms;                      /* monotonic ms the batch's first message was taken */
+    uint64_t lap_ns;                       /* monotonic ns the current stage began (ingress_lap) */
+    uint64_t laps[LAPSE_STAGE_COUNT];      /* ns per stage not yet added to the metrics */
 };
 
 #define M_INC(f) atomic_fetch_add_explicit(&ing->metrics->f, 1, memory_order_relaxed)
 #define M_SET(f, v) atomic_store_explicit(&ing->metrics->f, (v), memory_order_relaxed)
 
+/* The thread's time since the last lap counts in stage s (ingress_metrics.h):
+ * the stages are laps of one clock, so every moment counts once, nested
+ * calls (a settle in the rebalance callback, inside the poll) included.
+ * Kept here, and added to the metrics by ingress_laps_publish (an atomic
+ * add per lap, several a message, showed in profiles). */
+static inline uint64_t ingress_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void ingress_lap(lapse_ingress *ing, enum lapse_ingress_stage s)
+{
+    uint64_t now = ingress_now_ns();
+    ing->laps[s] += now - ing->lap_ns;
+    ing->lap_ns = now;
+}
+
+/* Adds the laps counted so far to the metrics: at each commit, and while
+ * the consumer has nothing ready. */
+static inline void ingress_laps_publish(lapse_ingress *ing)
+{
+    for (int s = 0; s < LAPSE_STAGE_COUNT; s++) {
+        lapse_ingress_metrics_stage(ing->metrics, (enum lapse_ingress_stage)s, ing->laps[s]);
+        ing->laps[s] = 0;
+    }
+}
+
 /* Frees the batch's messages and reasons; the batch is empty after. */
 void ingress_release(lapse_ingress *ing);
+
+/* Makes room for one more slot (moving the batch down, growing it);
+ * 0, or -1 when out of memory. */
+int ingress_reserve(lapse_ingress *ing);
+
+/* Commits, without waiting, the longest run of the batch's first messages
+ * that is done: every write applied (lapse_producer_settled), none refused,
+ * and no dead-letter copy to wait for; releases them. Called as the
+ * producer's batches in flight are read, so offsets are committed while
+ * reading goes on, with no flush. */
+void ingress_advance(lapse_ingress *ing);
 
 /* Slot i is not understood: count, log, copy. */
 void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r);

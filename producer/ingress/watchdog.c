@@ -45,12 +45,63 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
     }
 }
 
-/* The member `name` of the signal's JSON object, NULL when missing or null
- * (or when the value is not an object). */
-static const json_t *field(const struct lapse_signal *sig, const char *name)
+/* A member's value, from jansson or flatjson alike. */
+struct val {
+    enum { V_STRING, V_INTEGER, V_TRUE, V_FALSE, V_OTHER } type;
+    const char *str; /* V_STRING */
+    size_t len;
+    int64_t num; /* V_INTEGER */
+};
+
+/* 1 when the value is a JSON object (decoded or read in place). */
+static int has_object(const struct lapse_signal *sig)
 {
-    const json_t *v = sig->json ? json_object_get(sig->json, name) : NULL;
-    return json_is_null(v) ? NULL : v;
+    return sig->json != NULL || sig->flat != NULL;
+}
+
+/* The member `name` of the signal's JSON object into *v: 1, or 0 when it
+ * is missing or null (or when the value is not an object). */
+static int field(const struct lapse_signal *sig, const char *name, struct val *v)
+{
+    memset(v, 0, sizeof *v);
+    if (sig->json) {
+        const json_t *j = json_object_get(sig->json, name);
+        if (j == NULL || json_is_null(j))
+            return 0;
+        if (json_is_string(j)) {
+            v->type = V_STRING;
+            v->str = json_string_value(j);
+            v->len = json_string_length(j);
+        } else if (json_is_integer(j)) {
+            v->type = V_INTEGER;
+            v->num = json_integer_value(j);
+        } else {
+            v->type = json_is_true(j) ? V_TRUE : json_is_false(j) ? V_FALSE : V_OTHER;
+        }
+        return 1;
+    }
+    if (sig->flat == NULL)
+        return 0;
+    struct lapse_flatjson_value f = lapse_flatjson_get(sig->flat, name);
+    switch (f.type) {
+    case LAPSE_FLATJSON_NONE:
+    case LAPSE_FLATJSON_NULL:
+        return 0;
+    case LAPSE_FLATJSON_STRING:
+        v->type = V_STRING;
+        v->str = f.str;
+        v->len = f.len;
+        return 1;
+    case LAPSE_FLATJSON_INTEGER:
+        v->type = V_INTEGER;
+        v->num = f.num;
+        return 1;
+    case LAPSE_FLATJSON_TRUE:
+    case LAPSE_FLATJSON_FALSE:
+        v->type = f.type == LAPSE_FLATJSON_TRUE ? V_TRUE : V_FALSE;
+        return 1;
+    }
+    return 0;
 }
 
 /* Why rule `r` needs the JSON object, when it does and there is none. */
@@ -60,35 +111,42 @@ static int needs_json(const struct lapse_ingress_rule *r)
 }
 
 /* Does JSON value `v` equal the configured text `want`? */
-static int value_equals(const json_t *v, const char *want)
+static int value_equals(const struct val *v, const char *want)
 {
     char num[32];
-    if (json_is_string(v))
-        return json_string_length(v) == strlen(want) &&
-               memcmp(json_string_value(v), want, strlen(want)) == 0;
-    if (json_is_integer(v)) {
-        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    if (v->type == V_STRING)
+        return v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
+    if (v->type == V_INTEGER) {
+        snprintf(num, sizeof num, "%" PRId64, v->num);
         return strcmp(num, want) == 0;
     }
-    if (json_is_boolean(v))
-        return strcmp(json_is_true(v) ? "true" : "false", want) == 0;
+    if (v->type == V_TRUE || v->type == V_FALSE)
+        return strcmp(v->type == V_TRUE ? "true" : "false", want) == 0;
     return 0;
 }
 
-/* Checks the ID against the producer's rules; `src` names where it came from. */
-static int check_id(const char *id, size_t n, size_t i, const char *src, struct out *o)
+static const char *id_source(const struct lapse_ingress_rule *r, char *buf, size_t size);
+
+/* Checks the ID against the producer's rules; rule r says where it came from. */
+static int check_id(const char *id, size_t n, size_t i, const struct lapse_ingress_rule *r,
+                    struct out *o)
 {
+    char buf[300];
+    const char *src = NULL;
     if (n > LAPSE_ID_MAX) {
+        src = id_source(r, buf, sizeof buf);
         put(o, "rules[%zu]: %s: ID must be 1..%d bytes (got %zu)", i, src, LAPSE_ID_MAX, n);
         return -1;
     }
     for (size_t k = 0; k < n; k++) {
         unsigned char c = (unsigned char)id[k];
         if (c == ' ') {
+            src = id_source(r, buf, sizeof buf);
             put(o, "rules[%zu]: %s: ID contains a space at offset %zu", i, src, k);
             return -1;
         }
         if (c < 0x20 || c == 0x7f) {
+            src = id_source(r, buf, sizeof buf);
             put(o, "rules[%zu]: %s: ID contains control byte 0x%02x at offset %zu", i, src, c, k);
             return -1;
         }
@@ -102,6 +160,16 @@ enum outcome { MISS, MATCH, BAD };
  * Tries rule i. MISS appends "rules[i]: why; " to `miss`; BAD writes the
  * error to `o`; MATCH fills `res`.
  */
+/* Where rule r takes the ID from, for reasons: "message key" or
+ * "field \"NAME\"" (formatted only when a reason needs it). */
+static const char *id_source(const struct lapse_ingress_rule *r, char *buf, size_t size)
+{
+    if (r->id_field == NULL)
+        return "message key";
+    snprintf(buf, size, "field \"%s\"", r->id_field);
+    return buf;
+}
+
 static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
                              const struct lapse_signal *sig, struct lapse_watchdog_result *res,
                              struct out *miss, struct out *o)
@@ -109,9 +177,9 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
     char q[LAPSE_QUOTE_MAX + 4], src[300];
     const char *id;
     size_t id_len;
-    const json_t *idv = NULL;
+    struct val idv, mv, tv;
 
-    if (needs_json(r) && sig->json == NULL) {
+    if (needs_json(r) && !has_object(sig)) {
         put(miss, "rules[%zu]: value is not a JSON object; ", i);
         return MISS;
     }
@@ -123,26 +191,25 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
         }
         id = sig->key;
         id_len = sig->key_len;
-        snprintf(src, sizeof src, "message key");
     } else {
-        snprintf(src, sizeof src, "field \"%s\"", r->id_field);
-        if ((idv = field(sig, r->id_field)) == NULL) {
-            put(miss, "rules[%zu]: no %s; ", i, src);
+        if (!field(sig, r->id_field, &idv)) {
+            put(miss, "rules[%zu]: no %s; ", i, id_source(r, src, sizeof src));
             return MISS;
         }
-        if (json_is_string(idv)) {
-            id = json_string_value(idv);
-            id_len = json_string_length(idv);
-        } else if (json_is_integer(idv)) {
-            id_len = (size_t)snprintf(res->idbuf, sizeof res->idbuf, "%" JSON_INTEGER_FORMAT,
-                                      json_integer_value(idv));
+        if (idv.type == V_STRING) {
+            id = idv.str;
+            id_len = idv.len;
+        } else if (idv.type == V_INTEGER) {
+            id_len = (size_t)snprintf(res->idbuf, sizeof res->idbuf, "%" PRId64, idv.num);
             id = res->idbuf;
         } else {
-            put(o, "rules[%zu]: %s: expected a string or integer ID", i, src);
+            put(o, "rules[%zu]: %s: expected a string or integer ID", i,
+                id_source(r, src, sizeof src));
             return BAD;
         }
         if (id_len == 0) {
-            put(o, "rules[%zu]: %s: ID must be 1..%d bytes (got 0)", i, src, LAPSE_ID_MAX);
+            put(o, "rules[%zu]: %s: ID must be 1..%d bytes (got 0)", i,
+                id_source(r, src, sizeof src), LAPSE_ID_MAX);
             return BAD;
         }
     }
@@ -155,12 +222,11 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
     }
     /* 3. the match */
     if (r->match_field) {
-        const json_t *mv = field(sig, r->match_field);
-        if (mv == NULL) {
+        if (!field(sig, r->match_field, &mv)) {
             put(miss, "rules[%zu]: no field \"%s\"; ", i, r->match_field);
             return MISS;
         }
-        if (!value_equals(mv, r->match_value)) {
+        if (!value_equals(&mv, r->match_value)) {
             put(miss, "rules[%zu]: field \"%s\" is not \"%s\"; ", i, r->match_field,
                 r->match_value);
             return MISS;
@@ -168,7 +234,6 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
     }
     /* 4. the time */
     int64_t t = 0;
-    const json_t *tv = NULL;
     if (r->time_source == LAPSE_TIME_KAFKA) {
         if (sig->kafka_ts_ms < 0) {
             put(miss, "rules[%zu]: no Kafka timestamp; ", i);
@@ -176,23 +241,24 @@ static enum outcome try_rule(const struct lapse_ingress_rule *r, size_t i,
         }
         t = sig->kafka_ts_ms;
     } else if (r->time_source == LAPSE_TIME_FIELD) {
-        if ((tv = field(sig, r->time_field)) == NULL) {
+        if (!field(sig, r->time_field, &tv)) {
             put(miss, "rules[%zu]: no field \"%s\"; ", i, r->time_field);
             return MISS;
         }
-        if (!json_is_integer(tv) || json_integer_value(tv) < 0) {
+        if (tv.type != V_INTEGER || tv.num < 0) {
             put(o, "rules[%zu]: field \"%s\": expected a non-negative integer (unix ms)", i,
                 r->time_field);
             return BAD;
         }
-        t = json_integer_value(tv);
+        t = tv.num;
     }
     /* matched: now the ID and the deadline must be right */
-    if (check_id(id, id_len, i, src, o) < 0)
+    if (check_id(id, id_len, i, r, o) < 0)
         return BAD;
     if (r->time_source != LAPSE_TIME_ARRIVAL && t > LAPSE_WHEN_MAX - r->timeout_ms) {
         put(o, "rules[%zu]: %s + timeout_ms is past %" PRId64 " ms", i,
-            tv ? "the time field" : "the Kafka timestamp", (int64_t)LAPSE_WHEN_MAX);
+            r->time_source == LAPSE_TIME_FIELD ? "the time field" : "the Kafka timestamp",
+            (int64_t)LAPSE_WHEN_MAX);
         return BAD;
     }
     memset(&res->cmd, 0, sizeof res->cmd);
@@ -232,7 +298,7 @@ int lapse_watchdog_apply(const struct lapse_ingress_rule *rules, size_t n,
             why[miss.len - 2] = '\0';
         put(&o, "no watchdog rule matches (%s)", why);
     }
-    if (sig->json == NULL && sig->json_err)
+    if (!has_object(sig) && sig->json_err)
         put(&o, "; value: %s", sig->json_err);
     return -1;
 }

@@ -36,14 +36,16 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "flatjson.h"
 #include "line.h"
 
 /* What a rule can look at in one Kafka message. */
 struct lapse_signal {
     const char *key; /* message key bytes; NULL (or key_len 0) = none */
     size_t key_len;
-    const json_t *json;   /* the value decoded, when it is a JSON object; else NULL */
-    const char *json_err; /* when json is NULL: why, for the "no rule" reason; may be NULL */
+    const json_t *json;                /* the value decoded, when it is a JSON object; else NULL */
+    const struct lapse_flatjson *flat; /* or, with json NULL, the object read in place; or NULL */
+    const char *json_err; /* when both are NULL: why, for the "no rule" reason; may be NULL */
     int64_t kafka_ts_ms;  /* the message timestamp in unix ms; -1 = none */
 };
 

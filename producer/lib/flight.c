@@ -51,6 +51,7 @@ void producer_settled(lapse_producer *p, int rc)
 static void producer_release(lapse_producer *p)
 {
     size_t k = p->flight_first;
+    p->settled = p->upto[k]; /* batches leave in order: every earlier submission too */
     producer_swap(p, &p->flight[k]);
     producer_settled(p, 0);
     p->nops = 0; /* counted and unindexed when it was sent */
@@ -85,6 +86,7 @@ static int producer_resend(lapse_producer *p, char *errstr, size_t size)
         producer_swap(p, &p->flight[k]);
         int one = producer_send(p, errstr, size);
         producer_settled(p, one);
+        p->settled = p->upto[k]; /* applied, or its failures reported */
         p->nops = 0;
         p->arena_len = 0;
         producer_swap(p, &p->flight[k]);

@@ -355,7 +355,9 @@ static void producer_unindex(lapse_producer *p)
  * Returns as lapse_producer_flush. */
 static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
 {
+    uint64_t upto = p->stats.submitted; /* (callers collected every batch in flight first) */
     int rc = producer_send(p, errstr, size);
+    p->settled = upto;
     producer_settled(p, rc);
     producer_unindex(p);
     p->nops = 0;
@@ -432,6 +434,7 @@ static int producer_flush_full(lapse_producer *p, char *errstr, size_t size)
     producer_unindex(p);
     size_t k = (p->flight_first + p->nflight++) % FLIGHTS;
     p->sending[k] = s;
+    p->upto[k] = p->stats.submitted;
     producer_swap(p, &p->flight[k]); /* the queue gets that slot's empty buffers */
     p->seq = ++p->last_seq;
     return rc;
@@ -569,11 +572,18 @@ int lapse_producer_cancel(lapse_producer *p, const char *id, size_t id_len, uint
                         size);
 }
 
+uint64_t lapse_producer_settled(const lapse_producer *p)
+{
+    return p->settled;
+}
+
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size)
 {
     int rc = producer_collect(p, errstr, size);
-    if (p->nops == 0)
+    if (p->nops == 0) {
+        p->settled = p->stats.submitted; /* (extends slack absorbed since the last cut) */
         return rc;
+    }
     int now = producer_send_queue(p, errstr, size);
     return rc < 0 ? rc : now;
 }

@@ -148,6 +148,19 @@ int lapse_producer_watch(lapse_producer *p, const char *id, size_t id_len,
  * and each one reported; the others were applied. */
 int lapse_producer_flush(lapse_producer *p, char *errstr, size_t size);
 
+/*
+ * How many submissions are settled: lapse_producer_submit calls (those
+ * that did not return -1), counted in order from the first, whose
+ * operations were all applied (with redis.wait_replicas, confirmed) or,
+ * where one failed, reported through on_error. It grows as batches in
+ * flight are read, and to the whole count at each flush, so a caller that
+ * streams can acknowledge its input in order without flushing: an input
+ * whose submission was the k-th (lapse_producer_stats' submitted right
+ * after it) is done once this is >= k and on_error reported nothing for
+ * it.
+ */
+uint64_t lapse_producer_settled(const lapse_producer *p);
+
 /* Operations queued and not yet applied. */
 size_t lapse_producer_pending(const lapse_producer *p);
 

@@ -131,6 +131,9 @@ struct lapse_producer {
     struct send *sending[FLIGHTS];
     uint64_t read_no[FLIGHTS];
     uint64_t *witness;
+    uint64_t
+        upto[FLIGHTS]; /* flight[k]: stats.submitted when it was cut (lapse_producer_settled) */
+    uint64_t settled;  /* lapse_producer_settled */
     size_t flight_first, nflight, nread;
     uint64_t reads;                   /* batches read so far */
     struct confirm_waiter *waiters;   /* per node, with redis.wait_replicas (confirm.c) */

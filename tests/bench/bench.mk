@@ -4,8 +4,10 @@
 # high-availability ones (make bench-ha: wait_replicas, TLS, failover time),
 # the cluster ones (make bench-cluster), lapse-scale status --due against
 # millions of pending IDs (make bench-due) and small keys against one sorted
-# set per shard (make bench-keys), and a shard's slot moving between
-# primaries in both forms (make bench-reshard).
+# set per shard (make bench-keys), a shard's slot moving between
+# primaries in both forms (make bench-reshard), recovery (make
+# bench-watch) and the Kafka ingress against the stdin producer and a
+# plain Kafka read (make bench-ingress).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -16,7 +18,8 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
-.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch
+.PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch \
+        bench-ingress
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
@@ -25,6 +28,7 @@ bench: bench-producer
 	@$(MAKE) --no-print-directory bench-keys
 	@$(MAKE) --no-print-directory bench-reshard
 	@$(MAKE) --no-print-directory bench-watch
+	@$(MAKE) --no-print-directory bench-ingress
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -70,3 +74,17 @@ $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)
 #   make bench-watch BENCH_WATCH_N=20000    a quick look
 bench-watch: all $(BUILD)/bench/lapse-bench-scanner-feed
 	@LAPSE_BIN=$(BIN) SCANNER_BENCH_DIR=$(BUILD)/bench tests/bench/watch-run
+
+# The Kafka ingress (lapse-producer --from-kafka) against the stdin producer
+# and a plain Kafka read of the same messages, in the same run, at 8 and 64
+# partitions, bounded slack off and on, raw signals and command messages
+# (tests/bench/ingress-run):
+#   make bench-ingress                               N = 500,000, 3 rounds
+#   make bench-ingress BENCH_INGRESS_BASE=DIR        also the lapse-producer of DIR
+#                                                    (another commit's bin/) in each round
+BENCH_INGRESS_READ := $(BENCH_DIR)/lapse-bench-ingress-read
+bench-ingress: all $(BENCH_INGRESS_READ)
+	@LAPSE_BIN=$(BIN) BENCH_INGRESS_READ=$(BENCH_INGRESS_READ) tests/bench/ingress-run
+$(BENCH_INGRESS_READ): $(BUILD)/tests/bench/ingress_read.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -68,6 +68,7 @@ lapse_ingress_redis_reconnects_total
 lapse_ingress_consumer_lag
 lapse_ingress_redis_up
 lapse_ingress_batch_apply_seconds
+lapse_ingress_stage_seconds_total
 lapse_ingress_primary_replicas_missing
 "
 HISTOGRAMS="lapse_scanner_lateness_seconds lapse_ingress_batch_apply_seconds"

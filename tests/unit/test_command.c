@@ -4,6 +4,7 @@
  * dead-letter header sees what these tests see.
  */
 #include "command.h"
+#include "flatjson.h"
 #include "t.h"
 
 #include <stdlib.h>
@@ -20,6 +21,23 @@ static int parse_keep(const char *text, size_t len, struct lapse_cmd *cmd, json_
     CHECK(lapse_command_is(j));
     int rc = lapse_command_from_json(j, cmd, why, sizeof why);
     *keep = j;
+    /* The same text read in place (flatjson.h), when it is flat: the same
+     * verdict, reason and command. */
+    struct lapse_flatjson flat;
+    if (lapse_flatjson_scan(text, len, &flat) == 0) {
+        char why2[sizeof why] = "";
+        struct lapse_cmd c2;
+        CHECK(lapse_command_is_flat(&flat));
+        CHECK(lapse_command_from_flat(&flat, &c2, why2, sizeof why2) == rc);
+        CHECK(strcmp(why2, why) == 0);
+        if (rc == 0)
+            CHECK(c2.op == cmd->op && c2.id_len == cmd->id_len &&
+                  memcmp(c2.id, cmd->id, c2.id_len) == 0 && c2.when_kind == cmd->when_kind &&
+                  c2.when_ms == cmd->when_ms && c2.period_ms == cmd->period_ms &&
+                  c2.payload_len == cmd->payload_len &&
+                  (c2.payload == NULL) == (cmd->payload == NULL) &&
+                  (!c2.payload || memcmp(c2.payload, cmd->payload, c2.payload_len) == 0));
+    }
     return rc;
 }
 

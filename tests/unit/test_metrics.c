@@ -172,6 +172,9 @@ TEST(ingress_metrics_render_and_lag)
     lapse_ingress_metrics_reject(m, LAPSE_REJECT_NO_RULE);
     lapse_ingress_metrics_apply(m, 2);    /* le 0.003 */
     lapse_ingress_metrics_apply(m, 9000); /* le 10 */
+    lapse_ingress_metrics_stage(m, LAPSE_STAGE_WAIT, 1500000000);
+    lapse_ingress_metrics_stage(m, LAPSE_STAGE_WAIT, 250000);
+    lapse_ingress_metrics_stage(m, LAPSE_STAGE_COUNT, 7); /* ignored */
     /* librdkafka's statistics: lag from consumer_lag, or from the consumed
      * position before any commit; the UA partition (-1), a partition no
      * longer fetched and one with nothing known are left out */
@@ -207,6 +210,11 @@ TEST(ingress_metrics_render_and_lag)
               "1");
     CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_bucket{ns=\"demo\",le=\"10\"}"), "2");
     CHECK_STR(sample(buf, "lapse_ingress_batch_apply_seconds_sum{ns=\"demo\"}"), "9.002000");
+    CHECK_STR(sample(buf, "lapse_ingress_stage_seconds_total{ns=\"demo\",stage=\"wait\"}"),
+              "1.500250");
+    CHECK_STR(sample(buf, "lapse_ingress_stage_seconds_total{ns=\"demo\",stage=\"fetch\"}"),
+              "0.000000");
+    CHECK(strstr(buf, "# TYPE lapse_ingress_stage_seconds_total counter\n"));
     CHECK(strstr(buf, "# TYPE lapse_ingress_consumer_lag gauge\n"));
     CHECK(lapse_ingress_metrics_render(m, buf, 200) == -1);
     char why[128];

@@ -4,6 +4,7 @@
  * stopping at the rule that matched, and the exact reasons.
  */
 #include "command.h"
+#include "flatjson.h"
 #include "watchdog.h"
 #include "t.h"
 
@@ -23,9 +24,26 @@ static int apply(const struct lapse_ingress_rule *rules, size_t n, const char *k
         j = NULL;
         snprintf(jerr, sizeof jerr, "not a JSON object");
     }
-    struct lapse_signal sig = {key, key ? strlen(key) : 0, j, j || !value ? NULL : jerr, ts};
+    struct lapse_signal sig = {key, key ? strlen(key) : 0, j, NULL, j || !value ? NULL : jerr, ts};
     int rc = lapse_watchdog_apply(rules, n, &sig, &res, why, sizeof why);
     *keep = j;
+    /* The same value read in place (flatjson.h), when it is flat: the same
+     * verdict, reason and command as from the decoded tree. */
+    struct lapse_flatjson flat;
+    if (value && lapse_flatjson_scan(value, strlen(value), &flat) == 0) {
+        char why2[sizeof why];
+        struct lapse_watchdog_result res2;
+        struct lapse_signal fs = {key, key ? strlen(key) : 0, NULL, &flat, NULL, ts};
+        CHECK(j != NULL);
+        CHECK(lapse_watchdog_apply(rules, n, &fs, &res2, why2, sizeof why2) == rc);
+        CHECK(strcmp(why2, why) == 0);
+        if (rc == 0) {
+            CHECK(res2.cmd.op == res.cmd.op && res2.cmd.when_kind == res.cmd.when_kind &&
+                  res2.cmd.when_ms == res.cmd.when_ms && res2.rule == res.rule);
+            CHECK(res2.cmd.id_len == res.cmd.id_len &&
+                  memcmp(res2.cmd.id, res.cmd.id, res.cmd.id_len) == 0);
+        }
+    }
     return rc;
 }
 
@@ -250,7 +268,7 @@ TEST(watchdog_reason_is_cut)
         many[i] = (struct lapse_ingress_rule){.id_field = S("device"), .timeout_ms = 1};
     char jerr[8];
     json_t *j = lapse_command_load("{}", 2, jerr, sizeof jerr);
-    struct lapse_signal sig = {NULL, 0, j, NULL, -1};
+    struct lapse_signal sig = {NULL, 0, j, NULL, NULL, -1};
     char small[64];
     memset(small, 'x', sizeof small);
     CHECK(lapse_watchdog_apply(many, 40, &sig, &res, small, 40) == -1);
