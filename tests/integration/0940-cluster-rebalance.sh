@@ -11,7 +11,7 @@
 cluster_start 3
 cluster_serve 8
 
-SP_LEAD_MS=25000 # the rebalance takes 5-11 s; the writes stop before this (a first round may take 16 s on a slow machine running the suite beside a CPU hog)
+SP_LEAD_MS=${REBALANCE_LEAD_MS:-25000} # the rebalance takes 5-11 s; the writes stop before this (a first round may take 16 s on a slow machine running the suite beside a CPU hog)
 # the workload, and 200 IDs falling due every 25 ms while slots move
 cluster_workload 940 4000
 
