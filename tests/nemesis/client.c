@@ -190,12 +190,8 @@ int client_record_ack(uint64_t n, const char *err)
     return record(o);
 }
 
-int client_record_op(const struct op *o, int64_t sent_ms)
+void client_op_fields(json_t *j, const struct op *o)
 {
-    json_t *j = json_object();
-    json_object_set_new(j, "t", json_string("op"));
-    json_object_set_new(j, "w", json_string(writer));
-    json_object_set_new(j, "n", json_integer((json_int_t)o->n));
     json_object_set_new(j, "op", json_string(lapse_op_name(o->op)));
     json_object_set_new(j, "id", json_string(o->id));
     if (o->kind != LAPSE_WHEN_NONE)
@@ -205,6 +201,15 @@ int client_record_op(const struct op *o, int64_t sent_ms)
         json_object_set_new(j, "period_ms", json_integer(o->period));
     if (o->has_payload)
         json_object_set_new(j, "payload", json_string(o->payload));
+}
+
+int client_record_op(const struct op *o, int64_t sent_ms)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "t", json_string("op"));
+    json_object_set_new(j, "w", json_string(writer));
+    json_object_set_new(j, "n", json_integer((json_int_t)o->n));
+    client_op_fields(j, o);
     json_object_set_new(j, "sent_ms", json_integer(sent_ms));
     return record(j);
 }

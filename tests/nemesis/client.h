@@ -12,6 +12,7 @@
 #ifndef NEMESIS_CLIENT_H
 #define NEMESIS_CLIENT_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "producer.h"
@@ -34,6 +35,10 @@ int64_t client_now_ms(void);
  * an at_ms), or as the kind of raw signal the kafka way turned it into
  * (op, kind and when changed by the caller first). 0, or -1 with errno. */
 int client_record_op(const struct op *o, int64_t sent_ms);
+
+/* Sets in j an op's fields as the ingress's JSON command and the history
+ * both name them: op, id, at_ms or in_ms, period_ms, payload. */
+void client_op_fields(json_t *j, const struct op *o);
 
 /* Records op n's outcome: err NULL for ok. 0, or -1 with errno. */
 int client_record_ack(uint64_t n, const char *err);

@@ -135,15 +135,7 @@ static int kafka_submit(void *ctx, struct op *o)
         o->when = sent + PING_MS;
         o->has_payload = 0;
     } else {
-        json_object_set_new(j, "op", json_string(lapse_op_name(o->op)));
-        json_object_set_new(j, "id", json_string(o->id));
-        if (o->kind != LAPSE_WHEN_NONE)
-            json_object_set_new(j, o->kind == LAPSE_WHEN_ABS ? "at_ms" : "in_ms",
-                                json_integer(o->when));
-        if (o->op == LAPSE_OP_REPEAT)
-            json_object_set_new(j, "period_ms", json_integer(o->period));
-        if (o->has_payload)
-            json_object_set_new(j, "payload", json_string(o->payload));
+        client_op_fields(j, o); /* a command is the op as the history has it */
     }
     char *value = json_dumps(j, JSON_COMPACT);
     json_decref(j);
