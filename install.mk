@@ -32,12 +32,13 @@ PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
 # systemd reads units from /usr/local/lib/systemd/system as well as /lib/...
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 INSTALL        ?= install
+OBJCOPY        ?= objcopy
 
 # The library's version: MAJOR changes with any incompatible change of
 # producer.h (or the headers it includes), MINOR with additions.
-LAPSE_VERSION  := 0.1.0
-SO_MAJOR       := 0
-SO_MINOR       := 1
+LAPSE_VERSION  := 1.0.0
+SO_MAJOR       := 1
+SO_MINOR       := 0
 SO_NAME        := liblapse-producer.so.$(SO_MAJOR)
 SO_FILE        := $(SO_NAME).$(SO_MINOR)
 
@@ -51,13 +52,17 @@ PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_COMMON) $(PRODUCER_LIB)) \
 LIB_A     := $(BUILD)/lib/liblapse-producer.a
 LIB_SO    := $(BUILD)/lib/$(SO_FILE)
 LIB_PC    := $(BUILD)/lib/lapse-producer.pc
-# What a program compiling against the library includes: producer.h and the
-# two headers it includes. None of them includes anything but <stddef.h> and
-# <stdint.h>, so the dependencies' headers are not needed. common/config.h
-# is installed as lapse_config.h, a name no other project's config.h can
-# take the place of on an include path (nor it theirs), and the installed
-# producer.h includes it by that name.
-INSTALL_HEADERS := producer.h line.h lapse_config.h
+# What a program compiling against the library includes: producer.h and
+# line.h, the one header it includes. Neither includes anything but
+# <stddef.h> and <stdint.h>, so the dependencies' headers are not needed.
+# The configuration is opaque to programs (lapse_config_open): its struct,
+# common/config.h, is not installed, so a new config key never changes the
+# library's ABI.
+INSTALL_HEADERS := producer.h line.h
+# Headers older installs put there (config.h until 2026-11-27, then
+# lapse_config.h): removed by install and uninstall, so none stays on the
+# include path.
+OLD_HEADERS := config.h lapse_config.h
 
 INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
 MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
@@ -79,10 +84,15 @@ $(BUILD)/pic/common/lua_scripts.o: $(BUILD)/common/lua_scripts.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
+# The archive is one object, linked from them all, in which only the
+# symbols named lapse_* stay global: lapse's other functions (redis_open,
+# config_walk, ...) cannot clash with a program's own. (0700 checks it.)
 $(LIB_A): $(PIC_OBJ)
 	@mkdir -p $(dir $@)
-	@rm -f $@
-	$(Q)$(AR) rcs $@ $^
+	@rm -f $@ $(BUILD)/lib/liblapse-producer.o
+	$(Q)$(LD) -r -o $(BUILD)/lib/liblapse-producer.o $^
+	$(Q)$(OBJCOPY) --wildcard --keep-global-symbol='lapse_*' $(BUILD)/lib/liblapse-producer.o
+	$(Q)$(AR) rcs $@ $(BUILD)/lib/liblapse-producer.o
 
 # Only the API is exported (lapse-producer.map); --no-undefined makes a
 # missing object a link error here, not in the user's program.
@@ -118,17 +128,8 @@ $(BUILD)/man/%: man/% FORCE
 	$(Q)sed -e 's|/usr/local/etc/lapse|$(SYSCONFDIR)/lapse|g' -e 's|/usr/local/share/doc/lapse|$(DOCDIR)|g' \
 	    -e 's|/usr/local/bin/|$(BINDIR)/|g' $< > $@
 
-# The headers as installed (INSTALL_HEADERS): producer.h including config.h
-# by its installed name.
-$(BUILD)/include/lapse/producer.h: producer/lib/producer.h
-	@mkdir -p $(dir $@)
-	$(Q)sed -e 's|^#include "config.h"$$|#include "lapse_config.h"|' $< > $@
-	$(Q)grep -q '^#include "lapse_config.h"$$' $@ || \
-	    { echo "$<: no '#include \"config.h\"' to rename" >&2; rm -f $@; exit 1; }
-$(BUILD)/include/lapse/line.h: producer/lib/line.h
-	@mkdir -p $(dir $@)
-	$(Q)cp $< $@
-$(BUILD)/include/lapse/lapse_config.h: common/config.h
+# The headers as installed (INSTALL_HEADERS).
+$(BUILD)/include/lapse/%.h: producer/lib/%.h
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 
@@ -144,8 +145,8 @@ install: all $(LIB_PC) $(UNITS:%=$(BUILD)/systemd/%) $(MAN1:%=$(BUILD)/%) $(MAN5
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
 	$(INSTALL) -m 0644 $(LIB_PC) $(DESTDIR)$(PKGCONFIGDIR)
 	$(INSTALL) -m 0644 $(INSTALL_HEADERS:%=$(BUILD)/include/lapse/%) $(DESTDIR)$(INCLUDEDIR)/lapse
-	@# config.h is lapse_config.h now: an older install's must not stay on the include path
-	rm -f $(DESTDIR)$(INCLUDEDIR)/lapse/config.h
+	@# an older install's headers must not stay on the include path
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(OLD_HEADERS))
 	$(INSTALL) -m 0644 $(MAN1:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0644 $(MAN5:%=$(BUILD)/%) $(DESTDIR)$(MANDIR)/man5
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)
@@ -159,7 +160,7 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/liblapse-producer.a $(DESTDIR)$(LIBDIR)/$(SO_FILE) \
 	    $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/liblapse-producer.so
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/lapse-producer.pc
-	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(INSTALL_HEADERS) config.h)
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/lapse/,$(INSTALL_HEADERS) $(OLD_HEADERS))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/lapse 2>/dev/null
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5)))

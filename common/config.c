@@ -302,3 +302,25 @@ void lapse_config_free(struct lapse_config *cfg)
     free(cfg->path);
     memset(cfg, 0, sizeof *cfg);
 }
+
+struct lapse_config *lapse_config_open(const char *path, char *errstr, size_t size)
+{
+    struct lapse_config *cfg = malloc(sizeof *cfg);
+    if (!cfg) {
+        snprintf(errstr, size, "out of memory");
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (lapse_config_load(cfg, path, errstr, size) < 0) {
+        free(cfg);
+        errno = EINVAL;
+        return NULL;
+    }
+    return cfg;
+}
+
+void lapse_config_close(struct lapse_config *cfg)
+{
+    lapse_config_free(cfg);
+    free(cfg);
+}

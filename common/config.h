@@ -152,4 +152,9 @@ int lapse_config_check_ingress(const struct lapse_config *cfg, char *errstr, siz
 /* Frees everything lapse_config_load allocated; `cfg` may be all zeros. */
 void lapse_config_free(struct lapse_config *cfg);
 
+/* The library's handle on a config (producer.h): lapse_config_load into a
+ * struct of its own, and its free. */
+struct lapse_config *lapse_config_open(const char *path, char *errstr, size_t size);
+void lapse_config_close(struct lapse_config *cfg);
+
 #endif

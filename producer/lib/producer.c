@@ -104,33 +104,17 @@ const char *lapse_producer_notice(lapse_producer *p, int *error)
 lapse_producer *lapse_producer_open(const char *path, lapse_producer_error_cb *on_error, void *ctx,
                                     char *errstr, size_t size)
 {
-    struct lapse_config cfg;
-    if (lapse_config_load(&cfg, path, errstr, size) < 0) {
-        errno = EINVAL;
+    struct lapse_config *own = lapse_config_open(path, errstr, size);
+    if (!own)
         return NULL;
-    }
-    /* The handle keeps the config by pointer: move it into a heap copy the
-     * handle owns before creating it. */
-    struct lapse_config *own = malloc(sizeof *own);
-    if (!own) {
-        lapse_config_free(&cfg);
-        snprintf(errstr, size, "out of memory");
-        errno = ENOMEM;
-        return NULL;
-    }
-    *own = cfg;
     lapse_producer *p = lapse_producer_new(own, on_error, ctx, errstr, size);
     if (!p) {
         int why = errno; /* lapse_producer_new's */
-        lapse_config_free(own);
-        free(own);
+        lapse_config_close(own);
         errno = why;
         return NULL;
     }
-    p->owned_cfg = *own; /* same pointers: the handle owns them now */
-    free(own);
-    p->cfg = &p->owned_cfg;
-    p->owns_cfg = 1;
+    p->owned_cfg = own;
     return p;
 }
 
@@ -152,8 +136,7 @@ void lapse_producer_free(lapse_producer *p)
         free(p->flight[k].ops);
         free(p->flight[k].arena);
     }
-    if (p->owns_cfg)
-        lapse_config_free(&p->owned_cfg);
+    lapse_config_close(p->owned_cfg);
     free(p->keys);
     free(p->ops);
     free(p->index);

@@ -47,8 +47,11 @@
  * The documents named here, library.md (this library), protocol.md (the
  * operations, the event, the guarantees) and operating.md, are installed
  * with lapse in share/doc/lapse/ under its prefix. Installed, this header
- * is lapse/producer.h, and the configuration header it includes is
- * lapse/lapse_config.h.
+ * is lapse/producer.h, beside lapse/line.h, the one header it includes.
+ *
+ * The library's ABI is this header and line.h: the configuration is an
+ * opaque handle (lapse_config_open), so a config key of the scanner or the
+ * ingress never changes what a program compiled against the library sees.
  */
 #ifndef LAPSE_PRODUCER_H
 #define LAPSE_PRODUCER_H
@@ -56,10 +59,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "line.h"
 
 typedef struct lapse_producer lapse_producer;
+
+/* A loaded configuration file (lapse.conf(5)): opaque to programs. */
+struct lapse_config;
+
+/* Loads and checks the config file at `path`; NULL with errno EINVAL (or
+ * ENOMEM) and the reasons in errstr (file, line and key) when it cannot. */
+struct lapse_config *lapse_config_open(const char *path, char *errstr, size_t size);
+
+/* Frees what lapse_config_open returned (NULL: nothing). */
+void lapse_config_close(struct lapse_config *cfg);
 
 /* Called for each operation Redis did not apply; `reason` is valid only
  * during the call. */

@@ -106,9 +106,8 @@ struct producer_absorbed {
 
 struct lapse_producer {
     const struct lapse_config *cfg;
-    struct lapse_config owned_cfg; /* when opened from a file */
-    int owns_cfg;
-    lapse_redis **nodes; /* one per cfg->nodes entry */
+    struct lapse_config *owned_cfg; /* lapse_producer_open's, freed with the handle; or NULL */
+    lapse_redis **nodes;            /* one per cfg->nodes entry */
     int several_servers; /* the node is several servers (a cluster: lapse_redis_one_server) */
     struct lapse_layout layout;
     int64_t layout_read_ms;       /* monotonic: when the layout was read */

@@ -85,6 +85,8 @@ bench-watch: all $(BUILD)/bench/lapse-bench-scanner-feed
 BENCH_INGRESS_READ := $(BENCH_DIR)/lapse-bench-ingress-read
 bench-ingress: all $(BENCH_INGRESS_READ)
 	@LAPSE_BIN=$(BIN) BENCH_INGRESS_READ=$(BENCH_INGRESS_READ) tests/bench/ingress-run
+bench-ingress-soak: all $(BENCH_INGRESS_READ)
+	@LAPSE_BIN=$(BIN) BENCH_INGRESS_READ=$(BENCH_INGRESS_READ) BENCH_INGRESS_SOAK_S=$${BENCH_INGRESS_SOAK_S:-600} tests/bench/ingress-run
 $(BENCH_INGRESS_READ): $(BUILD)/tests/bench/ingress_read.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -8,10 +8,12 @@
 # something installed (a document, a header, a path under the prefix) or
 # the operator's config, never a file of lapse's source tree or a path of
 # another prefix; the shared library has its soname and exports only the
-# API; config.h is installed as lapse/lapse_config.h, which the installed
-# producer.h includes, so a program with a config.h of its own on the
-# include path after lapse's builds with its own, and an older install's
-# include/lapse/config.h is removed;
+# API, and every global symbol of the static archive is named lapse_*
+# (nothing else of lapse's can clash with a program's own); the installed
+# headers are producer.h and line.h (the configuration is opaque), so a
+# program with a config.h of its own on the include path after lapse's
+# builds with its own, and an older install's include/lapse/config.h and
+# lapse_config.h are removed;
 # producer/examples/watchdog.c builds from the installed headers with
 # `pkg-config --cflags --libs lapse-producer` (the prefix overridden to the
 # staging dir), against the shared library and statically, and with the
@@ -49,8 +51,9 @@ make_in() {
     }
 }
 
-# an older install's config.h, which this one must not leave on the include path
+# an older install's headers, which this one must not leave on the include path
 mkdir -p "$R/include/lapse" && echo '/* lapse before lapse_config.h */' >"$R/include/lapse/config.h"
+echo '/* lapse before 2026-11-28 */' >"$R/include/lapse/lapse_config.h"
 make_in install
 
 # ---------------------------------------------------------------- the files
@@ -58,13 +61,12 @@ want=$(sort <<EOF
 bin/lapse-producer
 bin/lapse-scale
 bin/lapse-scanner
-include/lapse/lapse_config.h
 include/lapse/line.h
 include/lapse/producer.h
 lib/liblapse-producer.a
 lib/liblapse-producer.so
-lib/liblapse-producer.so.0
-lib/liblapse-producer.so.0.1
+lib/liblapse-producer.so.1
+lib/liblapse-producer.so.1.0
 lib/pkgconfig/lapse-producer.pc
 lib/systemd/system/lapse-ingress@.service
 lib/systemd/system/lapse-scanner@.service
@@ -82,8 +84,8 @@ assert_eq "$got" "$(sed "s|^|${P#/}/|" <<<"$want")" "files installed under DESTD
 for p in lapse-producer lapse-scanner lapse-scale; do
     [[ -x $R/bin/$p ]] || fail "$R/bin/$p is not executable"
 done
-assert_eq "$(readlink "$R/lib/liblapse-producer.so")" liblapse-producer.so.0 "development link"
-assert_eq "$(readlink "$R/lib/liblapse-producer.so.0")" liblapse-producer.so.0.1 "soname link"
+assert_eq "$(readlink "$R/lib/liblapse-producer.so")" liblapse-producer.so.1 "development link"
+assert_eq "$(readlink "$R/lib/liblapse-producer.so.1")" liblapse-producer.so.1.0 "soname link"
 
 # ---------------------------------------------------------------- man pages
 for m in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man5/lapse.conf.5; do
@@ -169,13 +171,18 @@ man_examples "$T/stage-usr" /usr /etc
 refs_installed "$T/stage-usr" /usr /etc
 
 # ---------------------------------------------------------------- library
-so=$R/lib/liblapse-producer.so.0.1
-assert_match "$(readelf -d "$so")" 'Library soname: \[liblapse-producer\.so\.0\]' "SONAME"
+so=$R/lib/liblapse-producer.so.1.0
+assert_match "$(readelf -d "$so")" 'Library soname: \[liblapse-producer\.so\.1\]' "SONAME"
 exports=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//')
 grep -qx lapse_producer_open <<<"$exports" || fail "the .so does not export lapse_producer_open"
-grep -qx lapse_config_load <<<"$exports" || fail "the .so does not export lapse_config_load"
-other=$(grep -v -E '^(lapse_producer_|lapse_config_|lapse_line_parse$|lapse_cmd_check$|lapse_quote$|lapse_op_name$|lapse_op_args$|lapse_node_name$|LAPSE_PRODUCER_)' <<<"$exports" || true)
+grep -qx lapse_config_open <<<"$exports" || fail "the .so does not export lapse_config_open"
+other=$(grep -v -E '^(lapse_producer_|lapse_config_open$|lapse_config_close$|lapse_line_parse$|lapse_cmd_check$|lapse_quote$|lapse_op_name$|lapse_op_args$|LAPSE_PRODUCER_)' <<<"$exports" || true)
 assert_eq "$other" "" "symbols exported beyond the API"
+# the archive: every global symbol it defines is named lapse_*
+globals=$(nm -g --defined-only "$R/lib/liblapse-producer.a" | awk 'NF == 3 { print $3 }')
+grep -qx lapse_producer_open <<<"$globals" || fail "the .a does not define lapse_producer_open"
+other=$(grep -v '^lapse_' <<<"$globals" | head -n 5 | paste -sd' ' || true)
+assert_eq "$other" "" "global symbols of the .a not named lapse_*"
 
 export PKG_CONFIG_PATH=$R/lib/pkgconfig
 pc() { pkg-config --define-variable=prefix="$R" "$@" lapse-producer; }
@@ -193,10 +200,10 @@ cc $sanflags watchdog.o $libs -o wd-shared 2>ld.err ||
     fail "watchdog does not link against the shared library: $(head -c 800 ld.err)"
 cc $sanflags watchdog.o ${slibs/-llapse-producer/-l:liblapse-producer.a} -o wd-static 2>ld.err ||
     fail "watchdog does not link against the static library: $(head -c 800 ld.err)"
-grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d wd-shared) ||
-    fail "wd-shared does not need liblapse-producer.so.0"
+grep -q 'NEEDED.*liblapse-producer\.so\.1\]' <(readelf -d wd-shared) ||
+    fail "wd-shared does not need liblapse-producer.so.1"
 ! grep -q 'liblapse-producer' <(readelf -d wd-static) || fail "wd-static needs the shared library"
-assert_match "$(LD_LIBRARY_PATH=$R/lib ldd wd-shared | grep liblapse-producer)" "=> $R/lib/liblapse-producer\.so\.0 " \
+assert_match "$(LD_LIBRARY_PATH=$R/lib ldd wd-shared | grep liblapse-producer)" "=> $R/lib/liblapse-producer\.so\.1 " \
     "the library wd-shared loads"
 
 # a program with a config.h of its own (as every autotools project has),
@@ -206,10 +213,10 @@ mkdir -p app/src app/build
 printf '#define APP_CONFIG_H 1\n' >app/build/config.h
 printf '%s\n' '#include "config.h"' '#include "producer.h"' '#ifndef APP_CONFIG_H' \
     '#error "the config.h of lapse, not that of the program"' '#endif' \
-    'int main(void) { lapse_producer *p = 0; (void)p; return LAPSE_NS_MAX == 0; }' >app/src/app.c
+    'int main(void) { lapse_producer *p = 0; (void)p; return LAPSE_ID_MAX == 0; }' >app/src/app.c
 cc -std=c11 -Wall -Wextra -Werror $sanflags $cflags -Iapp/build -c app/src/app.c -o app.o 2>cc.err ||
     fail "a program with its own config.h does not build against the installed headers: $(head -c 800 cc.err)"
-assert_eq "$(grep -c '^#include "lapse_config.h"$' "$R/include/lapse/producer.h")" 1 "the installed producer.h's include of lapse_config.h"
+assert_eq "$(grep '^#include "' "$R/include/lapse/producer.h")" '#include "line.h"' "the installed producer.h's includes"
 
 # ---------------------------------------------------------------- the documented build lines
 # The lines of docs/library.md for building a program with the library
@@ -242,9 +249,9 @@ done
 assert_match "${builds[0]}" 'build/plain/libproducer\.a' "the documented first line: from the build tree"
 assert_match "${builds[3]}" 'PKG_CONFIG_PATH="\$DESTDIR\$PREFIX/lib/pkgconfig" pkg-config --define-variable=prefix="\$DESTDIR\$PREFIX" ' \
     "the documented DESTDIR line"
-grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-3) ||
+grep -q 'NEEDED.*liblapse-producer\.so\.1\]' <(readelf -d readme-3) ||
     fail "the documented DESTDIR line does not link the shared library"
-grep -q 'NEEDED.*liblapse-producer\.so\.0\]' <(readelf -d readme-1) ||
+grep -q 'NEEDED.*liblapse-producer\.so\.1\]' <(readelf -d readme-1) ||
     fail "the documented pkg-config line does not link the shared library"
 ! grep -q 'liblapse-producer' <(readelf -d readme-0) <(readelf -d readme-2) ||
     fail "the documented build-tree or static line links the shared library"

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "t.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -529,6 +530,22 @@ TEST(config_unreadable)
     CHECK(lapse_config_load(&c, "/tmp", err, sizeof err) == -1);
     CHECK_STR(err, "/tmp: cannot read: Is a directory");
     CHECK(all_zero(&c));
+}
+
+/* The library's opaque handle (producer.h): a config on the heap, or NULL
+ * with errno EINVAL and the reason. */
+TEST(config_open_close)
+{
+    char err[256];
+    errno = 0;
+    CHECK(lapse_config_open("/nonexistent/lapse.conf", err, sizeof err) == NULL);
+    CHECK(errno == EINVAL);
+    CHECK_STR(err, "/nonexistent/lapse.conf: cannot read: No such file or directory");
+    struct lapse_config *c = lapse_config_open("lapse.conf.example", err, sizeof err);
+    REQUIRE(c != NULL);
+    CHECK(c->nnodes >= 1);
+    lapse_config_close(c);
+    lapse_config_close(NULL);
 }
 
 TEST(config_errstr_bounds)
