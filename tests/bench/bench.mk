@@ -19,7 +19,7 @@ BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
 .PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch \
-        bench-ingress
+        bench-ingress bench-ingress-soak
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
