@@ -16,7 +16,12 @@
  * its active scanner (token, with a PX lease) and NS:e:I the layout epoch the
  * shard was fenced at: scripts refuse callers with an older layout. NS:s:I
  * and NS:b:I let an idle scanner sleep until it is due or woken (sleep.lua,
- * lib/wake.lua; scripts name them from NS:z:I, so their letters are fixed). Producers and scanners read the record; lapse-scale writes it.
+ * lib/wake.lua; scripts name them from NS:z:I, so their letters are fixed).
+ * Producers and scanners read the record; lapse-scale writes it.
+ *
+ * The whole key table (every key, its type and contents, the Cluster hash
+ * tags, small keys) is docs/protocol.md, "Redis keys": a key added or
+ * changed here is added or changed there.
  */
 #ifndef LAPSE_LAYOUT_H
 #define LAPSE_LAYOUT_H
