@@ -2,7 +2,8 @@
  * lapse-scale: the operators' tool for the shard layout (scripts/lapse-scale
  * runs it). The work is in common/layout.c and tools/scale/split.c; this file
  * parses the command line (scale_args_parse) and runs the command from its
- * row of scale_cmds: a new command is a row and a run_ function.
+ * row of scale_cmds: a new command is a row and a run_ function. The
+ * commands that change the layout (init, split, finish) are resize.c.
  *
  *   init N            create the layout with N shards (a power of two); again
  *                     with the same N is a no-op, with another N an error
@@ -59,6 +60,7 @@
 #include "status.h"
 #include "waiting.h"
 #include "watch.h"
+#include "resize.h"
 
 static void usage(FILE *out)
 {
@@ -114,219 +116,6 @@ static void usage(FILE *out)
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
 }
 
-/* After init N refused on a namespace that has another shard count: says
- * on stderr what gets N shards, if anything does (a split doubles them;
- * nothing halves them). Nothing when the layout cannot be read. */
-static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint32_t n)
-{
-    struct lapse_layout l;
-    char err[512];
-    if (lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) != 0)
-        return;
-    uint32_t have = l.shards;
-    int splitting = l.splitting;
-    lapse_layout_free(&l);
-    int times = 0;
-    for (uint32_t s = have; s < n; s *= 2)
-        times++;
-    if (n < have)
-        fprintf(stderr,
-                "lapse-scale: init: the shard count only grows (split doubles it); %u shards "
-                "cannot become %u\n",
-                have, n);
-    else if (splitting)
-        fprintf(stderr,
-                "lapse-scale: init: a split to %u shards is under way: end it with lapse-scale -c "
-                "%s finish [--drain]%s\n",
-                have, cfg->path, n > have ? ", then split again" : "");
-    else {
-        char chain[128];
-        size_t at = (size_t)snprintf(chain, sizeof chain, "%u", have);
-        for (uint32_t s = have * 2; s <= n && at < sizeof chain; s *= 2)
-            at += (size_t)snprintf(chain + at, sizeof chain - at, " -> %u", s);
-        char count[24];
-        snprintf(count, sizeof count, "%d times", times);
-        fprintf(stderr,
-                "lapse-scale: init: to go from %u to %u shards, split %s (%s): %slapse-scale "
-                "-c %s split, start the new shards' scanners, then lapse-scale -c %s finish "
-                "[--drain]\n",
-                have, n,
-                times == 1   ? "once"
-                : times == 2 ? "twice"
-                             : count,
-                chain, times == 1 ? "" : "each time ", cfg->path, cfg->path);
-    }
-}
-
-/* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
- * shard, an existing one as it is; 1 (--small-keys) a new namespace in
- * small keys, and an existing one in one zset a shard converted. */
-static int cmd_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *arg, int form)
-{
-    char *end;
-    long n = strtol(arg, &end, 10);
-    if (*arg == '\0' || *end != '\0' || !lapse_shards_valid(n)) {
-        fprintf(stderr, "lapse-scale: init: \"%s\" is not a power of two between 1 and %d\n", arg,
-                LAPSE_MAX_SHARDS);
-        return 2;
-    }
-    char err[512];
-    int rc =
-        lapse_layout_init(nodes[0], cfg, (uint32_t)n,
-                          form > 0 ? LAPSE_INIT_CONVERT : LAPSE_INIT_ONE_ZSET, err, sizeof err);
-    struct lapse_layout l = {0};
-    int small = rc >= 0 && form > 0;
-    if (small && lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) == 0) {
-        if (lapse_layout_small_keys(nodes, cfg, &l, 0, err, sizeof err) < 0) {
-            rc = -1;
-        }
-    }
-    lapse_layout_free(&l);
-    if (rc < 0) {
-        fprintf(stderr, "lapse-scale: init: %s\n", err);
-        init_hint(cfg, nodes, (uint32_t)n);
-        return 1;
-    }
-    printf("namespace %s: %s with %ld shards%s\n", cfg->ns,
-           rc == 0 ? "initialised" : "already initialised", n,
-           !small    ? rc == 0 ? " in one zset a shard" : ""
-           : rc == 0 ? " in small keys"
-                     : "; its shards are in small keys now (IDs held in one zset move "
-                       "into buckets while the programs run)");
-    return 0;
-}
-
-/* "NAME,NAME" (node names: host:port, or a Sentinel master name) ->
- * indices into cfg->nodes. */
-static int parse_nodes(const struct lapse_config *cfg, const char *list, uint16_t *to, size_t *nto)
-{
-    *nto = 0;
-    for (const char *s = list; *s;) {
-        const char *end = strchr(s, ',');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        size_t i = 0;
-        for (; i < cfg->nnodes; i++) {
-            char name[LAPSE_NODE_NAME_MAX];
-            lapse_node_name(&cfg->nodes[i], name, sizeof name);
-            if (strlen(name) == len && memcmp(name, s, len) == 0)
-                break;
-        }
-        if (i == cfg->nnodes || *nto == LAPSE_MAX_SHARDS) {
-            fprintf(stderr, "lapse-scale: split --to: %.*s is not a node of %s (redis.nodes)\n",
-                    (int)len, s, cfg->path);
-            return -1;
-        }
-        to[(*nto)++] = (uint16_t)i;
-        s = end ? end + 1 : s + len;
-    }
-    return *nto ? 0 : -1;
-}
-
-/* --start-cmd's command for new shard j: every %d in CMD replaced by j, or
- * j appended when CMD has none. Cut short (still a string) past `size`. */
-static void start_cmd_for(char *out, size_t size, const char *cmd, uint32_t j)
-{
-    size_t n = 0;
-    int replaced = 0;
-    for (const char *p = cmd; *p && n + 1 < size; p++) {
-        if (p[0] == '%' && p[1] == 'd') {
-            int w = snprintf(out + n, size - n, "%u", j);
-            n = w < 0 || (size_t)w >= size - n ? size - 1 : n + (size_t)w;
-            replaced = 1;
-            p++;
-        } else {
-            out[n++] = *p;
-        }
-    }
-    out[n] = '\0';
-    if (!replaced)
-        snprintf(out + n, size - n, " %u", j);
-}
-
-static int cmd_split(const struct lapse_config *cfg, lapse_redis **nodes, const char *to_list,
-                     const char *start_cmd)
-{
-    static uint16_t to[LAPSE_MAX_SHARDS];
-    size_t nto = 0;
-    if (to_list && cfg->cluster) {
-        fprintf(stderr, "lapse-scale: split --to: on a Redis Cluster the cluster places the new "
-                        "shards (their slots); move load with redis-cli --cluster reshard\n");
-        return 2;
-    }
-    if (to_list && parse_nodes(cfg, to_list, to, &nto) < 0)
-        return 2;
-    struct lapse_layout l;
-    char err[512];
-    if (lapse_split_start(nodes, cfg, to, nto, &l, err, sizeof err) < 0) {
-        fprintf(stderr, "lapse-scale: split: %s\n", err);
-        return 1;
-    }
-    printf(
-        "namespace %s: splitting %u -> %u shards (epoch %lld); start the new shards' scanners:\n",
-        cfg->ns, l.prev_shards, l.shards, (long long)l.epoch);
-    int rc = 0;
-    for (uint32_t j = l.prev_shards; j < l.shards; j++) {
-        char cmd[1024];
-        if (start_cmd) {
-            start_cmd_for(cmd, sizeof cmd, start_cmd, j);
-            printf("  %s\n", cmd);
-            fflush(stdout);
-            int st = system(cmd);
-            if (st != 0) {
-                fprintf(stderr, "lapse-scale: split: \"%s\" failed (status %d)\n", cmd, st);
-                rc = 1;
-            }
-        } else {
-            printf("  %s\n", lapse_scale_start_line(cfg, nodes, &l, j, cmd, sizeof cmd));
-        }
-    }
-    lapse_layout_free(&l);
-    return rc;
-}
-
-/* finish [--drain]: on a stable namespace there is nothing to finish,
- * which is said and is not an error (run again, as init N is). Once the
- * split is finished, every shard without an active scanner is named on
- * stderr with what starts it (scanners.h); the exit status stays 0, since
- * the split did finish: check is the health verdict. */
-static int cmd_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain, int rate)
-{
-    char err[512];
-    struct lapse_layout l;
-    if (lapse_scale_layout(cfg, nodes, &l) < 0)
-        return 1;
-    if (drain && l.splitting) {
-        uint64_t moved;
-        int rc = lapse_split_drain(nodes, cfg, &l, rate, 600000, &moved, err, sizeof err);
-        if (rc < 0) {
-            lapse_layout_free(&l);
-            fprintf(stderr, "lapse-scale: finish --drain: %s\n", err);
-            return 1;
-        }
-        printf("namespace %s: drained %llu IDs into their new shards\n", cfg->ns,
-               (unsigned long long)moved);
-    }
-    lapse_layout_free(&l);
-    uint64_t left;
-    int rc = lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err);
-    if (rc < 0) {
-        fprintf(stderr, "lapse-scale: finish: %s\n", err);
-        return 1;
-    }
-    if (rc == 1)
-        printf("namespace %s: no split to finish: %u shards, stable, epoch %lld (nothing "
-               "changed)\n",
-               cfg->ns, l.shards, (long long)l.epoch);
-    else
-        printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
-               (long long)l.epoch);
-    fflush(stdout); /* (before the warning on stderr, in a terminal's order) */
-    if (rc == 0)
-        lapse_scale_warn_unserved(cfg, nodes, &l, "finish");
-    lapse_layout_free(&l);
-    return 0;
-}
-
 /* lapse_redis_ensure_within's on_wait: says once that it waits, and why. */
 static void say_waiting(void *ctx, const char *why, int wait_ms)
 {
@@ -380,7 +169,7 @@ struct scale_args {
 
 static int run_init(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
 {
-    return cmd_init(cfg, nodes, a->operand, a->form);
+    return scale_init(cfg, nodes, a->operand, a->form);
 }
 
 static int run_status(const struct lapse_config *cfg, lapse_redis **nodes,
@@ -406,13 +195,13 @@ static int run_check(const struct lapse_config *cfg, lapse_redis **nodes,
 static int run_split(const struct lapse_config *cfg, lapse_redis **nodes,
                      const struct scale_args *a)
 {
-    return cmd_split(cfg, nodes, a->to, a->start_cmd);
+    return scale_split(cfg, nodes, a->to, a->start_cmd);
 }
 
 static int run_finish(const struct lapse_config *cfg, lapse_redis **nodes,
                       const struct scale_args *a)
 {
-    return cmd_finish(cfg, nodes, a->drain, a->rate);
+    return scale_finish(cfg, nodes, a->drain, a->rate);
 }
 
 static int run_offline(const struct lapse_config *cfg, lapse_redis **nodes,
