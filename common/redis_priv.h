@@ -1,7 +1,8 @@
 /*
  * redis_priv — the redis module's own: the handle's fields, its backends
- * and what its files share: redis.c (the public calls, and the one
- * connection of a plain or Sentinel node), redis_sentinel.c (finding a
+ * and what its files share: redis.c (the public calls, what every backend
+ * shares), redis_single.c (the one connection of a plain or Sentinel
+ * node), redis_sentinel.c (finding a
  * Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
  * each command routed by its key's slot), redis_open.c (one authenticated
  * connection; its error replies told apart). Included by those files only.
@@ -27,9 +28,9 @@ struct redis_cluster;
  * kind of node (OpenSMTPD's scheduler backends are the model). lapse_redis_new
  * picks the node's, and redis.c's public calls go through it, so no caller
  * asks which kind it has:
- *   redis_backend_plain     one server, at the configured address (redis.c)
+ *   redis_backend_plain     one server, at the configured address (redis_single.c)
  *   redis_backend_sentinel  one server, the primary the sentinels name
- *                           (redis_sentinel.c; the connection is redis.c's)
+ *                           (redis_sentinel.c; the connection is redis_single.c's)
  *   redis_backend_cluster   a connection per primary, each command routed by
  *                           its key's slot (redis_cluster.c)
  * Each operation has the contract of the lapse_redis_ call of its name
@@ -66,7 +67,7 @@ struct redis_backend {
 extern const struct redis_backend redis_backend_plain, redis_backend_sentinel,
     redis_backend_cluster;
 
-/* redis.c: the one connection of a plain or Sentinel node, as the backend
+/* redis_single.c: the one connection of a plain or Sentinel node, as the backend
  * operations of that name (redis_sentinel.c's table uses them too). */
 int redis_single_ensure(lapse_redis *r);
 int redis_single_ready(const lapse_redis *r);

@@ -10,8 +10,8 @@
  * what is written there meanwhile is lost.
  *
  * The Sentinel backend (redis_priv.h) is the plain one's connection
- * (redis.c's redis_single_ operations) with two operations of its own,
- * locate and check, here. It calls into redis.c for nothing else but the
+ * (redis_single.c's redis_single_ operations) with two operations of its own,
+ * locate and check, here. It calls into redis.c and redis_single.c for nothing else but the
  * helpers redis_priv.h declares for every part of the module (open, AUTH,
  * split an address, read a refusal, set the handle's error: the ones
  * redis_cluster.c uses too). Its state is in the
