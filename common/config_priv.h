@@ -1,11 +1,11 @@
 /*
  * config_priv — the config module's own: the shape of a key table entry, the
- * tables (config_keys.c) and what the loader's two files share. Included by
- * config.c, config_keys.c and config_walk.c only: config.h is installed with
- * the producer library and does not change for any of this.
+ * tables (config_keys.c) and what the loader's files share. Included by
+ * config.c, config_keys.c, config_walk.c and config_lists.c only.
  *
  * Calls go one way: config.c (the file, the cross-key checks, free) ->
- * config_walk.c (each setting against its table) -> the tables, which are
+ * config_walk.c (each setting against its table; the lists' elements in
+ * config_lists.c, which walks each element's group again) -> the tables, which are
  * data and call nothing.
  */
 #ifndef LAPSE_CONFIG_PRIV_H
@@ -97,5 +97,24 @@ int config_walk(struct ctx *x, const config_setting_t *grp, const struct key *ta
  * one reported), others get their defaults. 0, or -1 with errstr set. */
 int config_fill(struct ctx *x, const struct key *tab, size_t n, const unsigned char *seen,
                 void *base, const char *full);
+
+#define CONFIG_PATH_MAX 256 /* longest dotted key path spelled in a message */
+
+/* config_walk.c: key paths for messages, cut at CONFIG_PATH_MAX: out is
+ * "prefix.name" ("name" at the top), or "full[i]" for a list's element. */
+void config_join(char *out, const char *prefix, const char *name);
+void config_index_path(char *out, const char *full, int i);
+
+/* config_walk.c: the index of `path` in table `tab` (n entries), or -1. */
+int config_find(const struct key *tab, size_t n, const char *path);
+
+/* config_lists.c: the settings that are lists (K_ADDRS, K_NODES, K_PROPS,
+ * K_RULES), checked element by element and stored. 0, or -1 with errstr. */
+int config_load_addrs(struct ctx *x, const config_setting_t *s, const struct key *k, void *base,
+                      const char *full);
+int config_load_nodes(struct ctx *x, const config_setting_t *s, const char *full);
+int config_load_props(struct ctx *x, const config_setting_t *s, const struct key *k,
+                      const char *full);
+int config_load_rules(struct ctx *x, const config_setting_t *s, const char *full);
 
 #endif
