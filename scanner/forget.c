@@ -18,9 +18,8 @@
 #define FORGET_STEP_MS 1000
 #define FORGET_REST_MS 10000
 
-void scanner_forget(lapse_scanner *s)
+void scanner_forget(lapse_scanner *s, int64_t now)
 {
-    int64_t now = lapse_clock_mono_ms();
     if (!s->active || !s->node || now < s->forget_at_ms)
         return;
     char retention[24], slice[16], busy_age[24];

@@ -46,9 +46,8 @@ void scanner_log_moved(lapse_scanner *s)
         LAPSE_LOG(error ? LAPSE_LOG_ERROR : LAPSE_LOG_WARN, "shard %u: %s", s->shard, m);
 }
 
-void scanner_memory(lapse_scanner *s)
+void scanner_memory(lapse_scanner *s, int64_t now)
 {
-    int64_t now = lapse_clock_mono_ms();
     if (!s->httpd || !s->node || now < s->memory_at_ms)
         return;
     s->memory_at_ms = now + LAPSE_MEMORY_EVERY_MS;

@@ -91,10 +91,35 @@ static void scanner_metrics_listen(lapse_scanner *s)
 }
 
 /* Tries the metrics port again when it was taken and the time has come. */
-void scanner_metrics_retry(lapse_scanner *s)
+void scanner_metrics_retry(lapse_scanner *s, int64_t now)
 {
-    if (s->metrics_port && !s->httpd && lapse_clock_mono_ms() >= s->metrics_retry_ms)
+    if (s->metrics_port && !s->httpd && now >= s->metrics_retry_ms)
         scanner_metrics_listen(s);
+}
+
+/*
+ * The housekeeping of every pass of the loop, awake or napping (wake.c),
+ * in one place and on one clock. Each step keeps its own next time, so a
+ * pass costs a comparison per step until one is due:
+ *   metrics_retry  the metrics port, if it was taken at start: every
+ *                  METRICS_RETRY_MS
+ *   log_moved      what the Redis handles noticed (a primary that moved,
+ *                  an eviction policy): every pass, no call to Redis
+ *   memory         Redis's memory and replicas into the metrics (only when
+ *                  they are served): every LAPSE_MEMORY_EVERY_MS
+ *   forget         the walk over offline records past the retention
+ *                  (forget.c): a slice a second during a pass, a pass
+ *                  every 10 s at most
+ * The loop's own steps (Kafka's answers, the lock, the claim, the nap) are
+ * lapse_scanner_serve's.
+ */
+void scanner_tend(lapse_scanner *s)
+{
+    int64_t now = lapse_clock_mono_ms();
+    scanner_metrics_retry(s, now);
+    scanner_log_moved(s);
+    scanner_memory(s, now);
+    scanner_forget(s, now);
 }
 
 lapse_scanner *lapse_scanner_new(const struct lapse_config *cfg, uint32_t shard, char *errstr,
@@ -226,7 +251,6 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     int rc = LAPSE_SCANNER_OK;
     uint64_t reconnects = 0;
     while (!*stop) {
-        scanner_metrics_retry(s);
         lapse_sink_poll(s->sink, 0);
         if (lapse_sink_fatal(s->sink, err, sizeof err) && scanner_new_sink(s, err) < 0) {
             rc = LAPSE_SCANNER_FATAL;
@@ -237,9 +261,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
             METRIC_SET(s, redis_reconnects, reconnects);
             s->seen_below = 0; /* perhaps another server now (claim.c: scanner_seen) */
         }
-        scanner_log_moved(s);
-        scanner_memory(s);
-        scanner_forget(s);
+        scanner_tend(s);
         if (!s->active) {
             if (!scanner_acquire(s)) {
                 /* standby: poll the lock often enough to take over promptly */

@@ -1,8 +1,8 @@
 /*
  * scanner_priv — the scanner's internals, shared by its files and no others. Each
  * file calls only those below it in this list (the sink calls back into
- * ack.c: scanner_delivered; a nap keeps the loop's metrics retries going:
- * scanner_metrics_retry):
+ * ack.c: scanner_delivered; a nap keeps the loop's housekeeping going:
+ * scanner_tend, scanner_metrics_retry):
  *   scanner.c   the handle and the loop (serve): acquire, ack, claim, wait
  *   wake.c      an idle scanner's nap: renews the lock, waits to be woken
  *   claim.c     claim.lua, the claim sent ahead, a claim's IDs into a batch
@@ -141,11 +141,11 @@ void scanner_log_moved(lapse_scanner *s);
 /* Reads the memory of the shard's Redis into the metrics (used, max,
  * evicting), at most every LAPSE_MEMORY_EVERY_MS, only when metrics are
  * served. A policy changed at runtime shows here before any reconnect. */
-void scanner_memory(lapse_scanner *s);
+void scanner_memory(lapse_scanner *s, int64_t now);
 
 /* forget.c: forgets offline IDs past scanner.offline_retention_s, a slice a
  * second while a pass runs, a pass every 10 s; publishes the offline count. */
-void scanner_forget(lapse_scanner *s);
+void scanner_forget(lapse_scanner *s, int64_t now);
 
 /* Counts and logs (rate-limited) a failed Redis call of the shard: the
  * error reply r, or when r is NULL why the call on `from` failed (the
@@ -170,7 +170,11 @@ void scanner_fenced(lapse_scanner *s);
 
 /* scanner.c: tries the metrics port again when it was taken and the time
  * has come (the loop, and a nap, call it often). */
-void scanner_metrics_retry(lapse_scanner *s);
+void scanner_metrics_retry(lapse_scanner *s, int64_t now);
+
+/* scanner.c: the loop's housekeeping steps, listed there, on one clock
+ * (the loop and a nap call it every pass). */
+void scanner_tend(lapse_scanner *s);
 
 /* wake.c: an idle scanner's nap (see there). */
 int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop);

@@ -204,7 +204,7 @@ static enum nap_end nap_wait(lapse_scanner *s, volatile sig_atomic_t *stop, int6
         int64_t step = until - now < STEP_MS ? until - now : STEP_MS;
         int n = poll(&p, 1, (int)step);
         lapse_sink_poll(s->sink, 0);
-        scanner_metrics_retry(s);
+        scanner_metrics_retry(s, lapse_clock_mono_ms());
         if (n <= 0)
             continue; /* (EINTR: a signal; *stop tells) */
         redisReply *r;
@@ -240,9 +240,7 @@ int scanner_nap(lapse_scanner *s, volatile sig_atomic_t *stop)
     for (;;) {
         if (lapse_redis_reconnects(s->node) != reconnects)
             return 0; /* the node came back or moved: the loop claims there once */
-        scanner_log_moved(s);
-        scanner_memory(s); /* (metrics: every 5 s at most) */
-        scanner_forget(s); /* (every 10 s while nothing is offline) */
+        scanner_tend(s);
         int64_t renew = s->renewed_ms + max;
         enum nap_end end = nap_wait(s, stop, s->mark_due_ms < renew ? s->mark_due_ms : renew, max);
         int64_t now = lapse_clock_mono_ms();
