@@ -67,7 +67,10 @@
  *    and O, and O acked before P's earliest deadline - eps. Sound: after
  *    P the pending deadline is >= P's (an extend only raises it, a repeat
  *    only moves on to later points), it was not due when O applied, so O
- *    changed nothing and D was never pending. (A candidate refused by
+ *    changed nothing and D was never pending. For a writer whose ops may
+ *    be applied again (meta "replaying"), also no touch, repeat or cancel
+ *    after O sent before O's ack: O may be applied again after one of
+ *    them lowered or cleared what was pending. (A candidate refused by
  *    both rules is reported under rule 4.)
  *  5 repeat. Each timeout event with seq belongs to the latest repeat op
  *    (in the ID's order) sent before it fired whose grid holds its
@@ -188,6 +191,15 @@ static int is_candidate(const struct op *o, const struct event *e)
     return o->sent <= e->fired + P->eps_ms && matches(o, e->deadline);
 }
 
+/* Whether writer w's ops may be applied more than once (meta "replaying"). */
+static int replaying(const char *w)
+{
+    for (size_t i = 0; i < R->nwriters; i++)
+        if (R->replays[i] && strcmp(R->writers[i], w) == 0)
+            return 1;
+    return 0;
+}
+
 /* Rule 3: a later op acked ok before D - eps removes or moves o's D. */
 static int killed(const struct idv *v, size_t oi, int64_t d)
 {
@@ -211,6 +223,15 @@ static int shortened(const struct idv *v, size_t oi, int64_t d)
     const struct op *o = &v->ops[oi];
     if ((o->op != OP_EXTEND && o->op != OP_WATCH) || o->ack != ACK_OK)
         return 0;
+    /* A replaying writer's O may be applied again up to its ack: after a
+     * later touch, repeat or cancel sent before that ack lowered or
+     * cleared what was pending (protocol.md: a message read again is
+     * applied again), where O sets D once more. */
+    for (size_t qi = oi + 1; replaying(o->w) && qi < v->nops; qi++) {
+        const struct op *q = &v->ops[qi];
+        if (q->op != OP_EXTEND && q->op != OP_WATCH && q->sent < o->ack_ms)
+            return 0;
+    }
     for (size_t pi = oi; pi-- > 0;) {
         const struct op *p = &v->ops[pi];
         if (p->ack == ACK_OK && p->op != OP_CANCEL && p->lo > d && o->ack_ms < p->lo - P->eps_ms)
@@ -446,11 +467,17 @@ static void repeat_count(const struct idv *v, const size_t *owner, const size_t 
     }
 }
 
-/* Whether writer w's ops may be applied more than once (meta "replaying"). */
-static int replaying(const char *w)
+/* Whether the events of repeat owner (op index + 1) hold a seq 1 fired in
+ * (a, b] (fire times): its count started again between two events (a
+ * replaying writer's repeat applied again: at an at_ms already past, with
+ * the same first deadline as before), so the same seq at both is two
+ * counts, not a clash. */
+static int restarts_between(const struct idv *v, const size_t *owner, size_t own, int64_t a,
+                            int64_t b)
 {
-    for (size_t i = 0; i < R->nwriters; i++)
-        if (R->replays[i] && strcmp(R->writers[i], w) == 0)
+    for (size_t ek = 0; ek < v->nevs; ek++)
+        if (owner[ek] == own && v->evs[ek].seq == 1 && v->evs[ek].fired > a &&
+            v->evs[ek].fired <= b)
             return 1;
     return 0;
 }
@@ -474,7 +501,9 @@ static void rule_repeat(const struct idv *v)
                 continue;
             if (!owner[ei])
                 owner[ei] = oi + 1;
-            if (continues(v, owner, ei, oi)) {
+            /* (a replaying writer's seq 1 may start the latest one's count
+             * again: its message read again; not an earlier, silent one's) */
+            if (continues(v, owner, ei, oi) || (e->seq == 1 && replaying(v->ops[oi].w))) {
                 owner[ei] = oi + 1;
                 break;
             }
@@ -497,7 +526,9 @@ static void rule_repeat(const struct idv *v)
         int clash = 0;
         for (size_t ej = 0; ej < nev && !clash; ej++)
             clash = owner[ej] == owner[ei] && v->evs[ej].seq == e->seq &&
-                    v->evs[ej].deadline > e->deadline;
+                    v->evs[ej].deadline > e->deadline &&
+                    !(replaying(v->ops[owner[ei] - 1].w) &&
+                      restarts_between(v, owner, owner[ei], e->fired, v->evs[ej].fired));
         for (size_t oi = owner[ei] - 1; clash && oi-- > 0;)
             if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e)) {
                 owner[ei] = oi + 1;

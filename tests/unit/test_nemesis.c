@@ -224,6 +224,26 @@ TEST(nemesis_extend_never_shortens)
                          EV("c-1", "T+900", "T+1003"),
                          NULL};
     CHECK(run(due) == 0);
+    /* a replaying writer (the ingress read again what it had applied): the
+     * extend is applied again after a later touch fired and left nothing
+     * pending, so it sets its past deadline once more (seed 22, k-9); a
+     * writer that applies an op once cannot do that */
+#define AGAIN(meta)                                                                     \
+    meta, OP(1, "\"op\":\"touch\",\"id\":\"c-1\",\"at_ms\":T+50000,\"sent_ms\":T+0"),   \
+        ACK(1, "T+10"),                                                                 \
+        OP(2, "\"op\":\"extend\",\"id\":\"c-1\",\"at_ms\":T+1000,\"sent_ms\":T+20"),    \
+        OP(3, "\"op\":\"touch\",\"id\":\"c-1\",\"at_ms\":T+1200,\"sent_ms\":T+30"),     \
+        EV("c-1", "T+1200", "T+1201"), EV("c-1", "T+1000", "T+3000"), ACK(2, "T+3100"), \
+        ACK(3, "T+3100"), NULL
+    const char *again[] = {AGAIN(
+        "M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
+        "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"],\"replaying\":[\"client\"]}")};
+    CHECK(run(again) == 0);
+    const char *once[] = {
+        AGAIN("M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
+              "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"]}")};
+    CHECK(run(once) == BIT(NM_EXTEND_NEVER_SHORTENS));
+#undef AGAIN
 }
 
 TEST(nemesis_repeat)
@@ -353,6 +373,50 @@ TEST(nemesis_repeat)
               "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"]}")};
     CHECK(run(once) == 1u << (NM_REPEAT - 1));
 #undef TWICE
+    /* applied again, with an earlier silent repeat of the ID: the count
+     * started again is the latest repeat's, not the earlier one's (seed 22,
+     * k-63); at an at_ms already past it starts with the same first
+     * deadline, then the grid point after the new application (k-77) */
+#define META_R                                                                           \
+    "M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000," \
+    "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"],\"replaying\":[\"client\"]}"
+#define REP(d, f, q)                                                                     \
+    "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+" #d ",\"fired_ms\":T+" #f \
+    ",\"seq\":" #q "}"
+    const char *silent[] = {
+        META_R,
+        OP(1, "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":2000,\"period_ms\":1199,\"sent_ms\":T+0"),
+        OP(2, "\"op\":\"extend\",\"id\":\"c-1\",\"in_ms\":3000,\"sent_ms\":T+100"),
+        OP(3,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":1000,\"period_ms\":845,\"sent_ms\":T+200"),
+        REP(1250, 1251, 1),
+        REP(2095, 2096, 2),
+        REP(2940, 2941, 3),
+        REP(3500, 4000, 1),
+        REP(4345, 4346, 2),
+        ACK(1, "T+3600"),
+        ACK(2, "T+3600"),
+        ACK(3, "T+3600"),
+        NULL};
+    CHECK(run(silent) == 0);
+    const char *past[] = {
+        META_R,
+        OP(1, "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":2000,\"period_ms\":1913,\"sent_ms\":T+0"),
+        OP(2,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+10000,\"period_ms\":993,\"sent_ms\":T+9800"),
+        REP(2010, 2011, 1),
+        REP(3923, 3924, 2),
+        REP(10000, 11700, 1),
+        REP(11986, 11987, 2),
+        REP(12979, 12980, 3),
+        REP(10000, 20000, 1),
+        REP(20923, 20924, 2),
+        ACK(1, "T+500"),
+        ACK(2, "T+19900"),
+        NULL};
+    CHECK(run(past) == 0);
+#undef REP
+#undef META_R
 }
 
 #define WATCHED                                                                                \
