@@ -49,6 +49,9 @@ struct producer_op {
     int done;    /* producer_send: applied (confirmed), or reported (send_fail.c) */
     int applied; /* Redis answered an application of it (send_pin): a repeat
                     sent again says so (apply.lua's flag G), and keeps its count */
+    int sent;    /* sent before (send_build): maybe applied with no answer read
+                    (a batch in flight sent again after a disconnect), so a
+                    repeat sent again says G too */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;        /* where the op applies */
     uint32_t old_shard;    /* during a split: the ID's shard before it */

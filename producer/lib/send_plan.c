@@ -168,7 +168,7 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'W'; /* (takes no argument) */
     if (op->has_watch)
         h[hl++] = 'O';
-    if (op->op == 'r' && op->applied && !op->moving)
+    if (op->op == 'r' && (op->applied || op->sent) && !op->moving)
         h[hl++] = 'G'; /* (takes no argument) */
     if (op->op != 'c')
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
@@ -220,9 +220,11 @@ static int send_build_apply(struct send *s, const struct send_call *c, const cha
     l[count_at] = (size_t)snprintf(s->plain, sizeof s->plain, "%zu", plain);
     v[count_at] = s->plain;
     for (size_t i = 0; i < c->count; i++) {
-        const struct producer_op *op = &p->ops[c->ops[i]];
-        if (!send_plain(op))
-            n = send_apply_args(p, op, s->nums[i], v, l, n);
+        struct producer_op *op = &p->ops[c->ops[i]];
+        if (send_plain(op))
+            continue;
+        n = send_apply_args(p, op, s->nums[i], v, l, n);
+        op->sent = 1; /* sent again, it may have been applied: flag G */
     }
     return n;
 }
