@@ -6,12 +6,14 @@
 # slots by themselves. Nothing is lost or early, resets and cancels hold
 # (sp_check), status answers throughout and names the new primary for the
 # shards whose slots it took.
+# (writes for 40 s, then the rebalance and every deadline: 80-100 s on a loaded machine)
+# timeout: 240 s
 . "$(dirname "$0")/../lib.sh"
 
 cluster_start 3
 cluster_serve 8
 
-SP_LEAD_MS=${REBALANCE_LEAD_MS:-25000} # the rebalance takes 5-11 s; the writes stop before this (a first round may take 16 s on a slow machine running the suite beside a CPU hog)
+SP_LEAD_MS=${REBALANCE_LEAD_MS:-40000} # the rebalance takes 5-11 s; the writes stop before this (a first round took 27 s on a machine running the suite beside a nemesis run)
 # the workload, and 200 IDs falling due every 25 ms while slots move
 cluster_workload 940 4000
 
