@@ -37,7 +37,7 @@
 
 IN=lapse.in
 G=g-split
-SP_LEAD_MS=10000 # the writes (with a second's pause) take ~1.5 s; the mock Kafka adds 1 s stalls at times; a loaded machine takes several s more
+SP_LEAD_MS=20000 # the writes (with a second's pause) take ~1.5 s; the mock Kafka adds 1 s stalls at times; a loaded machine took 13 s under a sanitizer
 
 sp_start
 kafka_ctl "topic $IN 4"
