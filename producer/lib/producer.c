@@ -450,9 +450,17 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
         enum fold f = producer_fold(x, cmd, when);
         if (f != FOLD_NONE)
             p->stats.coalesced++;
-        if (f == FOLD_DROP)
+        /* A folded op's fate is the op that carries it: if that write
+         * fails, the folded one is reported with it (producer_absorbed, as
+         * bounded slack's absorbed extends are), never taken for applied. */
+        if (f == FOLD_DROP) {
+            if (producer_absorbed(p, hash, tag, p->seq) < 0)
+                goto oom;
             return 0;
+        }
         if (f == FOLD_REPLACE || f == FOLD_TOUCH) {
+            if (producer_absorbed(p, hash, x->tag, p->seq) < 0)
+                goto oom;
             int keep_payload = f == FOLD_TOUCH && !cmd->payload && x->has_payload;
             size_t pl_off = x->pl_off, pl_len = x->pl_len;
             if (producer_fill(p, x, cmd, when, tag) < 0)
