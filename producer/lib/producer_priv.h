@@ -45,13 +45,11 @@ struct producer_op {
     size_t pl_off, pl_len;     /* in the arena */
     size_t slot;               /* its position in the index, cleared at flush */
     uint64_t tag;
-    int shared;  /* another op of the same ID is in the batch */
-    int done;    /* producer_send: applied (confirmed), or reported (send_fail.c) */
-    int applied; /* Redis answered an application of it (send_pin): a repeat
-                    sent again says so (apply.lua's flag G), and keeps its count */
-    int sent;    /* sent before (send_build): maybe applied with no answer read
-                    (a batch in flight sent again after a disconnect), so a
-                    repeat sent again says G too */
+    int shared; /* another op of the same ID is in the batch */
+    int done;   /* producer_send: applied (confirmed), or reported (send_fail.c) */
+    int sent;   /* sent before (send_build): maybe applied, answered or not
+                    (a batch in flight sent again after a disconnect): a repeat
+                    sent again says so (apply.lua's flag G) and keeps its count */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;        /* where the op applies */
     uint32_t old_shard;    /* during a split: the ID's shard before it */

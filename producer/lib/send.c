@@ -80,10 +80,9 @@ static int send_append(struct send *s, size_t n, size_t *sent)
  * resolved to, from the shard's clock in apply.lua's reply: sent again
  * (their WAIT fell short, a batch in flight is sent again), they set the
  * same deadline instead of a later one, so a write applied twice fires as
- * one (id, deadline_ms), which consumers drop as a duplicate. Every op of
- * the call is marked applied: a repeat sent again then keeps the count its
- * first application started (apply.lua, flag G), or its seq would start
- * over at 1 and give a seq a second deadline. */
+ * one (id, deadline_ms), which consumers drop as a duplicate. (A repeat
+ * sent again keeps the count its first application started whether or not
+ * the answer came: send_build marks every op it sent, apply.lua's flag G.) */
 static void send_pin(struct send *s, const struct send_call *call, const redisReply *r)
 {
     long long now = -1;
@@ -92,7 +91,6 @@ static void send_pin(struct send *s, const struct send_call *call, const redisRe
         now = strtoll(r->element[2]->str, NULL, 10);
     for (size_t i = 0; i < call->count; i++) {
         struct producer_op *op = &s->p->ops[call->ops[i]];
-        op->applied = 1;
         if (now >= 0 && op->kind == LAPSE_WHEN_REL && op->op != 'c') {
             op->kind = LAPSE_WHEN_ABS;
             op->when_ms += now;

@@ -168,7 +168,7 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'W'; /* (takes no argument) */
     if (op->has_watch)
         h[hl++] = 'O';
-    if (op->op == 'r' && (op->applied || op->sent) && !op->moving)
+    if (op->op == 'r' && op->sent && !op->moving)
         h[hl++] = 'G'; /* (takes no argument) */
     if (op->op != 'c')
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
