@@ -248,11 +248,14 @@ for k = 1, n do -- (a split across nodes: the producer brought them, drop.lua de
     end
 end
 local wbusy = {} -- (online there, their timeouts in flight: busy records, unless forgotten)
+local wbusy_old = {} -- (busy there already: gone if an op here forgets, else left to the ack)
 if old_sh and #mq > 0 and bk_has(old_sh, 'o') then
     local recs, gone, off = bk_read(old_sh, 'HMGET', 'o', mq), {}, 0
     for x = 1, #mq do
         local rec, tw = recs[x], mtwin[mq[x]]
-        if rec and not watch_is_busy(rec) then
+        if watch_is_busy(rec) then
+            wbusy_old[#wbusy_old + 1] = mq[x]
+        elseif rec then
             wmoved[mq[x]] = rec
             if rec == '' and (tw == 'a' or tw == 0) then
                 wbusy[#wbusy + 1] = mq[x] -- claimed out of the zset: in flight (lib/watch.lua)
@@ -285,10 +288,12 @@ for id, rec in pairs(wmoved) do
         if rec ~= '' then wdelta = wdelta + 1 end
     end
 end
+local wforgot = {} -- (IDs a cancel or repeat of the call forgot: any such op wins)
 for k = 1, n + #wplain do
     local op, id = OP[k] or 'e', ID[k] or wplain[k - n]
     local st = wst[id]
     if op == 'c' or op == 'r' then
+        wforgot[id] = true
         if st then
             if st ~= '' then wdelta = wdelta - 1 end
             wst[id], wfinal[id] = nil, false
@@ -458,6 +463,17 @@ if #wbusy > 0 then -- a cancel or repeat forgets the ID's timeout in flight ther
     end
     bk_write(old_sh, 'HDEL', 'o', gone)
     bk_write(old_sh, 'HSET', 'o', busy)
+end
+if #wbusy_old > 0 then
+    -- a busy record there stands for a timeout in flight that a write here
+    -- brought back: its ack queues the recovered event. A cancel or repeat
+    -- here since forgets recovery, so the record goes (as in one shard,
+    -- where the ack then finds none)
+    local gone = {}
+    for _, id in ipairs(wbusy_old) do
+        if wforgot[id] then gone[#gone + 1] = id end
+    end
+    bk_write(old_sh, 'HDEL', 'o', gone)
 end
 watch_write(sh, wfinal)
 watch_queue(sh, wback, string.format('%d', now))

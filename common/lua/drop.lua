@@ -4,7 +4,10 @@
 -- KEYS: the old shard's keys (see apply.lua)
 -- ARGV: pairs of id, lease; or of id, "o" or "f" and then the watch record
 -- take.lua answered (lib/watch.lua): a producer carried that record to the
--- new shard, so it goes here ("f": the op forgot it, a cancel or repeat).
+-- new shard, so it goes here ("f": the op forgot it, a cancel or repeat;
+-- whatever record is here goes, a busy one too, which take does not
+-- answer: the ID's recovery is off, so its timeout in flight here must
+-- not queue a recovered event when acked).
 -- With "o", an online one ("") of an ID out of the zset (its timeout in
 -- flight) stays as a busy record; one that went offline since take (its
 -- timeout's ack came in between) comes back now: its recovered event is

@@ -8,9 +8,12 @@
 --   at; returns { next cursor ("0": done), id, record, ... }, every record
 --   ("" included) but busy ones (lib/watch.lua)
 -- ARGV[1] "put": then id, record, ...: each written where the shard has
---   none (a write since brought it); an offline one of an ID online here
---   (written here since its timeout went out in the old shard) queues its
---   recovered event here; returns how many were written
+--   none (a write since brought it) and the ID was not written here during
+--   the split (in m: its first write here carried the record, and a cancel
+--   or repeat since forgot it, so the listed one is stale); an offline one
+--   of an ID online here (written here since its timeout went out in the
+--   old shard) queues its recovered event here; returns how many were
+--   written
 -- ARGV[1] "del": then id, record, ...: each deleted if its record is still
 --   the one given (a busy record made since stays); returns how many went
 -- #include watch
@@ -37,11 +40,12 @@ for i = 2, #ARGV, 2 do
 end
 if #ids == 0 then return 0 end
 local cur = bk_has(sh, 'o') and bk_read(sh, 'HMGET', 'o', ids) or {}
+local written = mode == 'put' and bk_moved(sh, ids) or {}
 local list, back, off = {}, {}, 0
 local now
 for k = 1, #ids do
     local id, rec, d, f = ids[k], recs[k], watch_parse(recs[k])
-    if mode == 'put' and not cur[k] then
+    if mode == 'put' and not cur[k] and written[k] ~= 1 then
         list[#list + 1] = id
         list[#list + 1] = rec
         if d then off = off + 1 end

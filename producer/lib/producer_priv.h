@@ -62,9 +62,10 @@ struct producer_op {
     int twin_has_pl;       /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;
     size_t inherit_off, inherit_len; /* 'b': "1" + the twin's payload, or empty */
-    int has_watch;                   /* take.lua found the ID's watch record in the old shard: */
-    size_t watch_off, watch_len;     /* it goes to the new one (apply's flag O), then drop:
-                                        "o" or "f" (the op forgets it) and the record */
+    int has_watch;                   /* drop gets watch_off: "o" and the ID's watch record */
+    size_t watch_off, watch_len;     /* take.lua found in the old shard (it also goes to the
+                                        new one: apply's flag O), or, for an op that forgets
+                                        (send_forgets), "f" and that record or none */
 };
 
 struct moved_slot {
@@ -242,6 +243,7 @@ struct send {
 /* send_plan.c: turning the queue into calls (see each definition). */
 void send_route(lapse_producer *p);
 int send_taking(const struct producer_op *op);
+int send_forgets(const struct producer_op *op);
 size_t send_group(struct send *s, int old, int moving);
 void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *));
 int send_build(struct send *s, const struct send_call *c);

@@ -69,15 +69,26 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
     return 0;
 }
 
+/* Whether op forgets its ID's watch record (lib/watch.lua): a cancel or
+ * a repeat. */
+int send_forgets(const struct producer_op *op)
+{
+    return op->op == 'c' || op->op == 'r';
+}
+
 /* Where each op applies under the current layout; forgets twins. An ID
- * the cache knows is settled goes to its new shard as a plain op. */
+ * the cache knows is settled goes to its new shard as a plain op, unless
+ * the op forgets: its old shard may still hold a busy watch record (its
+ * timeout in flight when a write here brought it back), which must go with
+ * it (drop.lua's "f", apply.lua's "M ?"). */
 void send_route(lapse_producer *p)
 {
     const struct lapse_layout *l = &p->layout;
     for (size_t i = 0; i < p->nops; i++) {
         struct producer_op *op = &p->ops[i];
         op->shard = lapse_shard_of(op->hash, l->shards);
-        op->moving = l->splitting && (op->hash & l->prev_shards) && !send_moved(p, op);
+        op->moving =
+            l->splitting && (op->hash & l->prev_shards) && (send_forgets(op) || !send_moved(p, op));
         op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
         /* where a node is several servers (a cluster), each shard has a
          * slot of its own: a script never takes two shards' keys */
@@ -166,9 +177,9 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'I';
     if (op->recover)
         h[hl++] = 'W'; /* (takes no argument) */
-    if (op->has_watch)
-        h[hl++] = 'O';
-    if (op->op == 'r' && op->sent && !op->moving)
+    if (op->has_watch && !send_forgets(op))
+        h[hl++] = 'O'; /* (a cancel's or repeat's would be forgotten at once) */
+    if (op->op == 'r' && op->sent)
         h[hl++] = 'G'; /* (takes no argument) */
     if (op->op != 'c')
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
@@ -186,7 +197,7 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         v[n++] = nums[2];
     if (inherit) /* kept as "1" + payload */
         v[n] = p->arena + op->inherit_off + 1, l[n++] = op->inherit_len - 1;
-    if (op->has_watch) /* (the record, after its tag for drop.lua) */
+    if (op->has_watch && !send_forgets(op)) /* (the record, after its tag for drop.lua) */
         v[n] = p->arena + op->watch_off + 1, l[n++] = op->watch_len - 1;
     return n;
 }

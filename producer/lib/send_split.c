@@ -97,14 +97,17 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
         op->twin_deadline = e[LAPSE_TAKE_DEADLINE]->integer;
         op->inherit_len = 0;
         /* kept as a tag and the record: drop.lua's "o" (an op that keeps
-         * it) or "f" (a cancel or repeat, which forget it) */
-        op->has_watch = watch->type == REDIS_REPLY_STRING;
-        op->watch_len = op->has_watch ? 1 + watch->len : 0;
+         * it) or "f" (a cancel or repeat, which forget it). One that forgets
+         * always tells drop, record or not: take answers none for a busy
+         * record (a timeout in flight there, which a write here brought
+         * back), and the ack would queue its recovered event */
+        int has = watch->type == REDIS_REPLY_STRING;
+        op->has_watch = has || send_forgets(op);
+        op->watch_len = op->has_watch ? 1 + (has ? watch->len : 0) : 0;
         if (op->has_watch) {
             size_t rest;
-            if (producer_arena_put(p, op->op == 'c' || op->op == 'r' ? "f" : "o", 1,
-                                   &op->watch_off) < 0 ||
-                producer_arena_put(p, watch->str, watch->len, &rest) < 0)
+            if (producer_arena_put(p, send_forgets(op) ? "f" : "o", 1, &op->watch_off) < 0 ||
+                (has && producer_arena_put(p, watch->str, watch->len, &rest) < 0))
                 return SEND_RETRY;
         }
         if (op->twin == 'b' && pl->type == REDIS_REPLY_STRING) {

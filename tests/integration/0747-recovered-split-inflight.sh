@@ -17,11 +17,19 @@
 # alone, which would leave a consumer thinking the device down for good.
 # Each B ends with neither: claimed again once the lease ran out, stale,
 # dropped with its busy record. C, 4 more from old shard 1, are cancelled
-# instead of signalling: never a recovered event. Nobody is offline, no
-# busy record is left.
+# instead of signalling: never a recovered event. D, 4 more, are touched
+# (busy records, as A) and then cancelled by the same producer, which knows
+# them settled in their new shard by then: the cancel forgets recovery, so
+# the busy record goes too and no recovered event follows (as in one shard,
+# where the ack finds no record). Nobody is offline, no busy record is
+# left.
 #
 # Catches: the old shard's ack finding no watch record (the recovered event
-# lost), a busy record shown as offline, moved by finish, or left behind.
+# lost), a busy record shown as offline, moved by finish, or left behind;
+# a cancel of an ID settled in its new shard leaving its busy record in the
+# old one (the producer's moved-ID cache sent it straight to the new shard,
+# or take answered no record for it and drop was not told), so that the ack
+# sent a recovered event for an ID whose recovery was off.
 . "$(dirname "$0")/../lib.sh"
 
 command -v xxhsum >/dev/null || fail "xxhsum is needed (scripts/install-deps)"
@@ -34,13 +42,14 @@ SCANNER_CFG="poll_ms = 10; lease_ms = 15000;"
 sp_start
 s0=$(_scanner_names 0)
 
-a=() b=() c=()
+a=() b=() c=() d=()
 for i in $(seq 1 400); do
     case $(hash_shard "bz-$i" 4) in
-    3) if ((${#a[@]} < 12)); then a+=("bz-$i"); elif ((${#c[@]} < 4)); then c+=("bz-$i"); fi ;;
+    3) if ((${#a[@]} < 12)); then a+=("bz-$i"); elif ((${#c[@]} < 4)); then c+=("bz-$i")
+       elif ((${#d[@]} < 4)); then d+=("bz-$i"); fi ;;
     2) ((${#b[@]} < 6)) && b+=("bz-$i") ;;
     esac
-    ((${#a[@]} == 12 && ${#b[@]} == 6 && ${#c[@]} == 4)) && break
+    ((${#a[@]} == 12 && ${#b[@]} == 6 && ${#c[@]} == 4 && ${#d[@]} == 4)) && break
 done
 inflight() { scale status --json | jq '[.shard_info[].inflight] | add'; }
 busy() { # busy records in every shard's watch records (either form)
@@ -54,8 +63,8 @@ busy() { # busy records in every shard's watch records (either form)
 events_of() { jq -R -r --arg id "$1" 'fromjson? | select(.id == $id) | "\(.type) \(.deadline_ms)"' events.json | paste -sd' '; }
 
 kafka_ctl "down 1"
-printf 'watch %s +50\n' "${a[@]}" "${b[@]}" "${c[@]}" | produce 2>/dev/null || fail "producer: $?"
-wait_until 10000 '(( $(inflight) >= 22 ))' || fail "in flight: $(inflight), not 22"
+printf 'watch %s +50\n' "${a[@]}" "${b[@]}" "${c[@]}" "${d[@]}" | produce 2>/dev/null || fail "producer: $?"
+wait_until 10000 '(( $(inflight) >= 26 ))' || fail "in flight: $(inflight), not 26"
 proc_kill9 "$s0"
 sp_split >split.out || fail "split: exit status $?"
 scanner_start 2
@@ -63,6 +72,13 @@ scanner_start 3
 printf 'extend %s +600000\n' "${a[@]}" "${b[@]}" | produce 2>/dev/null || fail "producer: $?"
 printf 'cancel %s\n' "${c[@]}" | produce 2>/dev/null || fail "producer: $?"
 assert_eq "$(busy)" 18 "busy records of the IDs in flight (none for the cancelled)"
+sp_producer pd
+printf 'touch %s +600000\n' "${d[@]}" >touch-d
+sp_feed pd touch-d
+assert_eq "$(busy)" 22 "busy records after D's touch"
+printf 'cancel %s\n' "${d[@]}" >cancel-d
+sp_feed pd cancel-d
+assert_eq "$(busy)" 18 "busy records after D's cancel (the same producer: D settled in its new shard)"
 assert_eq "$(scale_offline)" "" "offline (a busy record is not)"
 kafka_ctl "up 1"
 scanner_start 0
@@ -82,7 +98,7 @@ done
 note "$pairs of ${#a[@]} IDs had their timeout delivered and a recovered event; the rest neither"
 ((pairs > 0)) || fail "no timeout was delivered after the brokers came back: the race was not exercised"
 for id in "${b[@]}"; do assert_eq "$(events_of "$id")" "" "$id's events (never delivered, then stale)"; done
-for id in "${c[@]}"; do
+for id in "${c[@]}" "${d[@]}"; do
     [[ $(events_of "$id") =~ recovered ]] && fail "$id (cancelled) got a recovered event: $(events_of "$id")"
 done
 assert_eq "$(scale_offline)" "" "offline at the end"

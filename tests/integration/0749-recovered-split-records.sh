@@ -11,12 +11,14 @@
 #     V online, the op a cancel ("f") -> deleted, no busy record;
 #     U busy -> left as it is;
 #   watchmove put (finish): an offline record for an ID online in the new
-#     shard queues its recovered event there; del deletes a record only if
-#     it is still the one listed;
+#     shard queues its recovered event there; none is written for an ID
+#     written in the new shard during the split (in m: its first write
+#     carried its record, and a cancel since forgot it, after finish listed
+#     the old one); del deletes a record only if it is still the one listed;
 #   forget: a busy record goes only once older than the busy age given,
 #     whatever the retention.
 # Catches: a recovered event lost when an ack lands between take and drop,
-# one sent for a cancelled ID, a busy record deleted by finish, the offline
+# one sent for a cancelled ID (also when finish moved its stale record), a busy record deleted by finish, the offline
 # count going wrong.
 # One-zset form (scale_init_one_zset, also under LAPSE_TEST_SMALL_KEYS=1):
 # it crafts the records in NS:o:I.
@@ -39,10 +41,13 @@ assert_eq "$(rcli ZCARD "$z")" 1 "recovered events queued by drop (X only)"
 assert_match "$(rcli HGET "$p" $'\001X')" '^1000 1005 [0-9]+$' "X's recovered event: deadline, fired, back"
 assert_eq "$(rcli HEXISTS "$p" $'\001Y')" 0 "no recovered event for Y"
 
-# watchmove put: P online here, offline in its old shard; Q new here
+# watchmove put: P online here, offline in its old shard; Q new here; S
+# and T written here during the split, their records forgotten since
 rcli HSET "$o" P "" >/dev/null
-assert_eq "$(lapse_lua watchmove 0 put P "3000 4" Q "4000 2")" 1 "records written by put (Q)"
+rcli SADD "$NS:m:0" S T >/dev/null
+assert_eq "$(lapse_lua watchmove 0 put P "3000 4" Q "4000 2" S "" T "5000 1")" 1 "records written by put (Q)"
 assert_eq "$(rcli HGET "$o" P)|$(rcli HGET "$o" Q)" "|4000 2" "P stays online, Q offline here"
+assert_eq "$(rcli HEXISTS "$o" S) $(rcli HEXISTS "$o" T)" "0 0" "no record for S and T (in m)"
 assert_match "$(rcli HGET "$p" $'\001P')" '^3000 3004 [0-9]+$' "P's recovered event, queued by put"
 assert_eq "$(rcli GET "$n")" 1 "offline count after put (Q)"
 # watchmove del: Q listed as offline, still so -> goes; W listed online,
