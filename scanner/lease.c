@@ -137,9 +137,16 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     /* the shard's own node refuses as the home node would (a wrong
      * password, an evicting maxmemory-policy); one that is down now is
      * waited for by the loop, as after a failover */
-    if (s->node != s->home && lapse_redis_ensure(s->node) < 0 && lapse_redis_refused(s->node)) {
-        log_error("%s", lapse_redis_errstr(s->node));
-        return -1;
+    if (s->node != s->home && lapse_redis_ensure(s->node) < 0) {
+        if (lapse_redis_refused(s->node)) {
+            log_error("%s", lapse_redis_errstr(s->node));
+            return -1;
+        }
+        /* (said once with the config's line: the loop's own lines about
+         * it are rate-limited and name only the server) */
+        log_warn("shard %u: its node (%s) does not answer yet, waiting for it: %s", s->shard,
+                 s->cfg->nodes[n].where ? s->cfg->nodes[n].where : "?",
+                 lapse_redis_errstr(s->node));
     }
     return 0;
 }
