@@ -237,8 +237,8 @@ static int wait_nodes(const struct lapse_config *cfg, char *err, size_t size)
         }
         lapse_waiting_init(&waiting, cfg, i, start);
         int64_t left = start + cfg->redis_retry_timeout_ms - lapse_clock_mono_ms();
-        int rc = lapse_redis_ensure_within(r, left > 0 ? (int)left : 0, &lapse_stop, say_waiting,
-                                           NULL);
+        int rc =
+            lapse_redis_ensure_within(r, left > 0 ? (int)left : 0, &lapse_stop, say_waiting, NULL);
         int why = rc < 0 && lapse_redis_refused(r) ? EACCES : lapse_stop ? EINTR : ETIMEDOUT;
         if (rc < 0)
             snprintf(err, size, "%s", lapse_redis_errstr(r));
