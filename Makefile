@@ -60,7 +60,10 @@ LUA_LIB      := $(wildcard common/lua/lib/*.lua)
 PRODUCER_LIB := $(wildcard producer/lib/*.c)
 INGRESS_SRC  := $(wildcard producer/ingress/*.c)
 SCANNER_LIB  := $(filter-out scanner/main.c,$(wildcard scanner/*.c))
-DEV_SRC      := $(wildcard tools/dev/*.c)
+# A program of tools/dev/ is one file NAME.c (lapse-NAME), or that and parts
+# NAME_PART.c linked into it alone (lapse-tail: tail_print.c, rule below).
+DEV_PARTS    := $(wildcard tools/dev/*_*.c)
+DEV_SRC      := $(filter-out $(DEV_PARTS),$(wildcard tools/dev/*.c))
 SCALE_LIB    := $(filter-out tools/scale/main.c,$(wildcard tools/scale/*.c))
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 
@@ -127,6 +130,7 @@ $(BIN)/lapse-%: $(BUILD)/tools/dev/%.o $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/lapse-tail: $(BUILD)/tools/dev/tail_print.o
 
 $(BUILD)/examples/%: $(BUILD)/producer/examples/%.o $(BUILD)/libproducer.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)

@@ -3,7 +3,7 @@
  * histories, the events, the faults) parsed line by line into memory, and
  * the guarantees decided over them by one pure function. check_load.c
  * parses; check.c's top comment says how each rule is decided and why it
- * is sound; check_main.c
+ * is sound, check_rules.c holds the rules' code; check_main.c
  * is the program (nemesis-check RUN) around it; tests/unit/test_nemesis.c
  * feeds it hand-made histories.
  */

@@ -21,13 +21,15 @@ $(NEMESIS_DIR)/nemesis-client: $(addprefix $(BUILD)/tests/nemesis/,client.o clie
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# The checker is lapse-free: jansson only.
-$(NEMESIS_DIR)/nemesis-check: $(addprefix $(BUILD)/tests/nemesis/,check_main.o check.o check_load.o)
+# The checker is lapse-free: jansson only. Its core (all but main) is
+# linked into the unit tests too.
+NEMESIS_CHECK_OBJ := $(addprefix $(BUILD)/tests/nemesis/,check.o check_rules.o check_load.o)
+$(NEMESIS_DIR)/nemesis-check: $(BUILD)/tests/nemesis/check_main.o $(NEMESIS_CHECK_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ -ljansson -lm -o $@
 
-$(UNIT_BIN): $(BUILD)/tests/nemesis/check.o $(BUILD)/tests/nemesis/check_load.o
+$(UNIT_BIN): $(NEMESIS_CHECK_OBJ)
 
 # make nemesis [SEED=S] [MINUTES=M] [TOPOLOGY=sentinel|cluster]: one run of
 # tests/nemesis/run (its records in build/nemesis/TOPOLOGY-SEED); an even

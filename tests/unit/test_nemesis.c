@@ -1,6 +1,6 @@
 /*
- * test_nemesis — the nemesis checker's rules (tests/nemesis/check.c) on
- * hand-made histories: for each rule one that holds and one that breaks it
+ * test_nemesis — the nemesis checker's rules (tests/nemesis/check.c argues
+ * them, check_rules.c decides them) on hand-made histories: for each rule one that holds and one that breaks it
  * and must be reported, plus the edges protocol.md allows (an extend that
  * does not move, a cancel acked too late to win, skipped repeat points,
  * copies of an event, lateness inside a fault).
