@@ -299,17 +299,27 @@ static void repeat_count(const struct idv *v, const size_t *owner, const size_t 
     }
 }
 
+/* Whether repeat o's count may start over at event e: e is a seq 1 and o
+ * may have been applied twice, its writer reading ops again (replaying:
+ * the ingress after a failure) or o at +<ms> with e's deadline a first
+ * point it could resolve to before its answer (a batch sent again after a
+ * lost answer or a short WAIT resolves its first point again:
+ * protocol.md). */
+static int starts_over(const struct op *o, const struct event *e)
+{
+    return e->seq == 1 && (replaying(o->w) || (o->kind == WHEN_IN && e->deadline <= o->hi));
+}
+
 /* Whether the events of repeat owner (op index + 1) hold a seq 1 fired in
- * (a, b] (fire times): its count started again between two events (a
- * replaying writer's repeat applied again: at an at_ms already past, with
- * the same first deadline as before), so the same seq at both is two
- * counts, not a clash. */
+ * (a, b] (fire times) that starts its count over (starts_over: for a
+ * replaying writer, at an at_ms already past, with the same first deadline
+ * as before), so the same seq at both is two counts, not a clash. */
 static int restarts_between(const struct idv *v, const size_t *owner, size_t own, int64_t a,
                             int64_t b)
 {
     for (size_t ek = 0; ek < v->nevs; ek++)
-        if (owner[ek] == own && v->evs[ek].seq == 1 && v->evs[ek].fired > a &&
-            v->evs[ek].fired <= b)
+        if (owner[ek] == own && starts_over(&v->ops[own - 1], &v->evs[ek]) &&
+            v->evs[ek].fired > a && v->evs[ek].fired <= b)
             return 1;
     return 0;
 }
@@ -333,9 +343,9 @@ static void rule_repeat(const struct idv *v)
                 continue;
             if (!owner[ei])
                 owner[ei] = oi + 1;
-            /* (a replaying writer's seq 1 may start the latest one's count
-             * again: its message read again; not an earlier, silent one's) */
-            if (continues(v, owner, ei, oi) || (e->seq == 1 && replaying(v->ops[oi].w))) {
+            /* (a seq 1 may start the latest one's count again, starts_over;
+             * not an earlier, silent one's) */
+            if (continues(v, owner, ei, oi) || starts_over(&v->ops[oi], e)) {
                 owner[ei] = oi + 1;
                 break;
             }
@@ -359,20 +369,19 @@ static void rule_repeat(const struct idv *v)
         for (size_t ej = 0; ej < nev && !clash; ej++)
             clash = owner[ej] == owner[ei] && v->evs[ej].seq == e->seq &&
                     v->evs[ej].deadline > e->deadline &&
-                    !(replaying(v->ops[owner[ei] - 1].w) &&
-                      restarts_between(v, owner, owner[ei], e->fired, v->evs[ej].fired));
+                    !restarts_between(v, owner, owner[ei], e->fired, v->evs[ej].fired);
         for (size_t oi = owner[ei] - 1; clash && oi-- > 0;)
             if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e)) {
                 owner[ei] = oi + 1;
                 break;
             }
     }
-    /* A writer whose ops may be applied again (meta "replaying": the
-     * ingress reads a batch again after a failure, protocol.md) gives a
-     * repeat one count per application: a seq 1 of another deadline, or
-     * one after a seq 2, starts the next (run[]); each is checked on its
-     * own. (A repeat at an absolute time applied again fires seq 1 with
-     * the same deadline again, then skips to the grid point after it.) */
+    /* A repeat that may be applied again (starts_over: a replaying
+     * writer's, or one at +<ms> sent again before its answer) gives one
+     * count per application: a seq 1 of another deadline, or one after a
+     * seq 2, starts the next (run[]); each is checked on its own. (A repeat
+     * at an absolute time applied again fires seq 1 with the same deadline
+     * again, then skips to the grid point after it.) */
     size_t *run = calloc(nev ? nev : 1, sizeof *run);
     if (!run) {
         free(owner);
@@ -388,7 +397,7 @@ static void rule_repeat(const struct idv *v)
             if (owner[ei] != oi + 1)
                 continue;
             const struct event *e = &v->evs[ei];
-            if (replaying(v->ops[oi].w) && e->seq == 1 && (e->deadline != first || on)) {
+            if (starts_over(&v->ops[oi], e) && (e->deadline != first || on)) {
                 runs += first != INT64_MIN;
                 first = e->deadline;
                 on = 0;

@@ -354,8 +354,8 @@ TEST(nemesis_repeat)
         NULL};
     CHECK(run(hole) == 1u << (NM_REPEAT - 1));
     /* a repeat applied twice (the ingress read its batch again after a
-     * failure): two counts, each from seq 1; only for a writer that may
-     * apply an op again */
+     * failure; any writer's at +<ms> sent again before its answer, seed
+     * 37): two counts, each from seq 1 */
 #define TWICE(meta)                                                                                     \
     meta,                                                                                               \
         OP(1,                                                                                           \
@@ -368,11 +368,27 @@ TEST(nemesis_repeat)
         "M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
         "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"],\"replaying\":[\"client\"]}")};
     CHECK(run(replayed) == 0);
-    const char *once[] = {
+    const char *resent[] = {
         TWICE("M {\"seed\":42,\"minutes\":1,\"ns\":\"demo\",\"start_ms\":T+0,\"stop_ms\":T+60000,"
               "\"end_ms\":T+100000,\"grace_ms\":5000,\"writers\":[\"client\"]}")};
-    CHECK(run(once) == 1u << (NM_REPEAT - 1));
+    CHECK(run(resent) == 0);
 #undef TWICE
+    /* ... but not for a writer that applies an op once, where the second
+     * seq 1 lies past every first point the op could resolve to before its
+     * answer (acked at T+700: at most T+1200; T+1600 is on its grid), or the repeat is at an
+     * absolute time (its first point never resolves again) */
+    const char *after_ack[] = {
+        OP(1, "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":500,\"period_ms\":1000,\"sent_ms\":T+0"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+600,\"fired_ms\":T+601,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1600,\"fired_ms\":T+1601,\"seq\":1}",
+        ACK(1, "T+700"), NULL};
+    CHECK(run(after_ack) == 1u << (NM_REPEAT - 1));
+    const char *absolute[] = {
+        OP(1, "\"op\":\"repeat\",\"id\":\"c-1\",\"at_ms\":T+600,\"period_ms\":700,\"sent_ms\":T+0"),
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+600,\"fired_ms\":T+601,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1300,\"fired_ms\":T+1301,\"seq\":1}",
+        ACK(1, "T+900"), NULL};
+    CHECK(run(absolute) == 1u << (NM_REPEAT - 1));
     /* applied again, with an earlier silent repeat of the ID: the count
      * started again is the latest repeat's, not the earlier one's (seed 22,
      * k-63); at an at_ms already past it starts with the same first
