@@ -78,7 +78,43 @@ static void send_pin(struct send *s, const struct send_call *call, const redisRe
     }
 }
 
-/* Reads the replies of node n's `sent` calls. */
+/* What one of node n's replies says, read into its call's ops; rc is
+ * what the node's earlier replies said, and the result what they all
+ * say. A call Redis refused: an apply's ops are reported (and done: never
+ * sent or reported again); a split's calls are send_split.c's to judge. */
+static int send_reply(struct send *s, size_t n, const struct send_call *call,
+                      const redisReply *reply, int rc)
+{
+    lapse_producer *p = s->p;
+    if (lapse_redis_noscript(p->nodes[n], reply) && rc == SEND_OK)
+        return SEND_RETRY; /* not executed: send again after reloading */
+    if (send_stale(reply))
+        return SEND_STALE;
+    int refused = reply->type == REDIS_REPLY_ERROR;
+    switch (call->script) {
+    case LAPSE_SCRIPT_APPLY:
+        if (refused) {
+            send_report(s, call, reply->str);
+            for (size_t i = 0; i < call->count; i++)
+                p->ops[call->ops[i]].done = 1;
+            return rc;
+        }
+        send_pin(s, call, reply);
+        if (p->layout.splitting)
+            send_settled(s, call, reply);
+        return rc;
+    case LAPSE_SCRIPT_TAKE:
+        return send_took(s, call, reply) < 0 && rc == SEND_OK ? SEND_RETRY : rc;
+    case LAPSE_SCRIPT_SEED:
+        if (refused)
+            send_unseeded(s, call);
+        return rc;
+    default: /* drop: best effort */
+        return rc;
+    }
+}
+
+/* Reads the replies of node n's `sent` calls, then its WAIT's. */
 static int send_read(struct send *s, size_t n, size_t sent)
 {
     lapse_producer *p = s->p;
@@ -92,24 +128,7 @@ static int send_read(struct send *s, size_t n, size_t sent)
         redisReply *reply;
         if (lapse_redis_get_reply(r, &reply) < 0)
             return SEND_RETRY;
-        if (lapse_redis_noscript(r, reply) && rc == SEND_OK)
-            rc = SEND_RETRY; /* not executed: send again after reloading */
-        else if (send_stale(reply))
-            rc = SEND_STALE;
-        else if (call->script == LAPSE_SCRIPT_TAKE) {
-            if (send_took(s, call, reply) < 0 && rc == SEND_OK)
-                rc = SEND_RETRY;
-        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_APPLY) {
-            send_report(s, call, reply->str);
-            for (size_t i = 0; i < call->count; i++)
-                p->ops[call->ops[i]].done = 1; /* reported: never sent or reported again */
-        } else if (reply->type == REDIS_REPLY_ERROR && call->script == LAPSE_SCRIPT_SEED)
-            send_unseeded(s, call);
-        else if (call->script == LAPSE_SCRIPT_APPLY) {
-            send_pin(s, call, reply);
-            if (p->layout.splitting)
-                send_settled(s, call, reply);
-        }
+        rc = send_reply(s, n, call, reply, rc);
         freeReplyObject(reply);
     }
     if (!s->waits[n])
