@@ -8,14 +8,14 @@
  * What it keeps true: batches leave the ring in the order they were sent,
  * and when one was not applied or confirmed, all of them are sent again,
  * oldest first, so each ID's ops end up applied in the order they were
- * queued. send.c works only on the queue: a batch is swapped into it for a
- * send (producer_swap) and back.
+ * queued. A send (send.c, send_pipe.c) works only on the queue: a batch is
+ * swapped into it for a send (producer_swap) and back.
  */
 #include <stddef.h>
 
 #include "producer_priv.h"
 
-/* Exchanges the queue with batch b (one in flight): send.c works on the
+/* Exchanges the queue with batch b (one in flight): a send works on the
  * queue. */
 void producer_swap(lapse_producer *p, struct producer_batch *b)
 {

@@ -2,7 +2,7 @@
  * producer — see producer.h.
  *
  * Queued operations live in one array plus one byte arena (IDs, payloads) and
- * are only turned into Redis calls at flush time, by send.c. A full batch
+ * are only turned into Redis calls at flush time, by a send (send.c). A full batch
  * goes out without waiting for its replies, into the ring of batches in
  * flight (flight.c).
  *

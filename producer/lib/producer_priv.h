@@ -1,17 +1,18 @@
 /*
  * producer_priv — the producer's internals, shared by its files and no others:
  * producer.c (the queue, coalescing, the public API), flight.c (the ring of
- * batches in flight), send.c (sending a batch: pipelines, replies, retries,
- * the split protocol), send_plan.c (turning a batch into Redis calls),
+ * batches in flight), send.c (sending a batch the careful way: rounds of
+ * phases, retries, the split protocol), send_pipe.c (pipelines, replies,
+ * the pipelined send), send_fail.c (what a send reports failed, judged per
+ * node and primary), send_plan.c (turning a batch into Redis calls),
  * send_split.c (what a split's replies say, the moved-ID cache),
- * send_fail.c (what a send reports failed, judged per node and primary),
  * confirm.c, degrade.c (nodes that do not answer, primaries short of
  * replicas) and probe.c. Calls go one way, from each file to those after
- * it in producer.c, flight.c, send.c, send_fail.c, send_plan.c,
- * send_split.c (confirm.c is called from flight.c and send.c, degrade.c
- * from send.c and send_fail.c; they call none of them); only the queue's
- * arena (producer_arena_put) is called back. Not installed; not part of the
- * library's API.
+ * it in producer.c, flight.c, send.c, send_pipe.c, send_fail.c,
+ * send_plan.c, send_split.c (confirm.c is called from flight.c and
+ * send_pipe.c, degrade.c from send_pipe.c and send_fail.c; they call none
+ * of them); only the queue's arena (producer_arena_put) is called back.
+ * Not installed; not part of the library's API.
  */
 #ifndef LAPSE_PRODUCER_PRIV_H
 #define LAPSE_PRODUCER_PRIV_H
@@ -32,6 +33,7 @@
 #define MOVED_SLOTS (1u << 18)      /* moved-ID cache (send_split.c): table slots, a power of two */
 #define MOVED_MAX (MOVED_SLOTS / 2) /* IDs it holds at most: probes stay short */
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
+#define LAYOUT_REREAD_MS 1000        /* a send reads a layout this old again (send.c) */
 
 struct producer_op {
     uint64_t hash; /* lapse_hash of the ID */
@@ -124,7 +126,7 @@ struct lapse_producer {
     /* Full batches sent and not confirmed yet (flight.c): a ring, oldest at
      * flight_first, nflight of them, the oldest nread of which were read
      * (applied; with redis.wait_replicas waiting for confirm.c).
-     * sending[k] holds flight[k]'s calls while unread (send.c), read_no[k]
+     * sending[k] holds flight[k]'s calls while unread (send_pipe.c), read_no[k]
      * its number among the batches read, witness[k * nnodes + n] what
      * confirm_witness gave node n when it was sent (0: no write there).
      * Slots not in use keep their (empty) buffers. */
@@ -194,8 +196,9 @@ void producer_send_abandon(struct send *s);
 
 /*
  * The scratch memory of one send and the calls it plans: shared by send.c
- * (which sends them and reads the replies), send_plan.c (which plans them)
- * and send_split.c (which reads a split's replies into the ops).
+ * (which runs the phases), send_pipe.c (which sends the calls and reads
+ * the replies), send_plan.c (which plans them), send_fail.c (which judges
+ * them) and send_split.c (which reads a split's replies into the ops).
  */
 enum {
     SEND_OK = 0,
@@ -239,6 +242,13 @@ struct send {
     char epoch[24];
     char plain[24]; /* apply.lua's count of plain pairs */
 };
+
+/* send_pipe.c: a send's scratch memory (send_new: NULL if out of memory;
+ * send_free accepts NULL), and its planned calls sent, one pipeline per
+ * node, their replies read (send_calls: SEND_OK, SEND_STALE or SEND_SHORT). */
+struct send *send_new(lapse_producer *p);
+void send_free(struct send *s);
+int send_calls(struct send *s);
 
 /* send_plan.c: turning the queue into calls (see each definition). */
 void send_route(lapse_producer *p);

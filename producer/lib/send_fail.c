@@ -161,7 +161,7 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
     return left;
 }
 
-/* After send_apply: the ops whose primary applied (and with
+/* After the applies (send.c: the judge phase): the ops whose primary applied (and with
  * redis.wait_replicas, confirmed) them are done; those of a node that
  * failed or of a primary whose WAIT saw too few replicas are sent again
  * while its window is open (degrade.c), else reported failed. Returns how
@@ -199,7 +199,7 @@ size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
     return left;
 }
 
-/* After a take (send.c: step 1 of a split batch) that a node did not
+/* After a take (send.c: a split round's take phase) that a node did not
  * answer: opens or runs its window (degrade.c) for its old shards; once
  * that closed, the ops moving out of them are reported failed, since their
  * twins cannot be taken, and the other ops go on without them. */

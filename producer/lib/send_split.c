@@ -4,7 +4,7 @@
  * the new shard j with its moved set m_j, drop in i), written into the ops
  * for the next step, and the moved-ID cache those replies fill.
  *
- * It does no I/O: send.c reads the replies and hands each one here. It
+ * It does no I/O: send_pipe.c reads the replies and hands each one here. It
  * caches an ID only when no twin of it in i can fire again (below). The
  * cache's memory comes and goes with the shard key names (send_plan.c:
  * producer_load_layout).
