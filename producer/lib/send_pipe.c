@@ -86,8 +86,8 @@ static int send_reply(struct send *s, size_t n, const struct send_call *call,
                       const redisReply *reply, int rc)
 {
     lapse_producer *p = s->p;
-    if (lapse_redis_noscript(p->nodes[n], reply) && rc == SEND_OK)
-        return SEND_RETRY; /* not executed: send again after reloading */
+    if (lapse_redis_noscript(p->nodes[n], reply)) /* every one of the pipeline's */
+        return rc == SEND_OK ? SEND_RETRY : rc;   /* not executed: send again after reloading */
     if (send_stale(reply))
         return SEND_STALE;
     int refused = reply->type == REDIS_REPLY_ERROR;
