@@ -203,8 +203,7 @@ static int serve(struct run *run)
     return 0;
 }
 
-/* The start's wait for the node it waits for now (say_waiting); begun by
- * wait_nodes(). */
+/* The start's wait for the first node (say_waiting); begun by start(). */
 static struct lapse_waiting waiting;
 
 /* lapse_producer_new_waiting's on_wait: says at once that it waits, how
@@ -219,46 +218,36 @@ static void say_waiting(void *ctx, const char *why, int wait_ms)
         log_warn("%s", line);
 }
 
-/* Waits for each node of the config in turn, within one
- * redis.retry_timeout_ms from now, saying what it waits for (say_waiting):
- * a node that does not answer (a wrong port, a failover under way) is named
- * at once, whichever it is. The library waits for the first node only, and
- * for the others at their first write, silently until their window ends.
- * 0, or -1 with err and errno as lapse_producer_new_waiting sets them. */
-static int wait_nodes(const struct lapse_config *cfg, char *err, size_t size)
+/* The other nodes, once each at start: one that does not answer is named
+ * now (its line of the config, how long its writes will wait, why), not
+ * only once its writes fail. It is not waited for here: its writes wait
+ * for it, and only its lines are reported failed if it stays down (a
+ * node that is down: docs/operating.md). */
+static void say_nodes_down(const struct lapse_config *cfg)
 {
-    int64_t start = lapse_clock_mono_ms();
-    for (size_t i = 0; i < cfg->nnodes; i++) {
+    for (size_t i = 1; i < cfg->nnodes; i++) {
         lapse_redis *r = lapse_node_open(cfg, i);
-        if (!r) {
-            snprintf(err, size, "out of memory");
-            errno = ENOMEM;
-            return -1;
+        if (r && lapse_redis_ensure(r) < 0 && !lapse_redis_refused(r)) {
+            struct lapse_waiting w;
+            char line[768];
+            lapse_waiting_init(&w, cfg, i, lapse_clock_mono_ms());
+            if (lapse_waiting_line(&w, lapse_redis_errstr(r), lapse_clock_mono_ms(), line,
+                                   sizeof line))
+                log_warn("%s; its writes wait for it, then their lines are reported failed", line);
         }
-        lapse_waiting_init(&waiting, cfg, i, start);
-        int64_t left = start + cfg->redis_retry_timeout_ms - lapse_clock_mono_ms();
-        int rc =
-            lapse_redis_ensure_within(r, left > 0 ? (int)left : 0, &lapse_stop, say_waiting, NULL);
-        int why = rc < 0 && lapse_redis_refused(r) ? EACCES : lapse_stop ? EINTR : ETIMEDOUT;
-        if (rc < 0)
-            snprintf(err, size, "%s", lapse_redis_errstr(r));
         lapse_redis_free(r);
-        if (rc < 0) {
-            errno = why;
-            return -1;
-        }
     }
-    return 0;
 }
 
-/* lapse_producer_new_waiting once every node answers (wait_nodes). */
+/* lapse_producer_new_waiting, saying what it waits for (say_waiting). */
 static lapse_producer *start(const struct lapse_config *cfg, lapse_producer_error_cb *errors,
                              void *ctx, char *err, size_t size)
 {
-    if (wait_nodes(cfg, err, size) < 0)
-        return NULL;
-    lapse_waiting_init(&waiting, cfg, 0, lapse_clock_mono_ms()); /* (the library's wait) */
-    return lapse_producer_new_waiting(cfg, errors, say_waiting, ctx, err, size);
+    lapse_waiting_init(&waiting, cfg, 0, lapse_clock_mono_ms());
+    lapse_producer *p = lapse_producer_new_waiting(cfg, errors, say_waiting, ctx, err, size);
+    if (p)
+        say_nodes_down(cfg);
+    return p;
 }
 
 /* The exit status when lapse_producer_new failed (errno says how): 78 when
