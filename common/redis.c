@@ -102,7 +102,6 @@ void lapse_redis_free(lapse_redis *r)
     struct lapse_redis_node *n = &r->node;
     free(n->host);
     free(n->master);
-    lapse_conn_free(r->sentinel_conn);
     free(n->sentinel_username);
     free(n->sentinel_password);
     free(n->username);
@@ -373,10 +372,7 @@ int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms)
 
 const char *lapse_redis_moved(lapse_redis *r)
 {
-    if (!r->moved_unread)
-        return NULL;
-    r->moved_unread = 0;
-    return r->moved;
+    return r->be->moved ? r->be->moved(r) : NULL;
 }
 
 const char *lapse_redis_errstr(const lapse_redis *r)

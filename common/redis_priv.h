@@ -22,6 +22,7 @@
 #define BACKOFF_MAX_MS 1000
 
 struct redis_cluster;
+struct redis_sentinel;
 
 /*
  * A backend: how a handle reaches its servers, one table of operations per
@@ -59,7 +60,8 @@ struct redis_backend {
     /* one server: where it is now (host, port; NULL: the configured
      * address), and a look at it before each call (NULL: none) */
     int (*locate)(lapse_redis *r, char *host, size_t hsize, int *port);
-    int (*check)(lapse_redis *r);
+    int (*check)(lapse_redis *r);         /* called only while no reply is owed */
+    const char *(*moved)(lapse_redis *r); /* lapse_redis_moved (NULL: it never moves) */
     int must_be_primary; /* the server located may be a replica: make sure it is not */
     int servers;         /* 1: one server holds every key; 0: several (one per primary) */
 };
@@ -94,19 +96,13 @@ struct lapse_redis {
     const struct redis_backend *be; /* how it reaches its servers */
     lapse_conn *c;                  /* one server's connection; NULL while disconnected */
     struct redis_cluster *cl;       /* a Redis Cluster node's state (redis_cluster.c), or NULL */
+    struct redis_sentinel *sn;      /* a Sentinel node's state (redis_sentinel.c), or NULL */
     lapse_tls *tls;                 /* node.tls: made at the first connect */
     char *tls_files[4];             /* redis.tls: ca, cert, key, server_name */
     char name[LAPSE_NODE_NAME_MAX]; /* the node's name: host:port, master name or "cluster" */
     char addr[300];                 /* host:port connected to (or last tried) */
     struct lapse_redis_node node;   /* deep copy of the config's entry */
     const char *ns;                 /* the namespace (the config's) */
-    size_t sentinel_first;          /* the sentinel to ask first: the last that answered */
-    lapse_conn *sentinel_conn;      /* kept to confirm the primary (redis_sentinel_check) */
-    size_t sentinel_conn_at;        /* the sentinel it is connected to */
-    char moved[1024];               /* why it left a primary the sentinels replaced */
-    int moved_unread;               /* moved is news for lapse_redis_moved */
-    int64_t confirm_at_ms;          /* monotonic: when to confirm the primary next */
-    int confirm_failed;             /* confirmations in a row no sentinel answered */
     int pending;                    /* replies owed on c (appended, not yet read) */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
@@ -186,9 +182,6 @@ int redis_gone(const char *msg);
 
 /* "host:port" ("[v6]:port" too) into host and port; 0, or -1 if malformed. */
 int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
-
-/* How often a connected Sentinel node's primary is confirmed (ms). */
-#define REDIS_CONFIRM_EVERY_MS 1000
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
  * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */

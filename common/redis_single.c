@@ -112,7 +112,7 @@ static int redis_connect(lapse_redis *r)
 
 int redis_single_ensure(lapse_redis *r)
 {
-    if (r->c && r->be->check)
+    if (r->c && !r->pending && r->be->check)
         r->be->check(r); /* (may drop it: connected again below) */
     if (r->c && r->scripts_loaded)
         return 0;
@@ -124,7 +124,6 @@ int redis_single_ensure(lapse_redis *r)
         if (redis_connect(r) < 0)
             return redis_retry_after(r, now);
         fresh = 1;
-        r->confirm_at_ms = now + REDIS_CONFIRM_EVERY_MS; /* (they were just asked) */
     }
     if (redis_load_scripts(r) < 0)
         return redis_retry_after(r, lapse_clock_mono_ms());
