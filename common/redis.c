@@ -69,8 +69,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const
         oom = 1;
     }
     r->ns = cfg->ns;
-    r->accept_eviction = cfg->redis_accept_eviction;
-    r->policy_checked = cfg->redis_policy_checked;
+    if (!(r->policy = redis_policy_new(cfg)))
+        oom = 1;
     r->be = n->nseeds       ? &redis_backend_cluster
             : n->nsentinels ? &redis_backend_sentinel
                             : &redis_backend_plain;
@@ -96,6 +96,7 @@ void lapse_redis_free(lapse_redis *r)
     lapse_conn_free(r->c);
     if (r->be && r->be->close)
         r->be->close(r);
+    redis_policy_free(r->policy);
     lapse_tls_free(r->tls);
     for (size_t i = 0; i < 4; i++)
         free(r->tls_files[i]);

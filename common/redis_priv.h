@@ -23,6 +23,7 @@
 
 struct redis_cluster;
 struct redis_sentinel;
+struct redis_policy;
 
 /*
  * A backend: how a handle reaches its servers, one table of operations per
@@ -114,22 +115,15 @@ struct lapse_redis {
     uint64_t reconnects;
     char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new) */
     char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT */
-    int accept_eviction;                /* redis.accept_eviction */
-    const char *policy_checked;         /* redis.policy_checked (the config's), or NULL */
-    int policy_state;                   /* enum redis_policy_state: what to say */
-    int64_t policy_next_ms;             /* monotonic: when to say policy_msg again */
-    char policy_msg[512];               /* what lapse_redis_policy_news returns */
-    char policy_who[300];               /* the server policy_msg is about (a cluster
-                                      * handle has several primaries) */
+    struct redis_policy *policy;        /* the maxmemory-policy check's state (redis_policy.c) */
     char errstr[512];
 };
 
-enum redis_policy_state {
-    REDIS_POLICY_OK = 0,   /* noeviction (or not checked yet): nothing to say */
-    REDIS_POLICY_UNREAD,   /* the ACL denies reading it: said once */
-    REDIS_POLICY_ACCEPTED, /* evicting, with redis.accept_eviction: warned hourly */
-    REDIS_POLICY_EVICTING, /* evicting, found at a reconnect: an error hourly */
-};
+/* redis_policy.c: the check's state for a handle made from cfg
+ * (redis.accept_eviction, redis.policy_checked: cfg must outlive it), or
+ * NULL (out of memory); freed by redis_policy_free (accepts NULL). */
+struct redis_policy *redis_policy_new(const struct lapse_config *cfg);
+void redis_policy_free(struct redis_policy *p);
 
 /* redis_policy.c: checks maxmemory-policy on a fresh connection to a
  * primary (after AUTH and SELECT); who names it in messages. 0 (what to
