@@ -93,7 +93,6 @@ void lapse_redis_free(lapse_redis *r)
 {
     if (!r)
         return;
-    lapse_conn_free(r->c);
     if (r->be && r->be->close)
         r->be->close(r);
     redis_policy_free(r->policy);
@@ -119,8 +118,6 @@ void lapse_redis_free(lapse_redis *r)
 void lapse_redis_disconnect(lapse_redis *r)
 {
     r->be->disconnect(r);
-    r->scripts_loaded = 0;
-    r->pending = 0;
 }
 
 int redis_load_scripts_on(lapse_redis *r, lapse_conn *c, char *err, size_t size)
@@ -328,9 +325,7 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply)
 {
     if (reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        if (r->be->noscript)
-            r->be->noscript(r);
-        r->scripts_loaded = 0;
+        r->be->noscript(r);
         return 1;
     }
     return 0;

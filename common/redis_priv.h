@@ -21,6 +21,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
 
+struct redis_single;
 struct redis_cluster;
 struct redis_sentinel;
 struct redis_policy;
@@ -39,8 +40,8 @@ struct redis_policy;
  * (redis.h); the others are said here.
  */
 struct redis_backend {
-    int (*open)(lapse_redis *r);        /* once the handle is filled: 0, or -1 (out of memory) */
-    void (*close)(lapse_redis *r);      /* frees what open made */
+    int (*open)(lapse_redis *r);        /* makes its state: 0, or -1 (out of memory) */
+    void (*close)(lapse_redis *r);      /* frees what open made (even a half-made state) */
     int (*ensure)(lapse_redis *r);      /* lapse_redis_ensure */
     int (*ready)(const lapse_redis *r); /* 1: a call now needs no connect first */
     /* queues a command for the server of argv[key]'s slot (key -1: keyless)
@@ -50,9 +51,8 @@ struct redis_backend {
     int (*send)(lapse_redis *r);
     int (*reply_fd)(lapse_redis *r);
     int (*get_reply)(lapse_redis *r, redisReply **reply);
-    void (*disconnect)(
-        lapse_redis *r);              /* drops every connection (the handle's state is redis.c's) */
-    void (*noscript)(lapse_redis *r); /* a NOSCRIPT reply: make every server load them again */
+    void (*disconnect)(lapse_redis *r); /* drops every connection and the replies owed */
+    void (*noscript)(lapse_redis *r);   /* a NOSCRIPT reply: make every server load them again */
     int (*append_wait)(lapse_redis *r, int replicas, int timeout_ms);
     int (*wait_reply)(lapse_redis *r, int replicas, int timeout_ms);
     int (*wait_short)(const lapse_redis *r, const char *addr);
@@ -72,6 +72,8 @@ extern const struct redis_backend redis_backend_plain, redis_backend_sentinel,
 
 /* redis_single.c: the one connection of a plain or Sentinel node, as the backend
  * operations of that name (redis_sentinel.c's table uses them too). */
+int redis_single_open(lapse_redis *r);
+void redis_single_close(lapse_redis *r);
 int redis_single_ensure(lapse_redis *r);
 int redis_single_ready(const lapse_redis *r);
 int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
@@ -80,6 +82,7 @@ int redis_single_send(lapse_redis *r);
 int redis_single_reply_fd(lapse_redis *r);
 int redis_single_get_reply(lapse_redis *r, redisReply **reply);
 void redis_single_disconnect(lapse_redis *r);
+void redis_single_noscript(lapse_redis *r);
 int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms);
 int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
 int redis_single_wait_short(const lapse_redis *r, const char *addr);
@@ -90,12 +93,13 @@ const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot);
     .ensure = redis_single_ensure, .ready = redis_single_ready, .append = redis_single_append, \
     .send = redis_single_send, .reply_fd = redis_single_reply_fd,                              \
     .get_reply = redis_single_get_reply, .disconnect = redis_single_disconnect,                \
-    .append_wait = redis_single_append_wait, .wait_reply = redis_single_wait_reply,            \
-    .wait_short = redis_single_wait_short, .slot_owner = redis_single_slot_owner, .servers = 1
+    .noscript = redis_single_noscript, .append_wait = redis_single_append_wait,                \
+    .wait_reply = redis_single_wait_reply, .wait_short = redis_single_wait_short,              \
+    .slot_owner = redis_single_slot_owner, .servers = 1
 
 struct lapse_redis {
     const struct redis_backend *be; /* how it reaches its servers */
-    lapse_conn *c;                  /* one server's connection; NULL while disconnected */
+    struct redis_single *one;       /* a plain or Sentinel node's connection (redis_single.c) */
     struct redis_cluster *cl;       /* a Redis Cluster node's state (redis_cluster.c), or NULL */
     struct redis_sentinel *sn;      /* a Sentinel node's state (redis_sentinel.c), or NULL */
     lapse_tls *tls;                 /* node.tls: made at the first connect */
@@ -104,10 +108,8 @@ struct lapse_redis {
     char addr[300];                 /* host:port connected to (or last tried) */
     struct lapse_redis_node node;   /* deep copy of the config's entry */
     const char *ns;                 /* the namespace (the config's) */
-    int pending;                    /* replies owed on c (appended, not yet read) */
     int connect_timeout_ms, command_timeout_ms;
     char sha[LAPSE_SCRIPT_COUNT][41];
-    int scripts_loaded;           /* 0: load before the next call */
     int64_t next_attempt_ms;      /* monotonic: earliest reconnect */
     struct lapse_backoff backoff; /* between failed connects */
     int connected_once;

@@ -40,13 +40,18 @@ struct redis_sentinel {
     int confirm_failed;    /* confirmations in a row no sentinel answered */
 };
 
+/* The backend's open and close: the connection's state (redis_single.c's)
+ * and its own. */
 static int sentinel_be_open(lapse_redis *r)
 {
+    if (redis_single_open(r) < 0)
+        return -1;
     return (r->sn = calloc(1, sizeof *r->sn)) ? 0 : -1;
 }
 
 static void sentinel_be_close(lapse_redis *r)
 {
+    redis_single_close(r);
     if (!r->sn)
         return;
     lapse_conn_free(r->sn->conn);
