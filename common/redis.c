@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "clock.h"
 #include "redis_priv.h"
@@ -181,46 +180,34 @@ int lapse_redis_backoff_ms(const lapse_redis *r)
     return left > 0 ? (int)left : 0;
 }
 
-/* A command formatted here, then sent as argv, so that the backend routes
- * it by its key like any other. */
+/* One command, to the server its cmd says (the backend's append), and its
+ * reply. */
+static redisReply *redis_round_trip(lapse_redis *r, const struct redis_cmd *cmd)
+{
+    redisReply *reply = NULL;
+    if (r->be->append(r, cmd) < 0 || r->be->get_reply(r, &reply) < 0)
+        return NULL;
+    return reply;
+}
+
+/* A formatted command: its key read off the format (redis_cmd.c), so the
+ * backend routes it like any other; formatted once, by the connection. */
 static redisReply *redis_vcommand(lapse_redis *r, const char *fmt, va_list ap)
 {
-    char *cmd = NULL;
-    int len = redisvFormatCommand(&cmd, fmt, ap);
-    if (len < 0) {
-        redis_set_error(r, "redis %s: %s", r->name,
-                        len == -2 ? "a malformed command format" : "out of memory");
-        return NULL;
-    }
-    /* back into argv: *N then $len + bytes per argument, as hiredis wrote it */
-    enum { ARGS = 16 };
-    const char *small_argv[ARGS];
-    size_t small_len[ARGS];
-    const char **argv = small_argv;
-    size_t *argvlen = small_len;
-    const char *p = cmd + 1;
-    long n = strtol(p, (char **)&p, 10);
-    p += 2;
-    if (n > ARGS) {
-        argv = malloc((size_t)n * sizeof *argv);
-        argvlen = malloc((size_t)n * sizeof *argvlen);
-    }
+    va_list aq;
+    va_copy(aq, ap);
+    struct redis_cmd cmd;
+    int rc = redis_cmd_format(&cmd, fmt, &aq, -1);
     redisReply *reply = NULL;
-    if (n < 1 || !argv || !argvlen) {
-        redis_set_error(r, "redis %s: %s", r->name, n < 1 ? "an empty command" : "out of memory");
-    } else {
-        for (long i = 0; i < n; i++) {
-            size_t l = (size_t)strtoul(p + 1, (char **)&p, 10);
-            argv[i] = p + 2, argvlen[i] = l;
-            p += 2 + l + 2;
-        }
-        reply = lapse_redis_command_argv(r, (int)n, argv, argvlen);
-    }
-    if (argv != small_argv) {
-        free(argv);
-        free(argvlen);
-    }
-    redisFreeCommand(cmd);
+    if (rc < 0 || cmd.argc < 1)
+        redis_set_error(r, "redis %s: %s", r->name,
+                        rc == -2 ? "a malformed command format"
+                        : rc < 0 ? "out of memory"
+                                 : "an empty command");
+    else
+        reply = redis_round_trip(r, &cmd);
+    redis_cmd_done(&cmd);
+    va_end(aq);
     return reply;
 }
 
@@ -233,36 +220,12 @@ redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
     return reply;
 }
 
-/* Which argument of argv is the key a cluster routes by: the first key of
- * EVAL/EVALSHA, argv[1] of anything else; -1 for keyless commands. */
-static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
-{
-    if ((argvlen[0] == 4 && strncasecmp(argv[0], "EVAL", 4) == 0) ||
-        (argvlen[0] == 7 && strncasecmp(argv[0], "EVALSHA", 7) == 0))
-        return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
-    static const char *const keyless[] = {"INFO",  "WAIT",   "PING",   "CLUSTER",
-                                          "HELLO", "SCRIPT", "CLIENT", "TIME"};
-    for (size_t i = 0; i < sizeof keyless / sizeof keyless[0]; i++)
-        if (argvlen[0] == strlen(keyless[i]) && strncasecmp(argv[0], keyless[i], argvlen[0]) == 0)
-            return -1;
-    return argc > 1 ? 1 : -1;
-}
-
-/* One command, to the server of argv[key] or of slot (the backend's
- * append), and its reply. */
-static redisReply *redis_round_trip(lapse_redis *r, int argc, const char **argv,
-                                    const size_t *argvlen, int key, int slot)
-{
-    redisReply *reply = NULL;
-    if (r->be->append(r, argc, argv, argvlen, key, slot) < 0 || r->be->get_reply(r, &reply) < 0)
-        return NULL;
-    return reply;
-}
-
 redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    return redis_round_trip(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, redis_cmd_key_arg(argc, argv, argvlen), -1);
+    return redis_round_trip(r, &cmd);
 }
 
 int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
@@ -293,7 +256,9 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     v[2] = nk, l[2] = (size_t)nklen;
     memcpy(v + 3, argv, (size_t)argc * sizeof *v);
     memcpy(l + 3, argvlen, (size_t)argc * sizeof *l);
-    int rc = r->be->append(r, argc + 3, v, l, nkeys > 0 ? 3 : -1, -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc + 3, v, l, nkeys > 0 ? 3 : -1, -1);
+    int rc = r->be->append(r, &cmd);
     if (v != sv) {
         free(v);
         free(l);
@@ -303,7 +268,9 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen)
 {
-    return r->be->append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, redis_cmd_key_arg(argc, argv, argvlen), -1);
+    return r->be->append(r, &cmd);
 }
 
 int lapse_redis_send(lapse_redis *r)
@@ -404,13 +371,17 @@ const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
 int lapse_redis_append_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                             const size_t *argvlen)
 {
-    return r->be->append(r, argc, argv, argvlen, -1, slot);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, -1, slot);
+    return r->be->append(r, &cmd);
 }
 
 redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    return redis_round_trip(r, argc, argv, argvlen, -1, slot);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, -1, slot);
+    return redis_round_trip(r, &cmd);
 }
 
 int lapse_redis_wait_short(const lapse_redis *r, const char *addr)

@@ -10,6 +10,7 @@
 #ifndef LAPSE_REDIS_PRIV_H
 #define LAPSE_REDIS_PRIV_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "backoff.h"
@@ -25,6 +26,50 @@ struct redis_single;
 struct redis_cluster;
 struct redis_sentinel;
 struct redis_policy;
+
+/* How many of a format's first words redis_cmd_format composes: enough
+ * for EVAL's first key (EVAL script nkeys key). */
+#define REDIS_CMD_WORDS 4
+
+/*
+ * A command as the backends take it (redis_cmd.c): its words as argv, or
+ * a hiredis format with its arguments, formatted only when appended to a
+ * connection; with its name and its key read off either, for routing.
+ */
+struct redis_cmd {
+    int argc;              /* its words */
+    const char **argv;     /* the words (with argvlen), or NULL: fmt and ap */
+    const size_t *argvlen; /* (argv's) */
+    const char *fmt;       /* a hiredis format ... */
+    va_list *ap;           /* ... and its arguments (not consumed: each use copies) */
+    const char *name;      /* word 0 (namelen bytes) */
+    size_t namelen;        /* (name's) */
+    const char *key;       /* the key it is routed by (keylen bytes), or NULL: keyless */
+    size_t keylen;         /* (key's) */
+    int slot;              /* >= 0: to that slot's server, whatever its key */
+    char *own;             /* a format's first words (redis_cmd_done frees it) */
+};
+
+/* Which word of argv a cluster routes by: the first key of EVAL/EVALSHA,
+ * argv[1] of anything else; -1 for keyless commands. */
+int redis_cmd_key_arg(int argc, const char **argv, const size_t *argvlen);
+
+/* cmd for argv, routed by argv[key] (-1: keyless) or, with slot >= 0, to
+ * that slot's server. cmd points into argv: it lives no longer. */
+void redis_cmd_argv(struct redis_cmd *cmd, int argc, const char **argv, const size_t *argvlen,
+                    int key, int slot);
+
+/* cmd for a format and its arguments (*ap is only copied, never consumed:
+ * it must outlive cmd), its key found as redis_cmd_key_arg finds it, or
+ * with slot >= 0 routed to that slot's server. 0; -1 out of memory, -2 a
+ * format hiredis does not take. redis_cmd_done frees what it made, also
+ * after a failure. */
+int redis_cmd_format(struct redis_cmd *cmd, const char *fmt, va_list *ap, int slot);
+void redis_cmd_done(struct redis_cmd *cmd);
+
+/* Appends cmd to c's output (lapse_conn_append_argv or _vappend): 0, or -1
+ * (out of memory). */
+int redis_cmd_append(lapse_conn *c, const struct redis_cmd *cmd);
 
 /*
  * A backend: how a handle reaches its servers, one table of operations per
@@ -44,10 +89,9 @@ struct redis_backend {
     void (*close)(lapse_redis *r);      /* frees what open made (even a half-made state) */
     int (*ensure)(lapse_redis *r);      /* lapse_redis_ensure */
     int (*ready)(const lapse_redis *r); /* 1: a call now needs no connect first */
-    /* queues a command for the server of argv[key]'s slot (key -1: keyless)
-     * or, with slot >= 0, of that slot's */
-    int (*append)(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                  int slot);
+    /* queues cmd for the server of its key's slot (keyless: any) or, with
+     * cmd->slot >= 0, of that slot's */
+    int (*append)(lapse_redis *r, const struct redis_cmd *cmd);
     int (*send)(lapse_redis *r);
     int (*reply_fd)(lapse_redis *r);
     int (*get_reply)(lapse_redis *r, redisReply **reply);
@@ -76,8 +120,7 @@ int redis_single_open(lapse_redis *r);
 void redis_single_close(lapse_redis *r);
 int redis_single_ensure(lapse_redis *r);
 int redis_single_ready(const lapse_redis *r);
-int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                        int slot);
+int redis_single_append(lapse_redis *r, const struct redis_cmd *cmd);
 int redis_single_send(lapse_redis *r);
 int redis_single_reply_fd(lapse_redis *r);
 int redis_single_get_reply(lapse_redis *r, redisReply **reply);

@@ -166,13 +166,12 @@ int redis_single_ready(const lapse_redis *r)
     return r->one->c != NULL;
 }
 
-int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                        int slot)
+int redis_single_append(lapse_redis *r, const struct redis_cmd *cmd)
 {
-    (void)key, (void)slot; /* one server holds every slot */
+    /* (its key and slot do not matter: one server holds every slot) */
     if (redis_single_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append_argv(r->one->c, argc, argv, argvlen) == 0) {
+    if (redis_cmd_append(r->one->c, cmd) == 0) {
         r->one->pending++;
         return 0;
     }
