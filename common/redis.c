@@ -1,9 +1,11 @@
 /* redis — see redis.h. Connections are conn.h's; this module decides where
- * they go and keeps them up, through the node's backend (redis_priv.h): the
- * public calls are here, and what every backend shares. The one connection
- * of a plain or Sentinel node is redis_single.c's (the plain backend, and
- * most of the Sentinel one, whose primary redis_sentinel.c finds); a
- * cluster node is redis_cluster.c's. */
+ * they go and keeps them up, through the node's backend (redis_priv.h).
+ * Here: the public calls, each dispatched through the backend table
+ * (r->be), and what every backend shares: making and freeing the handle,
+ * the back-off between connects, loading the scripts on a connection and
+ * the handle's error. No backend's state is touched here: the plain one's
+ * is redis_single.c's, Sentinel's redis_sentinel.c's, a cluster's
+ * redis_cluster.c's, the maxmemory-policy check's redis_policy.c's. */
 #include "redis.h"
 
 #include <stdarg.h>
@@ -67,7 +69,6 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const
     } else if (node->nsentinels) {
         oom = 1;
     }
-    r->ns = cfg->ns;
     if (!(r->policy = redis_policy_new(cfg)))
         oom = 1;
     r->be = n->nseeds       ? &redis_backend_cluster

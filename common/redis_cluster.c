@@ -17,6 +17,10 @@
  * reads it again. ASK is not followed with ASKING: the slot is half
  * migrated, which lasts until the migration's SETSLOT, so the call is
  * retried, as after TRYAGAIN (a multi-key script during the same window).
+ *
+ * Its state is struct redis_cluster (r->cl), which no other file sees; a
+ * command comes as a struct redis_cmd (redis_cmd.c), its key already found,
+ * and is formatted once, by its route's connection.
  */
 #include <openssl/evp.h>
 #include <stdio.h>

@@ -1,11 +1,24 @@
 /*
  * redis_priv — the redis module's own: the handle's fields, its backends
- * and what its files share: redis.c (the public calls, what every backend
- * shares), redis_single.c (the one connection of a plain or Sentinel
- * node), redis_sentinel.c (finding a
- * Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
- * each command routed by its key's slot), redis_open.c (one authenticated
- * connection; its error replies told apart). Included by those files only.
+ * and what its files share. Included by these files only:
+ *   redis.c           the public calls, each dispatched through the node's
+ *                     backend, and what every backend shares (the handle's
+ *                     making, back-off, scripts, errors)
+ *   redis_cmd.c       a command as the backends take it (argv or a format)
+ *                     and the key a cluster routes it by
+ *   redis_single.c    the plain backend: one server's connection
+ *                     (struct redis_single), the Sentinel backend's too
+ *   redis_sentinel.c  the Sentinel backend's own: finding and confirming
+ *                     the primary (struct redis_sentinel)
+ *   redis_cluster.c   the Cluster backend: a connection per primary, each
+ *                     command routed by its key's slot (struct redis_cluster)
+ *   redis_policy.c    the maxmemory-policy check of each new connection to
+ *                     a primary (struct redis_policy)
+ *   redis_open.c      one authenticated connection; its error replies told
+ *                     apart
+ * Each backend's and the check's state is a struct of its own file, opaque
+ * to the others, reached through the handle (r->one, r->sn, r->cl,
+ * r->policy); what the handle itself holds is what every backend uses.
  */
 #ifndef LAPSE_REDIS_PRIV_H
 #define LAPSE_REDIS_PRIV_H
@@ -142,26 +155,25 @@ const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot);
 
 struct lapse_redis {
     const struct redis_backend *be; /* how it reaches its servers */
-    struct redis_single *one;       /* a plain or Sentinel node's connection (redis_single.c) */
-    struct redis_cluster *cl;       /* a Redis Cluster node's state (redis_cluster.c), or NULL */
-    struct redis_sentinel *sn;      /* a Sentinel node's state (redis_sentinel.c), or NULL */
-    lapse_tls *tls;                 /* node.tls: made at the first connect */
-    char *tls_files[4];             /* redis.tls: ca, cert, key, server_name */
+    struct redis_single *one;  /* a plain or Sentinel node's connection (redis_single.c), or NULL */
+    struct redis_cluster *cl;  /* a Redis Cluster node's state (redis_cluster.c), or NULL */
+    struct redis_sentinel *sn; /* a Sentinel node's state (redis_sentinel.c), or NULL */
+    lapse_tls *tls;            /* node.tls: made at the first connect */
+    char *tls_files[4];        /* redis.tls: ca, cert, key, server_name */
     char name[LAPSE_NODE_NAME_MAX]; /* the node's name: host:port, master name or "cluster" */
     char addr[300];                 /* host:port connected to (or last tried) */
     struct lapse_redis_node node;   /* deep copy of the config's entry */
-    const char *ns;                 /* the namespace (the config's) */
-    int connect_timeout_ms, command_timeout_ms;
-    char sha[LAPSE_SCRIPT_COUNT][41];
-    int64_t next_attempt_ms;      /* monotonic: earliest reconnect */
-    struct lapse_backoff backoff; /* between failed connects */
-    int connected_once;
-    int refused; /* the last connect failed for good (redis.h) */
-    uint64_t reconnects;
+    int connect_timeout_ms, command_timeout_ms; /* redis.connect_timeout_ms, command_timeout_ms */
+    char sha[LAPSE_SCRIPT_COUNT][41];           /* each script's SHA-1 (EVALSHA), in hex */
+    int64_t next_attempt_ms;                    /* monotonic: earliest reconnect */
+    struct lapse_backoff backoff;               /* between failed connects */
+    int connected_once;  /* 0 until the first connect (the policy check refuses then) */
+    int refused;         /* the last connect failed for good (redis.h) */
+    uint64_t reconnects; /* lapse_redis_reconnects */
     char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new) */
-    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT */
+    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT (one server's) */
     struct redis_policy *policy;        /* the maxmemory-policy check's state (redis_policy.c) */
-    char errstr[512];
+    char errstr[512];                   /* lapse_redis_errstr */
 };
 
 /* redis_policy.c: the check's state for a handle made from cfg

@@ -1,10 +1,14 @@
-/* redis_single — the one connection of a plain or Sentinel node (the
- * redis_single_ operations of redis_priv.h): the plain backend whole, and
- * the Sentinel one but for finding its primary (redis_sentinel.c). It
- * connects (authenticated, checked as a primary where it must be one, its
- * eviction policy checked), loads the scripts, pipelines commands and
- * WAITs, and drops the connection on any error that says the server is
- * gone or no longer the primary, to be found again by the next ensure. */
+/* redis_single — the plain backend (redis_backend_plain): one server's
+ * connection, as the redis_single_ operations of redis_priv.h, which the
+ * Sentinel backend shares (redis_sentinel.c finds its primary and confirms
+ * it). It connects (authenticated, checked as a primary where it must be
+ * one, its eviction policy checked), loads the scripts, pipelines commands
+ * and WAITs, and drops the connection on any error that says the server is
+ * gone or no longer the primary, to be found again by the next ensure. Its
+ * state is struct redis_single (r->one), which no other file sees.
+ * Invariants: pending counts the replies owed on c, and is 0 while c is
+ * NULL; scripts_loaded is 1 only while c is up, with every script loaded
+ * on it and no NOSCRIPT since. */
 #include "redis.h"
 
 #include <stdio.h>
