@@ -1,16 +1,17 @@
 /* redis — see redis.h. Connections are conn.h's; this module decides where
- * they go and keeps them up, through the node's backend (redis_priv.h): the
- * public calls are here, and what every backend shares. The one connection
- * of a plain or Sentinel node is redis_single.c's (the plain backend, and
- * most of the Sentinel one, whose primary redis_sentinel.c finds); a
- * cluster node is redis_cluster.c's. */
+ * they go and keeps them up, through the node's backend (redis_priv.h).
+ * Here: the public calls, each dispatched through the backend table
+ * (r->be), and what every backend shares: making and freeing the handle,
+ * the back-off between connects, loading the scripts on a connection and
+ * the handle's error. No backend's state is touched here: the plain one's
+ * is redis_single.c's, Sentinel's redis_sentinel.c's, a cluster's
+ * redis_cluster.c's, the maxmemory-policy check's redis_policy.c's. */
 #include "redis.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "clock.h"
 #include "redis_priv.h"
@@ -68,9 +69,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const
     } else if (node->nsentinels) {
         oom = 1;
     }
-    r->ns = cfg->ns;
-    r->accept_eviction = cfg->redis_accept_eviction;
-    r->policy_checked = cfg->redis_policy_checked;
+    if (!(r->policy = redis_policy_new(cfg)))
+        oom = 1;
     r->be = n->nseeds       ? &redis_backend_cluster
             : n->nsentinels ? &redis_backend_sentinel
                             : &redis_backend_plain;
@@ -93,16 +93,15 @@ void lapse_redis_free(lapse_redis *r)
 {
     if (!r)
         return;
-    lapse_conn_free(r->c);
     if (r->be && r->be->close)
         r->be->close(r);
+    redis_policy_free(r->policy);
     lapse_tls_free(r->tls);
     for (size_t i = 0; i < 4; i++)
         free(r->tls_files[i]);
     struct lapse_redis_node *n = &r->node;
     free(n->host);
     free(n->master);
-    lapse_conn_free(r->sentinel_conn);
     free(n->sentinel_username);
     free(n->sentinel_password);
     free(n->username);
@@ -119,8 +118,6 @@ void lapse_redis_free(lapse_redis *r)
 void lapse_redis_disconnect(lapse_redis *r)
 {
     r->be->disconnect(r);
-    r->scripts_loaded = 0;
-    r->pending = 0;
 }
 
 int redis_load_scripts_on(lapse_redis *r, lapse_conn *c, char *err, size_t size)
@@ -184,46 +181,34 @@ int lapse_redis_backoff_ms(const lapse_redis *r)
     return left > 0 ? (int)left : 0;
 }
 
-/* A command formatted here, then sent as argv, so that the backend routes
- * it by its key like any other. */
+/* One command, to the server its cmd says (the backend's append), and its
+ * reply. */
+static redisReply *redis_round_trip(lapse_redis *r, const struct redis_cmd *cmd)
+{
+    redisReply *reply = NULL;
+    if (r->be->append(r, cmd) < 0 || r->be->get_reply(r, &reply) < 0)
+        return NULL;
+    return reply;
+}
+
+/* A formatted command: its key read off the format (redis_cmd.c), so the
+ * backend routes it like any other; formatted once, by the connection. */
 static redisReply *redis_vcommand(lapse_redis *r, const char *fmt, va_list ap)
 {
-    char *cmd = NULL;
-    int len = redisvFormatCommand(&cmd, fmt, ap);
-    if (len < 0) {
-        redis_set_error(r, "redis %s: %s", r->name,
-                        len == -2 ? "a malformed command format" : "out of memory");
-        return NULL;
-    }
-    /* back into argv: *N then $len + bytes per argument, as hiredis wrote it */
-    enum { ARGS = 16 };
-    const char *small_argv[ARGS];
-    size_t small_len[ARGS];
-    const char **argv = small_argv;
-    size_t *argvlen = small_len;
-    const char *p = cmd + 1;
-    long n = strtol(p, (char **)&p, 10);
-    p += 2;
-    if (n > ARGS) {
-        argv = malloc((size_t)n * sizeof *argv);
-        argvlen = malloc((size_t)n * sizeof *argvlen);
-    }
+    va_list aq;
+    va_copy(aq, ap);
+    struct redis_cmd cmd;
+    int rc = redis_cmd_format(&cmd, fmt, &aq, -1);
     redisReply *reply = NULL;
-    if (n < 1 || !argv || !argvlen) {
-        redis_set_error(r, "redis %s: %s", r->name, n < 1 ? "an empty command" : "out of memory");
-    } else {
-        for (long i = 0; i < n; i++) {
-            size_t l = (size_t)strtoul(p + 1, (char **)&p, 10);
-            argv[i] = p + 2, argvlen[i] = l;
-            p += 2 + l + 2;
-        }
-        reply = lapse_redis_command_argv(r, (int)n, argv, argvlen);
-    }
-    if (argv != small_argv) {
-        free(argv);
-        free(argvlen);
-    }
-    redisFreeCommand(cmd);
+    if (rc < 0 || cmd.argc < 1)
+        redis_set_error(r, "redis %s: %s", r->name,
+                        rc == -2 ? "a malformed command format"
+                        : rc < 0 ? "out of memory"
+                                 : "an empty command");
+    else
+        reply = redis_round_trip(r, &cmd);
+    redis_cmd_done(&cmd);
+    va_end(aq);
     return reply;
 }
 
@@ -236,36 +221,12 @@ redisReply *lapse_redis_command(lapse_redis *r, const char *fmt, ...)
     return reply;
 }
 
-/* Which argument of argv is the key a cluster routes by: the first key of
- * EVAL/EVALSHA, argv[1] of anything else; -1 for keyless commands. */
-static int redis_key_arg(int argc, const char **argv, const size_t *argvlen)
-{
-    if ((argvlen[0] == 4 && strncasecmp(argv[0], "EVAL", 4) == 0) ||
-        (argvlen[0] == 7 && strncasecmp(argv[0], "EVALSHA", 7) == 0))
-        return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
-    static const char *const keyless[] = {"INFO",  "WAIT",   "PING",   "CLUSTER",
-                                          "HELLO", "SCRIPT", "CLIENT", "TIME"};
-    for (size_t i = 0; i < sizeof keyless / sizeof keyless[0]; i++)
-        if (argvlen[0] == strlen(keyless[i]) && strncasecmp(argv[0], keyless[i], argvlen[0]) == 0)
-            return -1;
-    return argc > 1 ? 1 : -1;
-}
-
-/* One command, to the server of argv[key] or of slot (the backend's
- * append), and its reply. */
-static redisReply *redis_round_trip(lapse_redis *r, int argc, const char **argv,
-                                    const size_t *argvlen, int key, int slot)
-{
-    redisReply *reply = NULL;
-    if (r->be->append(r, argc, argv, argvlen, key, slot) < 0 || r->be->get_reply(r, &reply) < 0)
-        return NULL;
-    return reply;
-}
-
 redisReply *lapse_redis_command_argv(lapse_redis *r, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    return redis_round_trip(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, redis_cmd_key_arg(argc, argv, argvlen), -1);
+    return redis_round_trip(r, &cmd);
 }
 
 int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int argc,
@@ -296,7 +257,9 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
     v[2] = nk, l[2] = (size_t)nklen;
     memcpy(v + 3, argv, (size_t)argc * sizeof *v);
     memcpy(l + 3, argvlen, (size_t)argc * sizeof *l);
-    int rc = r->be->append(r, argc + 3, v, l, nkeys > 0 ? 3 : -1, -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc + 3, v, l, nkeys > 0 ? 3 : -1, -1);
+    int rc = r->be->append(r, &cmd);
     if (v != sv) {
         free(v);
         free(l);
@@ -306,7 +269,9 @@ int lapse_redis_append_eval(lapse_redis *r, enum lapse_script s, int nkeys, int 
 
 int lapse_redis_append_argv(lapse_redis *r, int argc, const char **argv, const size_t *argvlen)
 {
-    return r->be->append(r, argc, argv, argvlen, redis_key_arg(argc, argv, argvlen), -1);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, redis_cmd_key_arg(argc, argv, argvlen), -1);
+    return r->be->append(r, &cmd);
 }
 
 int lapse_redis_send(lapse_redis *r)
@@ -328,9 +293,7 @@ int lapse_redis_get_reply(lapse_redis *r, redisReply **reply)
 int lapse_redis_noscript(lapse_redis *r, const redisReply *reply)
 {
     if (reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        if (r->be->noscript)
-            r->be->noscript(r);
-        r->scripts_loaded = 0;
+        r->be->noscript(r);
         return 1;
     }
     return 0;
@@ -373,10 +336,7 @@ int lapse_redis_wait(lapse_redis *r, int replicas, int timeout_ms)
 
 const char *lapse_redis_moved(lapse_redis *r)
 {
-    if (!r->moved_unread)
-        return NULL;
-    r->moved_unread = 0;
-    return r->moved;
+    return r->be->moved ? r->be->moved(r) : NULL;
 }
 
 const char *lapse_redis_errstr(const lapse_redis *r)
@@ -412,13 +372,17 @@ const struct lapse_cluster_map *lapse_redis_cluster_map(lapse_redis *r)
 int lapse_redis_append_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                             const size_t *argvlen)
 {
-    return r->be->append(r, argc, argv, argvlen, -1, slot);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, -1, slot);
+    return r->be->append(r, &cmd);
 }
 
 redisReply *lapse_redis_command_slot(lapse_redis *r, uint16_t slot, int argc, const char **argv,
                                      const size_t *argvlen)
 {
-    return redis_round_trip(r, argc, argv, argvlen, -1, slot);
+    struct redis_cmd cmd;
+    redis_cmd_argv(&cmd, argc, argv, argvlen, -1, slot);
+    return redis_round_trip(r, &cmd);
 }
 
 int lapse_redis_wait_short(const lapse_redis *r, const char *addr)

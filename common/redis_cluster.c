@@ -17,6 +17,10 @@
  * reads it again. ASK is not followed with ASKING: the slot is half
  * migrated, which lasts until the migration's SETSLOT, so the call is
  * retried, as after TRYAGAIN (a multi-key script during the same window).
+ *
+ * Its state is struct redis_cluster (r->cl), which no other file sees; a
+ * command comes as a struct redis_cmd (redis_cmd.c), its key already found,
+ * and is formatted once, by its route's connection.
  */
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -307,8 +311,7 @@ static int cluster_due_room(struct redis_cluster *cl)
     return 0;
 }
 
-static int cluster_append_slot(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                               int key, uint16_t slot)
+static int cluster_append_slot(lapse_redis *r, const struct redis_cmd *cmd, uint16_t slot)
 {
     struct redis_cluster *cl = r->cl;
     if (cluster_ensure(r) < 0)
@@ -327,25 +330,26 @@ static int cluster_append_slot(lapse_redis *r, int argc, const char **argv, cons
         return cluster_fail(r, 1);
     if (strcmp(r->addr, rt->addr) != 0) /* (a route may have been connected by a check) */
         snprintf(r->addr, sizeof r->addr, "%s", rt->addr);
-    if (lapse_conn_append_argv(rt->c, argc, argv, argvlen) < 0) {
+    if (redis_cmd_append(rt->c, cmd) < 0) {
         redis_set_error(r, "redis cluster: out of memory");
         return cluster_fail(r, 0);
     }
     /* keyless commands (INFO, PING) write nothing, nor do reads */
-    if (key >= 0 && !cluster_read_only(argv[0], argvlen[0])) {
-        cluster_tag(argv[key], argvlen[key], rt->tag);
+    if (cmd->key && !cluster_read_only(cmd->name, cmd->namelen)) {
+        cluster_tag(cmd->key, cmd->keylen, rt->tag);
         rt->wrote = 1;
     }
     cl->due[cl->head + cl->ndue++] = (size_t)(rt - cl->routes);
     return 0;
 }
 
-/* The backend's append: to slot's owner, or argv[key]'s (keyless: slot 0's). */
-static int cluster_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen,
-                          int key, int slot)
+/* The backend's append: to cmd->slot's owner, or its key's (keyless: slot 0's). */
+static int cluster_append(lapse_redis *r, const struct redis_cmd *cmd)
 {
-    uint16_t at = slot >= 0 ? (uint16_t)slot : key >= 0 ? lapse_slot(argv[key], argvlen[key]) : 0;
-    return cluster_append_slot(r, argc, argv, argvlen, key, at);
+    uint16_t at = cmd->slot >= 0 ? (uint16_t)cmd->slot
+                  : cmd->key     ? lapse_slot(cmd->key, cmd->keylen)
+                                 : 0;
+    return cluster_append_slot(r, cmd, at);
 }
 
 static int cluster_send(lapse_redis *r)
@@ -433,7 +437,9 @@ static int cluster_append_wait(lapse_redis *r, int replicas, int timeout_ms)
         int ml = snprintf(nms, sizeof nms, "%d", timeout_ms);
         const char *incr[] = {"INCR", key}, *wait[] = {"WAIT", nrep, nms};
         size_t incrl[] = {4, (size_t)kl}, waitl[] = {4, (size_t)rl, (size_t)ml};
-        if (cluster_append(r, 2, incr, incrl, 1, -1) < 0)
+        struct redis_cmd cmd;
+        redis_cmd_argv(&cmd, 2, incr, incrl, 1, -1);
+        if (cluster_append(r, &cmd) < 0)
             return -1;
         rt = &cl->routes[i]; /* (the append may have grown the routes) */
         /* WAIT is keyless: it goes where the INCR went */

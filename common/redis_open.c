@@ -1,6 +1,6 @@
 /*
  * redis_open — opening one authenticated connection for the redis module
- * (redis.c's nodes, redis_sentinel.c's sentinels, redis_cluster.c's
+ * (redis_single.c's nodes, redis_sentinel.c's sentinels, redis_cluster.c's
  * primaries), and telling its error replies apart: "never" (a refusal: a
  * wrong password, an ACL denial) from "not here, not now" (a failover in
  * progress). The files above call down into this one; it calls none of

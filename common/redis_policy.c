@@ -9,7 +9,7 @@
  * noeviction a full Redis refuses writes instead (OOM), which the producer
  * reports and retries, and firing frees memory.
  *
- * So every connection the redis module opens to a primary (redis.c's plain
+ * So every connection the redis module opens to a primary (redis_single.c's plain
  * and Sentinel nodes, at each reconnect and after each failover;
  * redis_cluster.c's every primary) is checked here right after AUTH and
  * SELECT, before it is used:
@@ -30,8 +30,10 @@
  * Whether maxmemory is 0 does not matter: it can be set at runtime, and a
  * managed service sets it itself.
  *
- * What to say is kept in the handle for the program to log
- * (lapse_redis_policy_news): this module never prints.
+ * What to say is kept in the handle's struct redis_policy (r->policy, seen
+ * by no other file) for the program to log (lapse_redis_policy_news): this
+ * module never prints. Invariant: msg and who are what to say while state
+ * is not REDIS_POLICY_OK.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +44,37 @@
 #include "redis_priv.h"
 
 #define REPEAT_MS (3600 * 1000) /* how often a standing warning is said again */
+
+enum redis_policy_state {
+    REDIS_POLICY_OK = 0,   /* noeviction (or not checked yet): nothing to say */
+    REDIS_POLICY_UNREAD,   /* the ACL denies reading it: said once */
+    REDIS_POLICY_ACCEPTED, /* evicting, with redis.accept_eviction: warned hourly */
+    REDIS_POLICY_EVICTING, /* evicting, found at a reconnect: an error hourly */
+};
+
+struct redis_policy {
+    int accept_eviction; /* redis.accept_eviction */
+    const char *checked; /* redis.policy_checked (the config's), or NULL */
+    int state;           /* enum redis_policy_state: what to say */
+    int64_t next_ms;     /* monotonic: when to say msg again */
+    char msg[512];       /* what lapse_redis_policy_news returns */
+    char who[300];       /* the server msg is about (a cluster handle has several primaries) */
+};
+
+struct redis_policy *redis_policy_new(const struct lapse_config *cfg)
+{
+    struct redis_policy *p = calloc(1, sizeof *p);
+    if (p) {
+        p->accept_eviction = cfg->redis_accept_eviction;
+        p->checked = cfg->redis_policy_checked;
+    }
+    return p;
+}
+
+void redis_policy_free(struct redis_policy *p)
+{
+    free(p);
+}
 
 int lapse_redis_policy_evicts(const char *policy)
 {
@@ -161,22 +194,24 @@ int lapse_redis_memory(lapse_redis *r, uint16_t slot, struct lapse_redis_memory 
  * does not hide a graver one of another primary. */
 static void policy_say(lapse_redis *r, int state, const char *who, const char *msg)
 {
-    if (!r->be->servers && state < r->policy_state && strcmp(who, r->policy_who) != 0)
+    struct redis_policy *p = r->policy;
+    if (!r->be->servers && state < p->state && strcmp(who, p->who) != 0)
         return;
-    r->policy_state = state;
-    r->policy_next_ms = 0;
-    snprintf(r->policy_msg, sizeof r->policy_msg, "%s", msg);
-    snprintf(r->policy_who, sizeof r->policy_who, "%s", who);
+    p->state = state;
+    p->next_ms = 0;
+    snprintf(p->msg, sizeof p->msg, "%s", msg);
+    snprintf(p->who, sizeof p->who, "%s", who);
 }
 
 int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err, size_t size)
 {
+    struct redis_policy *p = r->policy;
     struct lapse_redis_memory m;
     if (memory_on(c, &m, err, size) < 0)
         return -1;
-    char msg[sizeof r->policy_msg];
-    if (!m.policy[0] && r->policy_checked) {
-        snprintf(m.policy, sizeof m.policy, "%s", r->policy_checked);
+    char msg[sizeof p->msg];
+    if (!m.policy[0] && p->checked) {
+        snprintf(m.policy, sizeof m.policy, "%s", p->checked);
     } else if (!m.policy[0]) {
         /* once per process: several handles to one server say the same */
         static atomic_int said;
@@ -191,19 +226,18 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
     }
     if (!lapse_redis_policy_evicts(m.policy)) {
         /* (a cluster handle's other primaries keep what they said) */
-        if (r->policy_state != REDIS_POLICY_UNREAD &&
-            (r->be->servers || strcmp(who, r->policy_who) == 0))
-            r->policy_state = REDIS_POLICY_OK;
+        if (p->state != REDIS_POLICY_UNREAD && (r->be->servers || strcmp(who, p->who) == 0))
+            p->state = REDIS_POLICY_OK;
         return 0;
     }
     const char *fix = "CONFIG SET maxmemory-policy noeviction (on a managed service: its "
                       "maxmemory-policy parameter)";
-    if (r->accept_eviction) {
+    if (p->accept_eviction) {
         snprintf(msg, sizeof msg,
                  "redis %s: maxmemory-policy is %s: Redis may evict lapse's keys and lose "
                  "deadlines (redis.accept_eviction = true); fix: %s",
                  who, m.policy, fix);
-        if (r->policy_state != REDIS_POLICY_ACCEPTED)
+        if (p->state != REDIS_POLICY_ACCEPTED)
             policy_say(r, REDIS_POLICY_ACCEPTED, who, msg);
         return 0;
     }
@@ -224,15 +258,16 @@ int redis_policy_check(lapse_redis *r, lapse_conn *c, const char *who, char *err
 
 const char *lapse_redis_policy_news(lapse_redis *r, int *error)
 {
-    if (r->policy_state <= REDIS_POLICY_OK)
+    struct redis_policy *p = r->policy;
+    if (p->state <= REDIS_POLICY_OK)
         return NULL;
     int64_t now = lapse_clock_mono_ms();
-    if (now < r->policy_next_ms)
+    if (now < p->next_ms)
         return NULL;
-    *error = r->policy_state == REDIS_POLICY_EVICTING;
-    if (r->policy_state == REDIS_POLICY_UNREAD)
-        r->policy_state = REDIS_POLICY_OK; /* said once */
+    *error = p->state == REDIS_POLICY_EVICTING;
+    if (p->state == REDIS_POLICY_UNREAD)
+        p->state = REDIS_POLICY_OK; /* said once */
     else
-        r->policy_next_ms = now + REPEAT_MS;
-    return r->policy_msg;
+        p->next_ms = now + REPEAT_MS;
+    return p->msg;
 }

@@ -1,15 +1,29 @@
 /*
  * redis_priv — the redis module's own: the handle's fields, its backends
- * and what its files share: redis.c (the public calls, what every backend
- * shares), redis_single.c (the one connection of a plain or Sentinel
- * node), redis_sentinel.c (finding a
- * Sentinel node's primary), redis_cluster.c (a Redis Cluster as one node,
- * each command routed by its key's slot), redis_open.c (one authenticated
- * connection; its error replies told apart). Included by those files only.
+ * and what its files share. Included by these files only:
+ *   redis.c           the public calls, each dispatched through the node's
+ *                     backend, and what every backend shares (the handle's
+ *                     making, back-off, scripts, errors)
+ *   redis_cmd.c       a command as the backends take it (argv or a format)
+ *                     and the key a cluster routes it by
+ *   redis_single.c    the plain backend: one server's connection
+ *                     (struct redis_single), the Sentinel backend's too
+ *   redis_sentinel.c  the Sentinel backend's own: finding and confirming
+ *                     the primary (struct redis_sentinel)
+ *   redis_cluster.c   the Cluster backend: a connection per primary, each
+ *                     command routed by its key's slot (struct redis_cluster)
+ *   redis_policy.c    the maxmemory-policy check of each new connection to
+ *                     a primary (struct redis_policy)
+ *   redis_open.c      one authenticated connection; its error replies told
+ *                     apart
+ * Each backend's and the check's state is a struct of its own file, opaque
+ * to the others, reached through the handle (r->one, r->sn, r->cl,
+ * r->policy); what the handle itself holds is what every backend uses.
  */
 #ifndef LAPSE_REDIS_PRIV_H
 #define LAPSE_REDIS_PRIV_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "backoff.h"
@@ -21,7 +35,54 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
 
+struct redis_single;
 struct redis_cluster;
+struct redis_sentinel;
+struct redis_policy;
+
+/* How many of a format's first words redis_cmd_format composes: enough
+ * for EVAL's first key (EVAL script nkeys key). */
+#define REDIS_CMD_WORDS 4
+
+/*
+ * A command as the backends take it (redis_cmd.c): its words as argv, or
+ * a hiredis format with its arguments, formatted only when appended to a
+ * connection; with its name and its key read off either, for routing.
+ */
+struct redis_cmd {
+    int argc;              /* its words */
+    const char **argv;     /* the words (with argvlen), or NULL: fmt and ap */
+    const size_t *argvlen; /* (argv's) */
+    const char *fmt;       /* a hiredis format ... */
+    va_list *ap;           /* ... and its arguments (not consumed: each use copies) */
+    const char *name;      /* word 0 (namelen bytes) */
+    size_t namelen;        /* (name's) */
+    const char *key;       /* the key it is routed by (keylen bytes), or NULL: keyless */
+    size_t keylen;         /* (key's) */
+    int slot;              /* >= 0: to that slot's server, whatever its key */
+    char *own;             /* a format's first words (redis_cmd_done frees it) */
+};
+
+/* Which word of argv a cluster routes by: the first key of EVAL/EVALSHA,
+ * argv[1] of anything else; -1 for keyless commands. */
+int redis_cmd_key_arg(int argc, const char **argv, const size_t *argvlen);
+
+/* cmd for argv, routed by argv[key] (-1: keyless) or, with slot >= 0, to
+ * that slot's server. cmd points into argv: it lives no longer. */
+void redis_cmd_argv(struct redis_cmd *cmd, int argc, const char **argv, const size_t *argvlen,
+                    int key, int slot);
+
+/* cmd for a format and its arguments (*ap is only copied, never consumed:
+ * it must outlive cmd), its key found as redis_cmd_key_arg finds it, or
+ * with slot >= 0 routed to that slot's server. 0; -1 out of memory, -2 a
+ * format hiredis does not take. redis_cmd_done frees what it made, also
+ * after a failure. */
+int redis_cmd_format(struct redis_cmd *cmd, const char *fmt, va_list *ap, int slot);
+void redis_cmd_done(struct redis_cmd *cmd);
+
+/* Appends cmd to c's output (lapse_conn_append_argv or _vappend): 0, or -1
+ * (out of memory). */
+int redis_cmd_append(lapse_conn *c, const struct redis_cmd *cmd);
 
 /*
  * A backend: how a handle reaches its servers, one table of operations per
@@ -37,20 +98,18 @@ struct redis_cluster;
  * (redis.h); the others are said here.
  */
 struct redis_backend {
-    int (*open)(lapse_redis *r);        /* once the handle is filled: 0, or -1 (out of memory) */
-    void (*close)(lapse_redis *r);      /* frees what open made */
+    int (*open)(lapse_redis *r);        /* makes its state: 0, or -1 (out of memory) */
+    void (*close)(lapse_redis *r);      /* frees what open made (even a half-made state) */
     int (*ensure)(lapse_redis *r);      /* lapse_redis_ensure */
     int (*ready)(const lapse_redis *r); /* 1: a call now needs no connect first */
-    /* queues a command for the server of argv[key]'s slot (key -1: keyless)
-     * or, with slot >= 0, of that slot's */
-    int (*append)(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                  int slot);
+    /* queues cmd for the server of its key's slot (keyless: any) or, with
+     * cmd->slot >= 0, of that slot's */
+    int (*append)(lapse_redis *r, const struct redis_cmd *cmd);
     int (*send)(lapse_redis *r);
     int (*reply_fd)(lapse_redis *r);
     int (*get_reply)(lapse_redis *r, redisReply **reply);
-    void (*disconnect)(
-        lapse_redis *r);              /* drops every connection (the handle's state is redis.c's) */
-    void (*noscript)(lapse_redis *r); /* a NOSCRIPT reply: make every server load them again */
+    void (*disconnect)(lapse_redis *r); /* drops every connection and the replies owed */
+    void (*noscript)(lapse_redis *r);   /* a NOSCRIPT reply: make every server load them again */
     int (*append_wait)(lapse_redis *r, int replicas, int timeout_ms);
     int (*wait_reply)(lapse_redis *r, int replicas, int timeout_ms);
     int (*wait_short)(const lapse_redis *r, const char *addr);
@@ -59,7 +118,8 @@ struct redis_backend {
     /* one server: where it is now (host, port; NULL: the configured
      * address), and a look at it before each call (NULL: none) */
     int (*locate)(lapse_redis *r, char *host, size_t hsize, int *port);
-    int (*check)(lapse_redis *r);
+    int (*check)(lapse_redis *r);         /* called only while no reply is owed */
+    const char *(*moved)(lapse_redis *r); /* lapse_redis_moved (NULL: it never moves) */
     int must_be_primary; /* the server located may be a replica: make sure it is not */
     int servers;         /* 1: one server holds every key; 0: several (one per primary) */
 };
@@ -69,14 +129,16 @@ extern const struct redis_backend redis_backend_plain, redis_backend_sentinel,
 
 /* redis_single.c: the one connection of a plain or Sentinel node, as the backend
  * operations of that name (redis_sentinel.c's table uses them too). */
+int redis_single_open(lapse_redis *r);
+void redis_single_close(lapse_redis *r);
 int redis_single_ensure(lapse_redis *r);
 int redis_single_ready(const lapse_redis *r);
-int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                        int slot);
+int redis_single_append(lapse_redis *r, const struct redis_cmd *cmd);
 int redis_single_send(lapse_redis *r);
 int redis_single_reply_fd(lapse_redis *r);
 int redis_single_get_reply(lapse_redis *r, redisReply **reply);
 void redis_single_disconnect(lapse_redis *r);
+void redis_single_noscript(lapse_redis *r);
 int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms);
 int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms);
 int redis_single_wait_short(const lapse_redis *r, const char *addr);
@@ -87,53 +149,38 @@ const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot);
     .ensure = redis_single_ensure, .ready = redis_single_ready, .append = redis_single_append, \
     .send = redis_single_send, .reply_fd = redis_single_reply_fd,                              \
     .get_reply = redis_single_get_reply, .disconnect = redis_single_disconnect,                \
-    .append_wait = redis_single_append_wait, .wait_reply = redis_single_wait_reply,            \
-    .wait_short = redis_single_wait_short, .slot_owner = redis_single_slot_owner, .servers = 1
+    .noscript = redis_single_noscript, .append_wait = redis_single_append_wait,                \
+    .wait_reply = redis_single_wait_reply, .wait_short = redis_single_wait_short,              \
+    .slot_owner = redis_single_slot_owner, .servers = 1
 
 struct lapse_redis {
     const struct redis_backend *be; /* how it reaches its servers */
-    lapse_conn *c;                  /* one server's connection; NULL while disconnected */
-    struct redis_cluster *cl;       /* a Redis Cluster node's state (redis_cluster.c), or NULL */
-    lapse_tls *tls;                 /* node.tls: made at the first connect */
-    char *tls_files[4];             /* redis.tls: ca, cert, key, server_name */
+    struct redis_single *one;  /* a plain or Sentinel node's connection (redis_single.c), or NULL */
+    struct redis_cluster *cl;  /* a Redis Cluster node's state (redis_cluster.c), or NULL */
+    struct redis_sentinel *sn; /* a Sentinel node's state (redis_sentinel.c), or NULL */
+    lapse_tls *tls;            /* node.tls: made at the first connect */
+    char *tls_files[4];        /* redis.tls: ca, cert, key, server_name */
     char name[LAPSE_NODE_NAME_MAX]; /* the node's name: host:port, master name or "cluster" */
     char addr[300];                 /* host:port connected to (or last tried) */
     struct lapse_redis_node node;   /* deep copy of the config's entry */
-    const char *ns;                 /* the namespace (the config's) */
-    size_t sentinel_first;          /* the sentinel to ask first: the last that answered */
-    lapse_conn *sentinel_conn;      /* kept to confirm the primary (redis_sentinel_check) */
-    size_t sentinel_conn_at;        /* the sentinel it is connected to */
-    char moved[1024];               /* why it left a primary the sentinels replaced */
-    int moved_unread;               /* moved is news for lapse_redis_moved */
-    int64_t confirm_at_ms;          /* monotonic: when to confirm the primary next */
-    int confirm_failed;             /* confirmations in a row no sentinel answered */
-    int pending;                    /* replies owed on c (appended, not yet read) */
-    int connect_timeout_ms, command_timeout_ms;
-    char sha[LAPSE_SCRIPT_COUNT][41];
-    int scripts_loaded;           /* 0: load before the next call */
-    int64_t next_attempt_ms;      /* monotonic: earliest reconnect */
-    struct lapse_backoff backoff; /* between failed connects */
-    int connected_once;
-    int refused; /* the last connect failed for good (redis.h) */
-    uint64_t reconnects;
+    int connect_timeout_ms, command_timeout_ms; /* redis.connect_timeout_ms, command_timeout_ms */
+    char sha[LAPSE_SCRIPT_COUNT][41];           /* each script's SHA-1 (EVALSHA), in hex */
+    int64_t next_attempt_ms;                    /* monotonic: earliest reconnect */
+    struct lapse_backoff backoff;               /* between failed connects */
+    int connected_once;  /* 0 until the first connect (the policy check refuses then) */
+    int refused;         /* the last connect failed for good (redis.h) */
+    uint64_t reconnects; /* lapse_redis_reconnects */
     char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new) */
-    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT */
-    int accept_eviction;                /* redis.accept_eviction */
-    const char *policy_checked;         /* redis.policy_checked (the config's), or NULL */
-    int policy_state;                   /* enum redis_policy_state: what to say */
-    int64_t policy_next_ms;             /* monotonic: when to say policy_msg again */
-    char policy_msg[512];               /* what lapse_redis_policy_news returns */
-    char policy_who[300];               /* the server policy_msg is about (a cluster
-                                      * handle has several primaries) */
-    char errstr[512];
+    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT (one server's) */
+    struct redis_policy *policy;        /* the maxmemory-policy check's state (redis_policy.c) */
+    char errstr[512];                   /* lapse_redis_errstr */
 };
 
-enum redis_policy_state {
-    REDIS_POLICY_OK = 0,   /* noeviction (or not checked yet): nothing to say */
-    REDIS_POLICY_UNREAD,   /* the ACL denies reading it: said once */
-    REDIS_POLICY_ACCEPTED, /* evicting, with redis.accept_eviction: warned hourly */
-    REDIS_POLICY_EVICTING, /* evicting, found at a reconnect: an error hourly */
-};
+/* redis_policy.c: the check's state for a handle made from cfg
+ * (redis.accept_eviction, redis.policy_checked: cfg must outlive it), or
+ * NULL (out of memory); freed by redis_policy_free (accepts NULL). */
+struct redis_policy *redis_policy_new(const struct lapse_config *cfg);
+void redis_policy_free(struct redis_policy *p);
 
 /* redis_policy.c: checks maxmemory-policy on a fresh connection to a
  * primary (after AUTH and SELECT); who names it in messages. 0 (what to
@@ -186,9 +233,6 @@ int redis_gone(const char *msg);
 
 /* "host:port" ("[v6]:port" too) into host and port; 0, or -1 if malformed. */
 int redis_split_addr(const char *a, char *host, size_t hsize, int *port);
-
-/* How often a connected Sentinel node's primary is confirmed (ms). */
-#define REDIS_CONFIRM_EVERY_MS 1000
 
 /* redis_sentinel.c: 1 if the server on c is a primary, 0 if not, -1 with
  * err on failure (HELLO's role field: ROLE and INFO are @dangerous). */

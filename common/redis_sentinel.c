@@ -10,13 +10,15 @@
  * what is written there meanwhile is lost.
  *
  * The Sentinel backend (redis_priv.h) is the plain one's connection
- * (redis_single.c's redis_single_ operations) with two operations of its own,
- * locate and check, here. It calls into redis.c and redis_single.c for nothing else but the
- * helpers redis_priv.h declares for every part of the module (open, AUTH,
- * split an address, read a refusal, set the handle's error: the ones
- * redis_cluster.c uses too). Its state is in the
- * handle: where to start asking (r->sentinel_first) and the connection kept
- * for confirming (r->sentinel_conn).
+ * (redis_single.c's redis_single_ operations) with operations of its own
+ * here: open and close (its state), locate, check and moved. It calls into
+ * redis.c and redis_single.c for nothing else but the helpers redis_priv.h
+ * declares for every part of the module (open, AUTH, split an address,
+ * read a refusal, set the handle's error: the ones redis_cluster.c uses
+ * too). Its state is struct redis_sentinel (r->sn), which no other file
+ * sees: where to start asking, the connection kept for confirming, when to
+ * confirm next and why it last moved. Invariant: sn->conn, when set, is a
+ * connection to sentinel sn->conn_at.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,38 @@
 
 #include "clock.h"
 #include "redis_priv.h"
+
+/* How often a connected node's primary is confirmed (ms). */
+#define CONFIRM_EVERY_MS 1000
+
+struct redis_sentinel {
+    size_t first;          /* the sentinel to ask first: the last that answered */
+    lapse_conn *conn;      /* kept to confirm the primary (sentinel_check), or NULL */
+    size_t conn_at;        /* the sentinel conn is connected to */
+    char moved[1024];      /* why it left a primary the sentinels replaced */
+    int moved_unread;      /* moved is news for lapse_redis_moved */
+    int64_t confirm_at_ms; /* monotonic: when to confirm the primary next */
+    int confirm_failed;    /* confirmations in a row no sentinel answered */
+};
+
+/* The backend's open and close: the connection's state (redis_single.c's)
+ * and its own. */
+static int sentinel_be_open(lapse_redis *r)
+{
+    if (redis_single_open(r) < 0)
+        return -1;
+    return (r->sn = calloc(1, sizeof *r->sn)) ? 0 : -1;
+}
+
+static void sentinel_be_close(lapse_redis *r)
+{
+    redis_single_close(r);
+    if (!r->sn)
+        return;
+    lapse_conn_free(r->sn->conn);
+    free(r->sn);
+    r->sn = NULL;
+}
 
 /* Asks the sentinel on c where the node's primary is: 0 with host and port,
  * or -1 with the reason in `one` (*refused set for a refusal for good). */
@@ -73,16 +107,15 @@ static lapse_conn *sentinel_open(lapse_redis *r, size_t i, int connect_ms, int r
     return c;
 }
 
-/* Asks the sentinels, in turn from the one that answered last, where the
- * node's primary is. 0 with host and port, or -1 with errstr naming every
- * sentinel's failure. */
 /* Asks the node's sentinels, in turn from the one that answered last
- * (r->sentinel_first, updated), where its primary is (the backend's
- * locate). 0 with host and port (r->addr set), or -1 with r->errstr naming
+ * (sn->first, updated), where its primary is (the backend's locate). 0
+ * with host and port, the next confirmation a second away (they were just
+ * asked), or -1 with r->errstr naming
  * every sentinel's failure and r->refused set if one refused for good. */
 static int sentinel_locate(lapse_redis *r, char *host, size_t hsize, int *port)
 {
     const struct lapse_redis_node *n = &r->node;
+    struct redis_sentinel *sn = r->sn;
     char why[400] = "", one[200];
     size_t wl = 0;
     int refused = 0;
@@ -91,18 +124,19 @@ static int sentinel_locate(lapse_redis *r, char *host, size_t hsize, int *port)
         return -1;
     }
     for (size_t k = 0; k < n->nsentinels; k++) {
-        size_t i = (r->sentinel_first + k) % n->nsentinels;
+        size_t i = (sn->first + k) % n->nsentinels;
         lapse_conn *c = sentinel_open(r, i, r->connect_timeout_ms, r->command_timeout_ms, one,
                                       sizeof one, &refused);
         if (c)
             sentinel_ask(r, c, host, hsize, port, one, sizeof one, &refused);
         lapse_conn_free(c);
         if (c && !one[0]) {
-            r->sentinel_first = i;
-            if (r->sentinel_conn && r->sentinel_conn_at != i) { /* confirm with this one too */
-                lapse_conn_free(r->sentinel_conn);
-                r->sentinel_conn = NULL;
+            sn->first = i;
+            if (sn->conn && sn->conn_at != i) { /* confirm with this one too */
+                lapse_conn_free(sn->conn);
+                sn->conn = NULL;
             }
+            sn->confirm_at_ms = lapse_clock_mono_ms() + CONFIRM_EVERY_MS;
             return 0;
         }
         int w =
@@ -122,31 +156,32 @@ static int sentinel_locate(lapse_redis *r, char *host, size_t hsize, int *port)
 
 /* Whether the sentinels still name r->addr as the node's primary: 1 yes,
  * 0 no (named says which server they name), -1 when none could be asked.
- * Keeps one sentinel's connection open between calls (r->sentinel_conn,
+ * Keeps one sentinel's connection open between calls (sn->conn,
  * to the sentinel the connection was found through), so a call costs one
  * round trip; a sentinel that does not answer costs one wait of
  * CONFIRM_TIMEOUT_MS (on a new link a TLS handshake or AUTH, one more
  * each), and the next call asks the next sentinel. */
 static int sentinel_confirm(lapse_redis *r, char *named, size_t size)
 {
+    struct redis_sentinel *sn = r->sn;
     char host[256], one[200];
     int port, refused = 0;
     int ms =
         r->connect_timeout_ms < CONFIRM_TIMEOUT_MS ? r->connect_timeout_ms : CONFIRM_TIMEOUT_MS;
-    if (!r->sentinel_conn) {
-        r->sentinel_conn = sentinel_open(r, r->sentinel_first, ms, ms, one, sizeof one, &refused);
-        r->sentinel_conn_at = r->sentinel_first;
+    if (!sn->conn) {
+        sn->conn = sentinel_open(r, sn->first, ms, ms, one, sizeof one, &refused);
+        sn->conn_at = sn->first;
     }
-    if (r->sentinel_conn && sentinel_ask(r, r->sentinel_conn, host, sizeof host, &port, one,
-                                         sizeof one, &refused) == 0) {
+    if (sn->conn &&
+        sentinel_ask(r, sn->conn, host, sizeof host, &port, one, sizeof one, &refused) == 0) {
         snprintf(named, size, "%s:%d", host, port);
         return strcmp(named, r->addr) == 0;
     }
     /* (not asked again now, on a new link or the next sentinel: a sentinel
      * that hangs costs one wait per confirmation) */
-    lapse_conn_free(r->sentinel_conn);
-    r->sentinel_conn = NULL;
-    r->sentinel_first = (r->sentinel_first + 1) % r->node.nsentinels; /* the next one next time */
+    lapse_conn_free(sn->conn);
+    sn->conn = NULL;
+    sn->first = (sn->first + 1) % r->node.nsentinels; /* the next one next time */
     return -1;
 }
 
@@ -156,38 +191,39 @@ static int sentinel_confirm(lapse_redis *r, char *named, size_t size)
 
 /*
  * The backend's check: confirms a connected node's primary with a sentinel,
- * once every REDIS_CONFIRM_EVERY_MS and only while no reply is owed
- * (replies still owed would be lost with the connection). When the
+ * once every CONFIRM_EVERY_MS (redis_single.c calls it only while no reply
+ * is owed: replies still owed would be lost with the connection). When the
  * sentinels name another server it drops the connection, for the next
- * ensure to connect where they say at once (r->moved says why). When no
+ * ensure to connect where they say at once (sn->moved says why). When no
  * sentinel answers, the primary in use is kept (an outage of the sentinels
  * alone is no reason to leave it) and the next try waits twice as long.
  * Returns -1 when it dropped the connection, else 0.
  */
 static int sentinel_check(lapse_redis *r)
 {
+    struct redis_sentinel *sn = r->sn;
     int64_t now = lapse_clock_mono_ms();
-    if (now < r->confirm_at_ms || r->pending)
+    if (now < sn->confirm_at_ms)
         return 0;
     char named[sizeof r->addr];
     int rc = sentinel_confirm(r, named, sizeof named);
-    int64_t every = REDIS_CONFIRM_EVERY_MS;
+    int64_t every = CONFIRM_EVERY_MS;
     if (rc < 0) {
-        r->confirm_failed += r->confirm_failed < 16;
-        every <<= r->confirm_failed;
+        sn->confirm_failed += sn->confirm_failed < 16;
+        every <<= sn->confirm_failed;
         if (every > CONFIRM_FAILED_MAX_MS)
             every = CONFIRM_FAILED_MAX_MS;
     } else {
-        r->confirm_failed = 0;
+        sn->confirm_failed = 0;
     }
-    r->confirm_at_ms = lapse_clock_mono_ms() + every;
+    sn->confirm_at_ms = lapse_clock_mono_ms() + every;
     if (rc != 0)
         return 0;
-    snprintf(r->moved, sizeof r->moved,
+    snprintf(sn->moved, sizeof sn->moved,
              "redis %s: the sentinels now name %s as the primary, not %s (failed over): "
              "following",
              r->name, named, r->addr);
-    r->moved_unread = 1;
+    sn->moved_unread = 1;
     lapse_redis_disconnect(r);
     r->next_attempt_ms = 0; /* (nothing failed: connect now) */
     return -1;
@@ -218,9 +254,17 @@ int redis_is_primary(lapse_conn *c, char *err, size_t size)
     return rc;
 }
 
+/* The backend's moved: lapse_redis_moved. */
+static const char *sentinel_moved(lapse_redis *r)
+{
+    if (!r->sn->moved_unread)
+        return NULL;
+    r->sn->moved_unread = 0;
+    return r->sn->moved;
+}
+
 const struct redis_backend redis_backend_sentinel = {
-    REDIS_SINGLE_OPS,
-    .locate = sentinel_locate,
-    .check = sentinel_check,
+    REDIS_SINGLE_OPS,          .open = sentinel_be_open, .close = sentinel_be_close,
+    .locate = sentinel_locate, .check = sentinel_check,  .moved = sentinel_moved,
     .must_be_primary = 1,
 };

@@ -1,10 +1,14 @@
-/* redis_single — the one connection of a plain or Sentinel node (the
- * redis_single_ operations of redis_priv.h): the plain backend whole, and
- * the Sentinel one but for finding its primary (redis_sentinel.c). It
- * connects (authenticated, checked as a primary where it must be one, its
- * eviction policy checked), loads the scripts, pipelines commands and
- * WAITs, and drops the connection on any error that says the server is
- * gone or no longer the primary, to be found again by the next ensure. */
+/* redis_single — the plain backend (redis_backend_plain): one server's
+ * connection, as the redis_single_ operations of redis_priv.h, which the
+ * Sentinel backend shares (redis_sentinel.c finds its primary and confirms
+ * it). It connects (authenticated, checked as a primary where it must be
+ * one, its eviction policy checked), loads the scripts, pipelines commands
+ * and WAITs, and drops the connection on any error that says the server is
+ * gone or no longer the primary, to be found again by the next ensure. Its
+ * state is struct redis_single (r->one), which no other file sees.
+ * Invariants: pending counts the replies owed on c, and is 0 while c is
+ * NULL; scripts_loaded is 1 only while c is up, with every script loaded
+ * on it and no NOSCRIPT since. */
 #include "redis.h"
 
 #include <stdio.h>
@@ -14,10 +18,37 @@
 #include "clock.h"
 #include "redis_priv.h"
 
+struct redis_single {
+    lapse_conn *c;      /* the server's connection; NULL while disconnected */
+    int pending;        /* replies owed on c (appended, not yet read) */
+    int scripts_loaded; /* 0: load them on c before the next call */
+};
+
+int redis_single_open(lapse_redis *r)
+{
+    return (r->one = calloc(1, sizeof *r->one)) ? 0 : -1;
+}
+
+void redis_single_close(lapse_redis *r)
+{
+    if (!r->one)
+        return;
+    lapse_conn_free(r->one->c);
+    free(r->one);
+    r->one = NULL;
+}
+
 void redis_single_disconnect(lapse_redis *r)
 {
-    lapse_conn_free(r->c);
-    r->c = NULL;
+    lapse_conn_free(r->one->c);
+    r->one->c = NULL;
+    r->one->scripts_loaded = 0;
+    r->one->pending = 0;
+}
+
+void redis_single_noscript(lapse_redis *r)
+{
+    r->one->scripts_loaded = 0; /* (the connection stays: the next ensure loads them) */
 }
 
 /* An append ran out of memory: whatever it queued (a part of a command, or
@@ -32,8 +63,8 @@ static void redis_append_failed(lapse_redis *r)
 /* Drops the connection after an I/O error, keeping its reason. */
 static void redis_fail(lapse_redis *r, const char *what)
 {
-    if (r->c)
-        redis_set_error(r, "redis %s: %s: %s", r->name, what, lapse_conn_errstr(r->c));
+    if (r->one->c)
+        redis_set_error(r, "redis %s: %s: %s", r->name, what, lapse_conn_errstr(r->one->c));
     lapse_redis_disconnect(r);
 }
 
@@ -58,12 +89,12 @@ static int redis_failover_reply(lapse_redis *r, redisReply *reply)
 static int redis_load_scripts(lapse_redis *r)
 {
     char err[300];
-    if (redis_load_scripts_on(r, r->c, err, sizeof err) < 0) {
+    if (redis_load_scripts_on(r, r->one->c, err, sizeof err) < 0) {
         redis_set_error(r, "redis %s: %s", r->name, err);
         lapse_redis_disconnect(r);
         return -1;
     }
-    r->scripts_loaded = 1;
+    r->one->scripts_loaded = 1;
     return 0;
 }
 
@@ -106,25 +137,24 @@ static int redis_connect(lapse_redis *r)
         redis_set_error(r, "redis %s: %s", who, err);
         return -1;
     }
-    r->c = c;
+    r->one->c = c;
     return 0;
 }
 
 int redis_single_ensure(lapse_redis *r)
 {
-    if (r->c && r->be->check)
+    if (r->one->c && !r->one->pending && r->be->check)
         r->be->check(r); /* (may drop it: connected again below) */
-    if (r->c && r->scripts_loaded)
+    if (r->one->c && r->one->scripts_loaded)
         return 0;
     int fresh = 0;
-    if (!r->c) {
+    if (!r->one->c) {
         int64_t now = lapse_clock_mono_ms();
         if (now < r->next_attempt_ms)
             return -1; /* errstr still says why the last attempt failed */
         if (redis_connect(r) < 0)
             return redis_retry_after(r, now);
         fresh = 1;
-        r->confirm_at_ms = now + REDIS_CONFIRM_EVERY_MS; /* (they were just asked) */
     }
     if (redis_load_scripts(r) < 0)
         return redis_retry_after(r, lapse_clock_mono_ms());
@@ -137,17 +167,16 @@ int redis_single_ensure(lapse_redis *r)
 
 int redis_single_ready(const lapse_redis *r)
 {
-    return r->c != NULL;
+    return r->one->c != NULL;
 }
 
-int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_t *argvlen, int key,
-                        int slot)
+int redis_single_append(lapse_redis *r, const struct redis_cmd *cmd)
 {
-    (void)key, (void)slot; /* one server holds every slot */
+    /* (its key and slot do not matter: one server holds every slot) */
     if (redis_single_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append_argv(r->c, argc, argv, argvlen) == 0) {
-        r->pending++;
+    if (redis_cmd_append(r->one->c, cmd) == 0) {
+        r->one->pending++;
         return 0;
     }
     redis_append_failed(r);
@@ -156,11 +185,11 @@ int redis_single_append(lapse_redis *r, int argc, const char **argv, const size_
 
 int redis_single_send(lapse_redis *r)
 {
-    if (!r->c) {
+    if (!r->one->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
     }
-    if (lapse_conn_flush(r->c) == 0)
+    if (lapse_conn_flush(r->one->c) == 0)
         return 0;
     redis_fail(r, "write");
     return -1;
@@ -168,20 +197,20 @@ int redis_single_send(lapse_redis *r)
 
 int redis_single_reply_fd(lapse_redis *r)
 {
-    return r->c && r->pending > 0 ? lapse_conn_fd(r->c) : -1;
+    return r->one->c && r->one->pending > 0 ? lapse_conn_fd(r->one->c) : -1;
 }
 
 int redis_single_get_reply(lapse_redis *r, redisReply **reply)
 {
     *reply = NULL;
-    if (!r->c) {
+    if (!r->one->c) {
         redis_set_error(r, "redis %s: not connected", r->name);
         return -1;
     }
     redisReply *rep = NULL;
-    if (r->pending > 0)
-        r->pending--;
-    if (lapse_conn_reply(r->c, &rep) < 0) {
+    if (r->one->pending > 0)
+        r->one->pending--;
+    if (lapse_conn_reply(r->one->c, &rep) < 0) {
         redis_fail(r, "reply");
         return -1;
     }
@@ -195,9 +224,9 @@ int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
     if (redis_single_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append(r->c, "INCR %s", r->wait_key) == 0 &&
-        lapse_conn_append(r->c, "WAIT %d %d", replicas, timeout_ms) == 0) {
-        r->pending += 2;
+    if (lapse_conn_append(r->one->c, "INCR %s", r->wait_key) == 0 &&
+        lapse_conn_append(r->one->c, "WAIT %d %d", replicas, timeout_ms) == 0) {
+        r->one->pending += 2;
         return 0;
     }
     redis_append_failed(r);
@@ -244,4 +273,8 @@ const char *redis_single_slot_owner(lapse_redis *r, uint16_t slot)
     return r->addr;
 }
 
-const struct redis_backend redis_backend_plain = {REDIS_SINGLE_OPS};
+const struct redis_backend redis_backend_plain = {
+    REDIS_SINGLE_OPS,
+    .open = redis_single_open,
+    .close = redis_single_close,
+};
