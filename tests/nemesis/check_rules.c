@@ -324,6 +324,26 @@ static int restarts_between(const struct idv *v, const size_t *owner, size_t own
     return 0;
 }
 
+/* Whether repeat oi has an event of seq 2 one period after event e
+ * (owner[]: op index + 1). */
+static int next_of(const struct idv *v, const size_t *owner, size_t oi, const struct event *e)
+{
+    for (size_t ej = 0; ej < v->nevs; ej++)
+        if (owner[ej] == oi + 1 && v->evs[ej].seq == 2 &&
+            v->evs[ej].deadline == e->deadline + v->ops[oi].period)
+            return 1;
+    return 0;
+}
+
+/* Whether repeat oi has an event of seq 1. */
+static int has_seq1(const struct idv *v, const size_t *owner, size_t oi)
+{
+    for (size_t ej = 0; ej < v->nevs; ej++)
+        if (owner[ej] == oi + 1 && v->evs[ej].seq == 1)
+            return 1;
+    return 0;
+}
+
 static void rule_repeat(const struct idv *v)
 {
     size_t nev = v->nevs;
@@ -372,6 +392,25 @@ static void rule_repeat(const struct idv *v)
                     !restarts_between(v, owner, owner[ei], e->fired, v->evs[ej].fired);
         for (size_t oi = owner[ei] - 1; clash && oi-- > 0;)
             if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e)) {
+                owner[ei] = oi + 1;
+                break;
+            }
+    }
+    /* A seq 1 that two repeats hold goes to the later one (the latest
+     * wins, above). When the earlier one then has no seq 1 of its own but
+     * a seq 2 one period after it, while the later one has no seq 2 after
+     * it, the event is the earlier one's: the later one (an op whose
+     * outcome was unknown) was never applied (seed 49). */
+    for (size_t ei = 0; ei < nev; ei++) {
+        const struct event *e = &v->evs[ei];
+        if (!owner[ei] || e->seq != 1)
+            continue;
+        size_t later = owner[ei] - 1;
+        if (next_of(v, owner, later, e))
+            continue;
+        for (size_t oi = later; oi-- > 0;)
+            if (v->ops[oi].op == OP_REPEAT && repeat_holds(&v->ops[oi], e) &&
+                !has_seq1(v, owner, oi) && next_of(v, owner, oi, e)) {
                 owner[ei] = oi + 1;
                 break;
             }

@@ -389,6 +389,20 @@ TEST(nemesis_repeat)
         "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+1300,\"fired_ms\":T+1301,\"seq\":1}",
         ACK(1, "T+900"), NULL};
     CHECK(run(absolute) == 1u << (NM_REPEAT - 1));
+    /* a seq 1 on the first points of two repeats, the later one's outcome
+     * unknown (its ack failed): its seq 2 and 3 one and two periods of the
+     * earlier one after it make it the earlier one's (seed 49) */
+    const char *unknown_later[] = {
+        OP(1, "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":2600,\"period_ms\":2339,\"sent_ms\":T+0"),
+        ACK(1, "T+500"),
+        OP(2,
+           "\"op\":\"repeat\",\"id\":\"c-1\",\"in_ms\":150,\"period_ms\":3321,\"sent_ms\":T+2800"),
+        "H {\"t\":\"ack\",\"w\":\"client\",\"n\":2,\"ack_ms\":T+3300,\"ok\":false}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+3050,\"fired_ms\":T+3051,\"seq\":1}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+5389,\"fired_ms\":T+5390,\"seq\":2}",
+        "E {\"type\":\"timeout\",\"id\":\"c-1\",\"deadline_ms\":T+7728,\"fired_ms\":T+7729,\"seq\":3}",
+        NULL};
+    CHECK(run(unknown_later) == 0);
     /* applied again, with an earlier silent repeat of the ID: the count
      * started again is the latest repeat's, not the earlier one's (seed 22,
      * k-63); at an at_ms already past it starts with the same first
