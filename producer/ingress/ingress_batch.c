@@ -135,8 +135,7 @@ static rd_kafka_topic_partition_list_t *first_offsets(lapse_ingress *ing, int re
     return l;
 }
 
-/* Seeks the partitions of l to their offsets (frees l). */
-static int seek_back(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l)
+int ingress_seek_back(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l)
 {
     /* librdkafka before 2.1.0 reads seek_partitions' timeout as microseconds
      * (librdkafka PR #4230), so a busy fetcher "times out" within 5 ms. A
@@ -188,7 +187,7 @@ int ingress_batch_failed(lapse_ingress *ing, const char *why)
                       "ingress: %zu messages not applied (%s): not committed, reading them "
                       "again in %d ms",
                       ing->n - ing->first, why, ing->backoff_ms);
-    if (seek_back(ing, first_offsets(ing, 0)) < 0)
+    if (ingress_seek_back(ing, first_offsets(ing, 0)) < 0)
         ing->fatal = 1;
     ingress_release(ing);
     ingress_lap(ing, LAPSE_STAGE_COMMIT);
@@ -239,7 +238,7 @@ static int ingress_batch_partial(lapse_ingress *ing, const char *why, int sync)
                       "ingress: %zu of %zu messages not applied (%s): the partitions holding "
                       "them are read again from the first in %d ms, the others committed",
                       failed, ing->n - ing->first, why, ing->backoff_ms);
-    if (seek_back(ing, again) < 0)
+    if (ingress_seek_back(ing, again) < 0)
         ing->fatal = 1;
     else
         commit_list(ing, done, sync);

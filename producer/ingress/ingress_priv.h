@@ -62,7 +62,9 @@ struct lapse_ingress {
     int backoff_ms;               /* the last back-off; 0 after a settled batch */
     struct lapse_backoff backoff; /* its steps (jittered: backoff.h) */
     int in_rebalance;             /* ingress_settle() called from the rebalance callback */
-    int fatal;                    /* stop serving and commit nothing more */
+    rd_kafka_queue_t *queue;      /* the consumer's queue (read_some) */
+    rd_kafka_topic_partition_list_t *revoked; /* revoked during the read call, or NULL */
+    int fatal;                                /* stop serving and commit nothing more */
     struct lapse_ingress_stats st, st_logged;
     int64_t stats_at; /* monotonic ms of the last counters line */
     struct lapse_log_limit lim_bad, lim_retry, lim_kafka;
@@ -82,8 +84,12 @@ struct lapse_ingress {
  * add per lap, several a message, showed in profiles). */
 static inline uint64_t ingress_now_ns(void)
 {
+    /* The coarse clock (a tick of 1-4 ms) costs a fraction of the precise
+     * one, read several times a message. Summed laps stay right: each
+     * tick falls in exactly one stage, so a stage's share of the ticks is
+     * its share of the time, and the stages still add up to the wall. */
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -120,6 +126,10 @@ void ingress_advance(lapse_ingress *ing);
 
 /* Slot i is not understood: count, log, copy. */
 void ingress_mark_bad(lapse_ingress *ing, size_t i, const char *why, enum lapse_ingress_reject r);
+
+/* Seeks the partitions of l to their offsets, so they are read again from
+ * there (frees l); 0, or -1 (logged) when one could not be. */
+int ingress_seek_back(lapse_ingress *ing, rd_kafka_topic_partition_list_t *l);
 
 /* The batch could not be settled: commit nothing of it, read it again.
  * Returns -1. */
