@@ -39,6 +39,8 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const
     if (!r)
         return NULL;
     int oom = 0;
+    r->index = index;
+    snprintf(r->wait_prefix, sizeof r->wait_prefix, "%s", wait_prefix);
     struct lapse_redis_node *n = &r->node;
     n->host = redis_dup(node->host, &oom);
     n->port = node->port;
@@ -82,8 +84,6 @@ lapse_redis *lapse_redis_new(const struct lapse_config *cfg, size_t index, const
     r->command_timeout_ms = cfg->redis_command_timeout_ms;
     lapse_backoff_init(&r->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     lapse_node_name(node, r->name, sizeof r->name);
-    snprintf(r->wait_prefix, sizeof r->wait_prefix, "%s", wait_prefix);
-    snprintf(r->wait_key, sizeof r->wait_key, "%s:%zu", wait_prefix, index);
     if (node->host)
         snprintf(r->addr, sizeof r->addr, "%s:%d", node->host, node->port);
     return r;

@@ -170,8 +170,8 @@ struct lapse_redis {
     int connected_once;  /* 0 until the first connect (the policy check refuses then) */
     int refused;         /* the last connect failed for good (redis.h) */
     uint64_t reconnects; /* lapse_redis_reconnects */
-    char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new) */
-    char wait_key[LAPSE_NS_MAX + 32];   /* wait_prefix:N, INCRed before each WAIT (one server's) */
+    size_t index;        /* the node's place in redis.nodes */
+    char wait_prefix[LAPSE_NS_MAX + 8]; /* "NS:w" (lapse_redis_new): WAIT's keys start so */
     struct redis_policy *policy;        /* the maxmemory-policy check's state (redis_policy.c) */
     char errstr[512];                   /* lapse_redis_errstr */
 };

@@ -19,14 +19,18 @@
 #include "redis_priv.h"
 
 struct redis_single {
-    lapse_conn *c;      /* the server's connection; NULL while disconnected */
-    int pending;        /* replies owed on c (appended, not yet read) */
-    int scripts_loaded; /* 0: load them on c before the next call */
+    lapse_conn *c;                    /* the server's connection; NULL while disconnected */
+    int pending;                      /* replies owed on c (appended, not yet read) */
+    int scripts_loaded;               /* 0: load them on c before the next call */
+    char wait_key[LAPSE_NS_MAX + 32]; /* wait_prefix:index, INCRed before each WAIT */
 };
 
 int redis_single_open(lapse_redis *r)
 {
-    return (r->one = calloc(1, sizeof *r->one)) ? 0 : -1;
+    if (!(r->one = calloc(1, sizeof *r->one)))
+        return -1;
+    snprintf(r->one->wait_key, sizeof r->one->wait_key, "%s:%zu", r->wait_prefix, r->index);
+    return 0;
 }
 
 void redis_single_close(lapse_redis *r)
@@ -224,7 +228,7 @@ int redis_single_append_wait(lapse_redis *r, int replicas, int timeout_ms)
 {
     if (redis_single_ensure(r) < 0)
         return -1;
-    if (lapse_conn_append(r->one->c, "INCR %s", r->wait_key) == 0 &&
+    if (lapse_conn_append(r->one->c, "INCR %s", r->one->wait_key) == 0 &&
         lapse_conn_append(r->one->c, "WAIT %d %d", replicas, timeout_ms) == 0) {
         r->one->pending += 2;
         return 0;
@@ -240,7 +244,7 @@ int redis_single_wait_reply(lapse_redis *r, int replicas, int timeout_ms)
         return -1;
     int counted = incr->type == REDIS_REPLY_INTEGER;
     if (!counted)
-        redis_set_error(r, "redis %s: INCR %s: %.200s", r->name, r->wait_key,
+        redis_set_error(r, "redis %s: INCR %s: %.200s", r->name, r->one->wait_key,
                         incr->type == REDIS_REPLY_ERROR ? incr->str : "unexpected reply");
     freeReplyObject(incr);
     if (lapse_redis_get_reply(r, &reply) < 0)

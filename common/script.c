@@ -1,5 +1,10 @@
 #include "script.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
 extern const char lapse_lua_apply[], lapse_lua_claim[], lapse_lua_ack[], lapse_lua_acquire[],
     lapse_lua_release[], lapse_lua_take[], lapse_lua_seed[], lapse_lua_drop[], lapse_lua_sleep[],
     lapse_lua_moved[], lapse_lua_forget[];
@@ -15,4 +20,17 @@ const char *lapse_script_source(enum lapse_script s)
         [LAPSE_SCRIPT_FORGET] = lapse_lua_forget,
     };
     return src[s];
+}
+
+enum lapse_fence lapse_script_fence(const struct redisReply *r, long long *epoch)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR)
+        return LAPSE_FENCE_NONE;
+    if (strncmp(r->str, "FENCED", 6) == 0 && (r->str[6] == ' ' || r->str[6] == '\0'))
+        return LAPSE_FENCE_LOCK;
+    if (strncmp(r->str, "STALE", 5) != 0 || (r->str[5] != ' ' && r->str[5] != '\0'))
+        return LAPSE_FENCE_NONE;
+    if (epoch)
+        *epoch = r->str[5] ? strtoll(r->str + 6, NULL, 10) : 0;
+    return LAPSE_FENCE_STALE;
 }

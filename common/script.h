@@ -21,6 +21,30 @@ enum lapse_script {
     LAPSE_SCRIPT_COUNT
 };
 
+/* apply.lua's op heads (its header): an op's one tag from the producer's
+ * API (enum lapse_op, mapped once when submitted) to the script. */
+enum lapse_apply_op {
+    LAPSE_APPLY_TOUCH = 't',
+    LAPSE_APPLY_EXTEND = 'e', /* a watch too, with the flag W */
+    LAPSE_APPLY_REPEAT = 'r',
+    LAPSE_APPLY_CANCEL = 'c',
+};
+
+/* apply.lua's reply when it is an array (else the number of ops that
+ * changed something), by name: */
+enum lapse_apply_part {
+    LAPSE_APPLY_CHANGED, /* the number of ops that changed something */
+    LAPSE_APPLY_MOVED,   /* with the old shard's keys: a flag per "M ?" op, else "" */
+    LAPSE_APPLY_NOW,     /* when an op's time was relative: the shard's clock, ms */
+};
+
+/* take.lua's state of a twin (LAPSE_TAKE_STATE below) */
+enum lapse_take_state {
+    LAPSE_TAKE_TAKEN = 't',  /* taken: leased to the caller, to seed then drop */
+    LAPSE_TAKE_BUSY = 'b',   /* in flight: a scanner's claim holds it */
+    LAPSE_TAKE_ABSENT = 'a', /* not in the old shard */
+};
+
 /* take.lua's reply, by name: the lease (element 0), then for each ID asked
  * LAPSE_TAKE_PARTS elements (its header says what each holds). */
 enum lapse_take_part {
@@ -34,5 +58,27 @@ enum lapse_take_part {
 
 /* The Lua source of script `s`. */
 const char *lapse_script_source(enum lapse_script s);
+
+/*
+ * The fences, one convention for every script. A script that checks the
+ * shard's layout epoch (apply, take, seed, claim, sleep) answers the error
+ * "STALE <epoch>" (the shard's, newer than the caller's) and changes
+ * nothing: the caller reloads the layout and routes again. A script that
+ * checks the shard's lock (claim, sleep, ack, forget) answers the error
+ * "FENCED lock not held" and changes nothing: the caller lost the shard. Decoded here
+ * only.
+ */
+enum lapse_fence {
+    LAPSE_FENCE_NONE = 0, /* no fence: the script's own reply (or another error) */
+    LAPSE_FENCE_STALE,    /* the layout changed: *epoch is the shard's */
+    LAPSE_FENCE_LOCK,     /* the lock is not the caller's */
+};
+
+struct redisReply;
+
+/* Which fence, if any, reply r is; with LAPSE_FENCE_STALE and `epoch`,
+ * the shard's epoch in *epoch (0 when the reply does not say). r may be
+ * NULL (no reply: no fence). */
+enum lapse_fence lapse_script_fence(const struct redisReply *r, long long *epoch);
 
 #endif

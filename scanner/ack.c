@@ -115,6 +115,11 @@ void scanner_ack(lapse_scanner *s, int force)
             lapse_redis_eval(s->node, LAPSE_SCRIPT_ACK, LAPSE_SHARD_NKEYS, n, argv, argvlen);
         METRIC_SET(s, redis_up,
                    r != NULL); /* as scanner_eval: acks go past it for their argv size */
+        if (lapse_script_fence(r, NULL) == LAPSE_FENCE_LOCK) {
+            freeReplyObject(r);
+            scanner_fenced(s);
+            return;
+        }
         if (!r || r->type != REDIS_REPLY_INTEGER) {
             scanner_redis_error(s, "ack", s->node, r);
             if (r)
@@ -122,11 +127,6 @@ void scanner_ack(lapse_scanner *s, int force)
             return;
         }
         long long settled = r->integer;
-        if (settled < 0) {
-            freeReplyObject(r);
-            scanner_fenced(s);
-            return;
-        }
         METRIC_ADD(s, settled, (uint64_t)settled);
         freeReplyObject(r);
         /* what was sent: `groups` batches, the last one up to `rest` */

@@ -150,16 +150,6 @@ struct claim_reply {
     long count;                                        /* IDs claimed */
 };
 
-/* The fence in a claim's reply: -1 (the lock is not ours), -2 (the layout
- * changed: { -2, epoch }), or 0 when r is no fence. */
-static long long claim_fenced(const redisReply *r)
-{
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->elements <= 2 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer < 0)
-        return r->element[0]->integer == -1 ? -1 : -2;
-    return 0;
-}
-
 /* Decodes r into c. Returns 0, or -1 when r is not a claim's reply (c is
  * then left as it was, in part). */
 static int claim_decode(const redisReply *r, struct claim_reply *c)
@@ -231,14 +221,14 @@ int scanner_claim(lapse_scanner *s, int want)
         r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
         METRIC_SET(s, redis_up, r != NULL);
     }
-    long long why = claim_fenced(r);
-    if (why < 0) {
+    enum lapse_fence fence = lapse_script_fence(r, NULL);
+    if (fence != LAPSE_FENCE_NONE) {
         freeReplyObject(r);
-        if (why == -1) {
+        if (fence == LAPSE_FENCE_LOCK) {
             scanner_fenced(s);
             return -1;
         }
-        /* -2: the layout changed under us. Right after a fence the new
+        /* the layout changed under us. Right after a fence the new
          * layout may not be published yet: then wait a little. */
         int64_t was = s->layout.epoch;
         scanner_reload(s);

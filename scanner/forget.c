@@ -42,8 +42,7 @@ void scanner_forget(lapse_scanner *s, int64_t now)
         r->element[F_CURSOR]->type != REDIS_REPLY_STRING ||
         r->element[F_FORGOTTEN]->type != REDIS_REPLY_INTEGER ||
         r->element[F_OFFLINE]->type != REDIS_REPLY_INTEGER) {
-        if (!(r && r->type == REDIS_REPLY_ARRAY &&
-              r->elements == 1)) /* ({ -1 }: fenced, the claim says so) */
+        if (lapse_script_fence(r, NULL) != LAPSE_FENCE_LOCK) /* (fenced: the claim says so) */
             scanner_redis_error(s, "forget", s->node, r);
         if (r)
             freeReplyObject(r);

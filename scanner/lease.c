@@ -278,13 +278,16 @@ int scanner_acquire(lapse_scanner *s)
     snprintf(lease, sizeof lease, "%d", s->cfg->scanner_lease_ms);
     const char *args[2] = {s->token, lease};
     redisReply *r = scanner_eval(s, LAPSE_SCRIPT_ACQUIRE, args, NULL, 2);
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    /* acquire.lua's reply: { 1, recovered } (ours now) or { 0, holder } */
+    enum { A_GOT, A_RECOVERED, A_HOLDER = A_RECOVERED, A_PARTS };
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != A_PARTS ||
+        r->element[A_GOT]->type != REDIS_REPLY_INTEGER) {
         scanner_redis_error(s, "acquire", s->node, r);
         if (r)
             freeReplyObject(r);
         return 0;
     }
-    int got = r->element[0]->integer == 1;
+    int got = r->element[A_GOT]->integer == 1;
     if (got) {
         s->active = 1;
         s->term++;
@@ -292,13 +295,13 @@ int scanner_acquire(lapse_scanner *s)
         s->backlog_refill_ms = lapse_clock_mono_ms();
         s->seen_below = 0; /* what fell due meanwhile waited (claim.c: scanner_seen) */
         METRIC_INC(s, takeovers);
-        METRIC_ADD(s, recovered, (uint64_t)r->element[1]->integer);
+        METRIC_ADD(s, recovered, (uint64_t)r->element[A_RECOVERED]->integer);
         METRIC_SET(s, lease_held, 1);
         log_info("shard %u: active (token %s); %lld in-flight IDs of a previous holder due again",
-                 s->shard, s->token, r->element[1]->integer);
+                 s->shard, s->token, r->element[A_RECOVERED]->integer);
         s->standby_holder[0] = '\0';
-    } else if (r->element[1]->type == REDIS_REPLY_STRING) {
-        scanner_standby_log(s, r->element[1]->str);
+    } else if (r->element[A_HOLDER]->type == REDIS_REPLY_STRING) {
+        scanner_standby_log(s, r->element[A_HOLDER]->str);
     }
     freeReplyObject(r);
     return got;

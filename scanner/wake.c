@@ -89,14 +89,13 @@ static int nap_renew(lapse_scanner *s, int full)
     redisReply *r = lapse_redis_eval(s->node, LAPSE_SCRIPT_SLEEP, 6, 10, argv, len);
     METRIC_SET(s, redis_up, r != NULL);
     int64_t mono = lapse_clock_mono_ms();
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1) {
+    enum lapse_fence fence = lapse_script_fence(r, NULL);
+    if (fence == LAPSE_FENCE_LOCK) {
         freeReplyObject(r);
         scanner_fenced(s);
         return -1;
     }
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -2) {
+    if (fence == LAPSE_FENCE_STALE) {
         freeReplyObject(r); /* a split: the claim reloads the layout */
         s->renewed_ms = mono;
         return 0;

@@ -4,8 +4,9 @@
 -- ARGV[1] token, then groups: lease (the lease of one claim, claim.lua),
 -- count n, then n IDs of that claim; or lease, -n: all n IDs of that
 -- claim, not listed (a claim acknowledged whole: no argument per ID)
--- Returns the number of IDs settled, or -1 when the lock is not ours (fenced:
--- nothing changed; the new holder redelivers those IDs).
+-- Returns the number of IDs settled, or the error "FENCED lock not held"
+-- when the lock is not ours (nothing changed; the new holder redelivers
+-- those IDs).
 --
 -- A claim's record in f (lib/inflight.lua) is what holds its one-shot IDs
 -- (claim.lua took them out of the zset): settling them is deleting them
@@ -33,7 +34,7 @@
 -- #include inflight
 -- #include watch
 local z, p, f, r, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
-if redis.call('GET', lock) ~= ARGV[1] then return -1 end
+if redis.call('GET', lock) ~= ARGV[1] then return redis.error_reply('FENCED lock not held') end
 local now -- (read when a repeating ID is re-armed)
 local settled = 0
 local sh = bk_open(z, p, r)

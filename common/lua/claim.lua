@@ -6,8 +6,9 @@
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
 -- take, ARGV[6] the scanner's layout epoch
 -- Returns { now_ms, lease, next_ms, due_left, extras, claimed, returned },
--- or { -1 } when the lock is not ours: this scanner is fenced off, or
--- { -2, epoch } when the layout changed (a split): reload it first.
+-- or the error "FENCED lock not held" when the lock is not ours (this
+-- scanner is fenced off), or "STALE <epoch>" when the layout changed (a
+-- split): reload it first. (Every script's fences: common/script.h.)
 --   lease:     this claim's lease, "<ms>.25": the field of its record in f
 --              (lib/inflight.lua) and the score of its repeating IDs
 --   next_ms:   the lowest score left in the zset after the claim, or -1
@@ -49,9 +50,9 @@
 -- #include inflight
 local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 local sh = bk_open(z, p, r)
-if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
+if redis.call('GET', lock) ~= ARGV[1] then return redis.error_reply('FENCED lock not held') end
 local epoch = tonumber(redis.call('GET', e) or 0)
-if tonumber(ARGV[6]) < epoch then return { -2, epoch } end
+if tonumber(ARGV[6]) < epoch then return redis.error_reply('STALE ' .. epoch) end
 local lease_ms = tonumber(ARGV[3])
 -- the lock lives 90 % of the lease: standbys poll every 10 %, so one takes
 -- over within lease_ms of the holder's last renewal

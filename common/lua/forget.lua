@@ -8,11 +8,11 @@
 -- start), ARGV[4] records to look at, about, ARGV[5] how old a busy record
 -- must be to be forgotten, ms (longer than a timeout can stay in flight)
 -- Returns { next cursor ("0": the pass ended), forgotten, offline IDs now },
--- or { -1 } when the lock is not ours.
+-- or the error "FENCED lock not held" when the lock is not ours.
 -- #include watch
 local z, lock = KEYS[1], KEYS[2]
 local sh = bk_open(z, lock)
-if redis.call('GET', lock) ~= ARGV[1] then return { -1 } end
+if redis.call('GET', lock) ~= ARGV[1] then return redis.error_reply('FENCED lock not held') end
 local count = tonumber(redis.call('GET', bk_key(sh, 'n')) or 0)
 if not bk_has(sh, 'o') then return { '0', 0, count } end
 local t = redis.call('TIME')

@@ -7,9 +7,10 @@
 -- ARGV[1] token, ARGV[2] the lock's life in ms, ARGV[3] the mark the
 -- scanner knows, or "" to be told the Redis time in any case, ARGV[4] the
 -- scanner's layout epoch
--- Returns { -1 } when the lock is not ours (fenced); { -2 } when the
--- layout changed (a split: the scanner claims, and claim.lua tells it
--- more); { 0 } when the mark is still ARGV[3]; else { now_ms, mark }:
+-- Returns the error "FENCED lock not held" when the lock is not ours; the
+-- error "STALE <epoch>" when the layout changed (a split: the scanner
+-- claims, and claim.lua tells it more); { 0 } when the mark is still
+-- ARGV[3]; else { now_ms, mark }:
 -- mark the shard's lowest score ("inf" when the shard is empty), or when a
 -- claim record runs out if that is earlier, as it now stands in s.
 --
@@ -29,8 +30,8 @@ while string.byte(z, at) == string.byte(s, at) do at = at + 1 end
 local k = string.sub(z, 1, at - 1) .. 'k' .. string.sub(z, at + 1)
 local cur = redis.pcall('MGET', lock, s, e, c, k)
 if cur.err then return redis.error_reply('TRYAGAIN shard keys moving (' .. cur.err .. ')') end
-if cur[1] ~= ARGV[1] then return { -1 } end
-if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return { -2 } end
+if cur[1] ~= ARGV[1] then return redis.error_reply('FENCED lock not held') end
+if tonumber(cur[3] or 0) > tonumber(ARGV[4]) then return redis.error_reply('STALE ' .. cur[3]) end
 -- (p and r named from z: a split bucket moves them; opened before the
 -- first write: lib/bucket.lua)
 local sh = bk_open(z, s, nil, cur[5])

@@ -222,16 +222,17 @@ static enum fold producer_fold_effect(const struct producer_op *x, const struct 
     case LAPSE_OP_TOUCH:
     case LAPSE_OP_REPEAT:
         /* a payload-less y keeps the stored payload: only fine if x left it */
-        return y_payload || (!x->has_payload && x->op != 'c') ? FOLD_REPLACE : FOLD_NONE;
+        return y_payload || (!x->has_payload && x->op != LAPSE_APPLY_CANCEL) ? FOLD_REPLACE
+                                                                             : FOLD_NONE;
     case LAPSE_OP_EXTEND:
     case LAPSE_OP_WATCH:
-        if (x->op == 'c') /* nothing pending: the extend sets, like a touch */
+        if (x->op == LAPSE_APPLY_CANCEL) /* nothing pending: the extend sets, like a touch */
             return y_payload ? FOLD_TOUCH : FOLD_NONE;
         if (x->kind != y->when_kind)
             return FOLD_NONE;
         if (y_when <= x->when_ms) /* pending is at least x's time already */
             return FOLD_DROP;
-        if (x->op == 'e')
+        if (x->op == LAPSE_APPLY_EXTEND)
             return y_payload || !x->has_payload ? FOLD_REPLACE : FOLD_NONE;
         return FOLD_TOUCH; /* pending is exactly x's time; y moves it */
     }
@@ -244,7 +245,8 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
     enum fold f = producer_fold_effect(x, y, y_when);
     /* x turned recovery off and y keeps it as it is: y alone (or x made a
      * touch) would leave on a watch queued before x */
-    if ((f == FOLD_REPLACE || f == FOLD_TOUCH) && (x->op == 'c' || x->op == 'r') &&
+    if ((f == FOLD_REPLACE || f == FOLD_TOUCH) &&
+        (x->op == LAPSE_APPLY_CANCEL || x->op == LAPSE_APPLY_REPEAT) &&
         (y->op == LAPSE_OP_TOUCH || y->op == LAPSE_OP_EXTEND))
         return FOLD_NONE;
     return f;
@@ -254,11 +256,11 @@ static enum fold producer_fold(const struct producer_op *x, const struct lapse_c
 static int producer_fill(lapse_producer *p, struct producer_op *op, const struct lapse_cmd *y,
                          int64_t when, uint64_t tag)
 {
-    static const char codes[] = {[LAPSE_OP_TOUCH] = 't',
-                                 [LAPSE_OP_EXTEND] = 'e',
-                                 [LAPSE_OP_REPEAT] = 'r',
-                                 [LAPSE_OP_CANCEL] = 'c',
-                                 [LAPSE_OP_WATCH] = 'e'};
+    static const char codes[] = {[LAPSE_OP_TOUCH] = LAPSE_APPLY_TOUCH,
+                                 [LAPSE_OP_EXTEND] = LAPSE_APPLY_EXTEND,
+                                 [LAPSE_OP_REPEAT] = LAPSE_APPLY_REPEAT,
+                                 [LAPSE_OP_CANCEL] = LAPSE_APPLY_CANCEL,
+                                 [LAPSE_OP_WATCH] = LAPSE_APPLY_EXTEND};
     op->op = codes[y->op];
     op->recover = y->op == LAPSE_OP_WATCH;
     op->kind = y->when_kind;
@@ -352,7 +354,7 @@ static int producer_send_queue(lapse_producer *p, char *errstr, size_t size)
 /* An extend without payload: it only ever moves a deadline later. */
 static int producer_bare_extend(const struct producer_op *op)
 {
-    return op->op == 'e' && !op->has_payload;
+    return op->op == LAPSE_APPLY_EXTEND && !op->has_payload;
 }
 
 /*
@@ -466,7 +468,7 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
             if (producer_fill(p, x, cmd, when, tag) < 0)
                 goto oom;
             if (f == FOLD_TOUCH) {
-                x->op = 't';
+                x->op = LAPSE_APPLY_TOUCH;
                 x->period_ms = 0;
             }
             if (keep_payload) {

@@ -35,9 +35,13 @@
 #define MOVED_BYTES (MOVED_MAX * 32) /* ID bytes it holds at most */
 #define LAYOUT_REREAD_MS 1000        /* a send reads a layout this old again (send.c) */
 
+/* producer_op.twin of an op taken whose seed call failed (the twin is left
+ * to its lease) */
+#define SEND_TWIN_UNSEEDED 'f'
+
 struct producer_op {
     uint64_t hash; /* lapse_hash of the ID */
-    char op;       /* 't' touch, 'e' extend, 'r' repeat, 'c' cancel (apply.lua) */
+    char op;       /* enum lapse_apply_op (script.h): apply.lua's head */
     int recover;   /* with 'e': a watch, recovery on (apply.lua's flag W) */
     int has_payload;
     enum lapse_when_kind kind; /* of when_ms */
@@ -58,8 +62,8 @@ struct producer_op {
     int moving;            /* during a split: shard != old_shard */
     int local;             /* moving, and both shards on one node: apply.lua
                                   finds the twin itself ("M ?"), no take/seed/drop */
-    char twin;             /* take.lua's verdict: 0 not asked, 'a', 't', 'b'; 'f' taken
-                                  but the seed call failed (left to the lease) */
+    char twin;             /* take.lua's verdict: 0 not asked, enum lapse_take_state
+                                  (script.h), or SEND_TWIN_UNSEEDED */
     int64_t twin_deadline; /* 't'/'b': the twin's deadline */
     int twin_has_pl;       /* 't': the twin's payload, repeat and lease */
     size_t twin_pl_off, twin_pl_len, twin_rep_off, twin_rep_len, lease_off, lease_len;

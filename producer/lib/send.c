@@ -56,12 +56,12 @@
 
 static int want_taken(const struct producer_op *op)
 {
-    return op->twin == 't';
+    return op->twin == LAPSE_TAKE_TAKEN;
 }
 /* what drop.lua removes: a taken twin, and a watch record carried over */
 static int want_dropped(const struct producer_op *op)
 {
-    return op->twin == 't' || op->has_watch;
+    return op->twin == LAPSE_TAKE_TAKEN || op->has_watch;
 }
 
 /* What a phase returns: SEND_OK to go on to the next, SEND_DONE when the

@@ -24,11 +24,6 @@
 
 #define ARGV_MAX (2 * LAPSE_SHARD_NKEYS + 3 + 7 * APPLY_CHUNK)
 
-static int send_stale(const redisReply *r)
-{
-    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5) == 0;
-}
-
 /* Appends node n's calls to its pipeline, and with redis.wait_replicas a
  * WAIT after them unless the send is pipelined (confirm.c confirms those);
  * the number of calls in *sent. */
@@ -66,12 +61,12 @@ static int send_append(struct send *s, size_t n, size_t *sent)
 static void send_pin(struct send *s, const struct send_call *call, const redisReply *r)
 {
     long long now = -1;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING)
-        now = strtoll(r->element[2]->str, NULL, 10);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > LAPSE_APPLY_NOW &&
+        r->element[LAPSE_APPLY_NOW]->type == REDIS_REPLY_STRING)
+        now = strtoll(r->element[LAPSE_APPLY_NOW]->str, NULL, 10);
     for (size_t i = 0; i < call->count; i++) {
         struct producer_op *op = &s->p->ops[call->ops[i]];
-        if (now >= 0 && op->kind == LAPSE_WHEN_REL && op->op != 'c') {
+        if (now >= 0 && op->kind == LAPSE_WHEN_REL && op->op != LAPSE_APPLY_CANCEL) {
             op->kind = LAPSE_WHEN_ABS;
             op->when_ms += now;
         }
@@ -88,7 +83,7 @@ static int send_reply(struct send *s, size_t n, const struct send_call *call,
     lapse_producer *p = s->p;
     if (lapse_redis_noscript(p->nodes[n], reply)) /* every one of the pipeline's */
         return rc == SEND_OK ? SEND_RETRY : rc;   /* not executed: send again after reloading */
-    if (send_stale(reply))
+    if (lapse_script_fence(reply, NULL) == LAPSE_FENCE_STALE)
         return SEND_STALE;
     int refused = reply->type == REDIS_REPLY_ERROR;
     switch (call->script) {

@@ -73,7 +73,7 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
  * a repeat. */
 int send_forgets(const struct producer_op *op)
 {
-    return op->op == 'c' || op->op == 'r';
+    return op->op == LAPSE_APPLY_CANCEL || op->op == LAPSE_APPLY_REPEAT;
 }
 
 /* Where each op applies under the current layout; forgets twins. An ID
@@ -164,10 +164,10 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
 {
     char *h = nums[0];
     size_t hl = 0;
-    int busy = op->moving && op->twin == 'b'; /* its twin is in flight */
+    int busy = op->moving && op->twin == LAPSE_TAKE_BUSY; /* its twin is in flight */
     int inherit = busy && op->inherit_len > 0;
     h[hl++] = op->op;
-    if (op->op == 'r')
+    if (op->op == LAPSE_APPLY_REPEAT)
         h[hl++] = 'R';
     if (op->has_payload)
         h[hl++] = 'P';
@@ -179,14 +179,14 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'W'; /* (takes no argument) */
     if (op->has_watch && !send_forgets(op))
         h[hl++] = 'O'; /* (a cancel's or repeat's would be forgotten at once) */
-    if (op->op == 'r' && op->sent)
+    if (op->op == LAPSE_APPLY_REPEAT && op->sent)
         h[hl++] = 'G'; /* (takes no argument) */
-    if (op->op != 'c')
+    if (op->op != LAPSE_APPLY_CANCEL)
         hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
                                (long long)op->when_ms);
     v[n] = h, l[n++] = hl;
     v[n] = p->arena + op->id_off, l[n++] = op->id_len;
-    if (op->op == 'r')
+    if (op->op == LAPSE_APPLY_REPEAT)
         l[n] = (size_t)snprintf(nums[1], 32, "%lld", (long long)op->period_ms), v[n++] = nums[1];
     if (op->has_payload)
         v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
@@ -207,8 +207,8 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
  * the batch (so taking it out of order changes nothing), outside a split. */
 static int send_plain(const struct producer_op *op)
 {
-    return op->op == 'e' && op->kind == LAPSE_WHEN_ABS && !op->has_payload && !op->moving &&
-           !op->shared && !op->recover;
+    return op->op == LAPSE_APPLY_EXTEND && op->kind == LAPSE_WHEN_ABS && !op->has_payload &&
+           !op->moving && !op->shared && !op->recover;
 }
 
 /* apply.lua's argv after the epoch: the count of plain pairs, the pairs
@@ -269,7 +269,7 @@ int send_build(struct send *s, const struct send_call *c)
             v[n] = id, l[n++] = op->id_len;
             break;
         case LAPSE_SCRIPT_DROP:
-            if (op->twin == 't') {
+            if (op->twin == LAPSE_TAKE_TAKEN) {
                 v[n] = id, l[n++] = op->id_len;
                 v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
             }

@@ -93,7 +93,7 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
         redisReply **e = r->element + 1 + LAPSE_TAKE_PARTS * i;
         const redisReply *state = e[LAPSE_TAKE_STATE], *pl = e[LAPSE_TAKE_PAYLOAD];
         const redisReply *rep = e[LAPSE_TAKE_REPEAT], *watch = e[LAPSE_TAKE_WATCH];
-        op->twin = state->type == REDIS_REPLY_STRING ? state->str[0] : 'a';
+        op->twin = state->type == REDIS_REPLY_STRING ? state->str[0] : LAPSE_TAKE_ABSENT;
         op->twin_deadline = e[LAPSE_TAKE_DEADLINE]->integer;
         op->inherit_len = 0;
         /* kept as a tag and the record: drop.lua's "o" (an op that keeps
@@ -110,14 +110,14 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
                 (has && producer_arena_put(p, watch->str, watch->len, &rest) < 0))
                 return SEND_RETRY;
         }
-        if (op->twin == 'b' && pl->type == REDIS_REPLY_STRING) {
+        if (op->twin == LAPSE_TAKE_BUSY && pl->type == REDIS_REPLY_STRING) {
             size_t rest;
             if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||
                 producer_arena_put(p, pl->str, pl->len, &rest) < 0)
                 return SEND_RETRY;
             op->inherit_len = 1 + pl->len;
         }
-        if (op->twin != 't')
+        if (op->twin != LAPSE_TAKE_TAKEN)
             continue;
         op->twin_has_pl = pl->type == REDIS_REPLY_STRING;
         op->twin_pl_len = op->twin_has_pl ? pl->len : 0;
@@ -138,29 +138,29 @@ int send_took(struct send *s, const struct send_call *c, const redisReply *r)
 void send_unseeded(struct send *s, const struct send_call *c)
 {
     for (size_t i = 0; i < c->count; i++)
-        s->p->ops[c->ops[i]].twin = 'f';
+        s->p->ops[c->ops[i]].twin = SEND_TWIN_UNSEEDED;
 }
 
 /* An apply call succeeded (reply r): remember its moving IDs that settled
- * in their new shard (see the top): no twin ('a'), a twin copied by a seed
- * that succeeded ('t'), or a busy twin and an op that always changes the ID,
- * so it is in m_j ('b' and not an extend). Their seeds came earlier in the
- * same node's pipeline, so a failed one already said 'f'. For local ops
+ * in their new shard (see the top): no twin (ABSENT), a twin copied by a
+ * seed that succeeded (TAKEN), or a busy twin and an op that always changes
+ * the ID, so it is in m_j (BUSY and not an extend). Their seeds came earlier
+ * in the same node's pipeline, so a failed one already said UNSEEDED. For local ops
  * apply.lua judged the same and answered a flag per op, in their order. */
 void send_settled(struct send *s, const struct send_call *c, const redisReply *r)
 {
     const char *flags = "";
     size_t nflags = 0, f = 0;
-    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING)
-        flags = r->element[1]->str, nflags = r->element[1]->len;
+    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements > LAPSE_APPLY_MOVED &&
+        r->element[LAPSE_APPLY_MOVED]->type == REDIS_REPLY_STRING)
+        flags = r->element[LAPSE_APPLY_MOVED]->str, nflags = r->element[LAPSE_APPLY_MOVED]->len;
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &s->p->ops[c->ops[i]];
         if (op->local) {
             if (f < nflags && flags[f++] == '1')
                 send_moved_add(s->p, op);
-        } else if (op->moving &&
-                   (op->twin == 'a' || op->twin == 't' || (op->twin == 'b' && op->op != 'e')))
+        } else if (op->moving && (op->twin == LAPSE_TAKE_ABSENT || op->twin == LAPSE_TAKE_TAKEN ||
+                                  (op->twin == LAPSE_TAKE_BUSY && op->op != LAPSE_APPLY_EXTEND)))
             send_moved_add(s->p, op);
     }
 }

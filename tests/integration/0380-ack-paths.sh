@@ -85,7 +85,7 @@ check() { # PFX WHAT: after an ack of P0..P9 (at least), not P10
 # its record goes, the IDs settle one by one (ZMSCORE: which were written
 # since)
 setup W
-assert_eq "$(ack wrong "$LEASE" -40)" -1 "ack with a wrong token"
+assert_eq "$(ack wrong "$LEASE" -40)" "FENCED lock not held" "ack with a wrong token"
 assert_eq "$(rcli HEXISTS "$f" "$LEASE")" 1 "the record after the fenced ack"
 rcli CONFIG RESETSTAT >/dev/null
 assert_eq "$(ack tok "$LEASE" -40)" 39 "settled (whole claim: 40 claimed, 1 reset since)"

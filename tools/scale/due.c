@@ -70,7 +70,17 @@ static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
 static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long long *next,
                       long long *buckets)
 {
-    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 5 + LAPSE_SCALE_DUE_BUCKETS;
+    /* due.lua's reply: { now, inflight, range 1..N, next, buckets, soonest } */
+    enum {
+        D_NOW,
+        D_INFLIGHT,
+        D_RANGE, /* the first of LAPSE_SCALE_DUE_BUCKETS */
+        D_NEXT = D_RANGE + LAPSE_SCALE_DUE_BUCKETS,
+        D_BUCKETS,
+        D_SOONEST,
+        D_PARTS
+    };
+    int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == D_PARTS;
     for (size_t i = 0; ok && i < rep->elements; i++)
         ok = rep->element[i]->type == REDIS_REPLY_INTEGER;
     if (!ok) {
@@ -81,15 +91,15 @@ static int due_decode(const redisReply *rep, struct lapse_scale_due *d, long lon
         return -1;
     }
     if (!d->read)
-        d->now_ms = rep->element[0]->integer, d->next_ms = -1;
-    long long soonest = rep->element[4 + LAPSE_SCALE_DUE_BUCKETS]->integer;
+        d->now_ms = rep->element[D_NOW]->integer, d->next_ms = -1;
+    long long soonest = rep->element[D_SOONEST]->integer;
     if (soonest >= 0 && (d->next_ms < 0 || soonest < d->next_ms))
         d->next_ms = soonest;
-    d->inflight += rep->element[1]->integer;
+    d->inflight += rep->element[D_INFLIGHT]->integer;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
-        d->bucket[b] += rep->element[2 + b]->integer;
-    *next = rep->element[2 + LAPSE_SCALE_DUE_BUCKETS]->integer;
-    *buckets = rep->element[3 + LAPSE_SCALE_DUE_BUCKETS]->integer;
+        d->bucket[b] += rep->element[D_RANGE + b]->integer;
+    *next = rep->element[D_NEXT]->integer;
+    *buckets = rep->element[D_BUCKETS]->integer;
     d->read = 1;
     return 0;
 }
