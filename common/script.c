@@ -1,5 +1,6 @@
 #include "script.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,4 +34,29 @@ enum lapse_fence lapse_script_fence(const struct redisReply *r, long long *epoch
     if (epoch)
         *epoch = r->str[5] ? strtoll(r->str + 6, NULL, 10) : 0;
     return LAPSE_FENCE_STALE;
+}
+
+int lapse_take_head(const char **v, size_t *l, int n, const char *epoch, const char *lease_ms)
+{
+    v[n] = epoch, l[n++] = strlen(epoch);
+    v[n] = lease_ms, l[n++] = strlen(lease_ms);
+    return n;
+}
+
+int lapse_seed_twin(const char **v, size_t *l, int n, const struct lapse_twin *t, char num[32])
+{
+    v[n] = t->id, l[n++] = t->id_len;
+    l[n] = (size_t)snprintf(num, 32, "%lld", t->deadline), v[n++] = num;
+    v[n] = t->has_payload ? "1" : "0", l[n++] = 1;
+    v[n] = t->has_payload ? t->payload : "", l[n++] = t->has_payload ? t->payload_len : 0;
+    v[n] = t->repeat, l[n++] = t->repeat_len;
+    return n;
+}
+
+int lapse_drop_taken(const char **v, size_t *l, int n, const char *id, size_t id_len,
+                     const char *lease, size_t lease_len)
+{
+    v[n] = id, l[n++] = id_len;
+    v[n] = lease, l[n++] = lease_len;
+    return n;
 }

@@ -6,6 +6,8 @@
 #ifndef LAPSE_SCRIPT_H
 #define LAPSE_SCRIPT_H
 
+#include <stddef.h>
+
 enum lapse_script {
     LAPSE_SCRIPT_APPLY = 0, /* producer ops on one shard (apply.lua) */
     LAPSE_SCRIPT_CLAIM,     /* take due IDs for dispatch (claim.lua) */
@@ -75,6 +77,37 @@ enum lapse_fence {
 };
 
 struct redisReply;
+
+/*
+ * The arguments of a split's scripts, built here for both of their callers
+ * (the producer's send_plan.c and lapse-scale's split_move.c), so a change
+ * of the scripts' forms is made once. Each appends at v[n], l[n] and
+ * returns the new n; the strings must live until the call is sent.
+ */
+
+/* take.lua's first two: the caller's layout epoch, the lease in ms (then
+ * one argument an ID, appended by the caller) */
+int lapse_take_head(const char **v, size_t *l, int n, const char *epoch, const char *lease_ms);
+
+/* An ID's twin as take.lua answered it (state LAPSE_TAKE_TAKEN). */
+struct lapse_twin {
+    const char *id;
+    size_t id_len;
+    long long deadline;
+    int has_payload;
+    const char *payload; /* has_payload: its bytes */
+    size_t payload_len;
+    const char *repeat; /* its repeat record, or "" */
+    size_t repeat_len;
+};
+
+/* seed.lua's five for one twin (after its first argument, the epoch);
+ * num holds the deadline's digits */
+int lapse_seed_twin(const char **v, size_t *l, int n, const struct lapse_twin *t, char num[32]);
+
+/* drop.lua's two for one twin taken under `lease` (take.lua's first part) */
+int lapse_drop_taken(const char **v, size_t *l, int n, const char *id, size_t id_len,
+                     const char *lease, size_t lease_len);
 
 /* Which fence, if any, reply r is; with LAPSE_FENCE_STALE and `epoch`,
  * the shard's epoch in *epoch (0 when the reply does not say). r may be

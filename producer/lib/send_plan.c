@@ -252,14 +252,14 @@ int send_build(struct send *s, const struct send_call *c)
     uint32_t old = c->shard - p->layout.prev_shards; /* with_old: a new shard's */
     for (int k = 0; c->with_old && k < LAPSE_SHARD_NKEYS; k++)
         v[n] = p->keys->keys[old][k], l[n++] = strlen(p->keys->keys[old][k]);
-    if (c->script != LAPSE_SCRIPT_DROP)
+    if (c->script == LAPSE_SCRIPT_TAKE) {
+        snprintf(s->nums[0][0], 32, "%d", p->cfg->scanner_lease_ms);
+        n = lapse_take_head(v, l, n, s->epoch, s->nums[0][0]);
+    } else if (c->script != LAPSE_SCRIPT_DROP) {
         v[n] = s->epoch, l[n++] = strlen(s->epoch);
+    }
     if (c->script == LAPSE_SCRIPT_APPLY)
         return send_build_apply(s, c, v, l, n);
-    if (c->script == LAPSE_SCRIPT_TAKE) {
-        int len = snprintf(s->nums[0][0], 32, "%d", p->cfg->scanner_lease_ms);
-        v[n] = s->nums[0][0], l[n++] = (size_t)len;
-    }
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &p->ops[c->ops[i]];
         char *num0 = s->nums[i][0];
@@ -269,22 +269,26 @@ int send_build(struct send *s, const struct send_call *c)
             v[n] = id, l[n++] = op->id_len;
             break;
         case LAPSE_SCRIPT_DROP:
-            if (op->twin == LAPSE_TAKE_TAKEN) {
-                v[n] = id, l[n++] = op->id_len;
-                v[n] = p->arena + op->lease_off, l[n++] = op->lease_len;
-            }
+            if (op->twin == LAPSE_TAKE_TAKEN)
+                n = lapse_drop_taken(v, l, n, id, op->id_len, p->arena + op->lease_off,
+                                     op->lease_len);
             if (op->has_watch) /* its watch record went to the new shard: "o" or "f" and
                                   the record take answered */
                 v[n] = id, l[n++] = op->id_len, v[n] = p->arena + op->watch_off,
                 l[n++] = op->watch_len;
             break;
-        case LAPSE_SCRIPT_SEED:
-            v[n] = id, l[n++] = op->id_len;
-            l[n] = (size_t)snprintf(num0, 32, "%lld", (long long)op->twin_deadline), v[n++] = num0;
-            v[n] = op->twin_has_pl ? "1" : "0", l[n++] = 1;
-            v[n] = p->arena + op->twin_pl_off, l[n++] = op->twin_pl_len;
-            v[n] = p->arena + op->twin_rep_off, l[n++] = op->twin_rep_len;
+        case LAPSE_SCRIPT_SEED: {
+            const struct lapse_twin t = {id,
+                                         op->id_len,
+                                         (long long)op->twin_deadline,
+                                         op->twin_has_pl,
+                                         p->arena + op->twin_pl_off,
+                                         op->twin_pl_len,
+                                         p->arena + op->twin_rep_off,
+                                         op->twin_rep_len};
+            n = lapse_seed_twin(v, l, n, &t, num0);
             break;
+        }
         default:
             break;
         }

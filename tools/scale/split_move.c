@@ -267,8 +267,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
     snprintf(lease, sizeof lease, "%d", cfg->scanner_lease_ms);
     const char *args[2 + 5 * MOVE_CHUNK];
     size_t alen[2 + 5 * MOVE_CHUNK];
-    args[0] = epoch, alen[0] = strlen(epoch);
-    args[1] = lease, alen[1] = strlen(lease);
+    lapse_take_head(args, alen, 0, epoch, lease);
     for (size_t k = 0; k < n; k++)
         args[2 + k] = ids[k], alen[2 + k] = lens[k];
     redisReply *took =
@@ -281,7 +280,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         return -1;
     }
     /* seed: id, deadline, has_payload, payload, repeat for each taken twin */
-    char(*dl)[24] = malloc(n * sizeof *dl);
+    char(*dl)[32] = malloc(n * sizeof *dl);
     const char *drop[2 * MOVE_CHUNK];
     size_t dlen[2 * MOVE_CHUNK];
     int seeds = 1, drops = 0;
@@ -292,23 +291,18 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
     }
     for (size_t k = 0; k < n; k++) {
         redisReply **e = took->element + 1 + LAPSE_TAKE_PARTS * k;
-        if (e[LAPSE_TAKE_STATE]->str[0] == 'b')
+        if (e[LAPSE_TAKE_STATE]->str[0] == LAPSE_TAKE_BUSY)
             (*busy)++;
-        if (e[LAPSE_TAKE_STATE]->str[0] != 't')
+        if (e[LAPSE_TAKE_STATE]->str[0] != LAPSE_TAKE_TAKEN)
             continue;
-        args[seeds] = ids[k], alen[seeds++] = lens[k];
-        alen[seeds] =
-            (size_t)snprintf(dl[k], sizeof dl[k], "%lld", e[LAPSE_TAKE_DEADLINE]->integer);
-        args[seeds++] = dl[k];
-        int has = e[LAPSE_TAKE_PAYLOAD]->type == REDIS_REPLY_STRING;
-        args[seeds] = has ? "1" : "0", alen[seeds++] = 1;
-        args[seeds] = has ? e[LAPSE_TAKE_PAYLOAD]->str : "",
-        alen[seeds++] = has ? e[LAPSE_TAKE_PAYLOAD]->len : 0;
-        has = e[LAPSE_TAKE_REPEAT]->type == REDIS_REPLY_STRING;
-        args[seeds] = has ? e[LAPSE_TAKE_REPEAT]->str : "",
-        alen[seeds++] = has ? e[LAPSE_TAKE_REPEAT]->len : 0;
-        drop[drops] = ids[k], dlen[drops++] = lens[k];
-        drop[drops] = took->element[0]->str, dlen[drops++] = took->element[0]->len;
+        const redisReply *pl = e[LAPSE_TAKE_PAYLOAD], *rep = e[LAPSE_TAKE_REPEAT];
+        int has_rep = rep->type == REDIS_REPLY_STRING;
+        const struct lapse_twin t = {
+            ids[k],  lens[k], e[LAPSE_TAKE_DEADLINE]->integer, pl->type == REDIS_REPLY_STRING,
+            pl->str, pl->len, has_rep ? rep->str : "",         has_rep ? rep->len : 0};
+        seeds = lapse_seed_twin(args, alen, seeds, &t, dl[k]);
+        drops = lapse_drop_taken(drop, dlen, drops, ids[k], lens[k], took->element[0]->str,
+                                 took->element[0]->len);
     }
     moved = drops / 2;
     if (drops) {
