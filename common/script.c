@@ -60,3 +60,61 @@ int lapse_drop_taken(const char **v, size_t *l, int n, const char *id, size_t id
     v[n] = lease, l[n++] = lease_len;
     return n;
 }
+
+void lapse_apply_read(const struct redisReply *r, const char **moved, size_t *nmoved,
+                      long long *now)
+{
+    *moved = "", *nmoved = 0, *now = -1;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return;
+    if (r->elements > LAPSE_APPLY_MOVED &&
+        r->element[LAPSE_APPLY_MOVED]->type == REDIS_REPLY_STRING)
+        *moved = r->element[LAPSE_APPLY_MOVED]->str, *nmoved = r->element[LAPSE_APPLY_MOVED]->len;
+    if (r->elements > LAPSE_APPLY_NOW && r->element[LAPSE_APPLY_NOW]->type == REDIS_REPLY_STRING)
+        *now = strtoll(r->element[LAPSE_APPLY_NOW]->str, NULL, 10);
+}
+
+/* a part that is a string or nil (Lua's false) */
+static int take_str_or_nil(const redisReply *e)
+{
+    return e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_NIL;
+}
+
+int lapse_take_check(const struct redisReply *r, size_t count)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + LAPSE_TAKE_PARTS * count ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return -1;
+    for (size_t k = 0; k < count; k++) {
+        redisReply *const *e = r->element + 1 + LAPSE_TAKE_PARTS * k;
+        const redisReply *st = e[LAPSE_TAKE_STATE];
+        if (st->type != REDIS_REPLY_STRING || st->len != 1 ||
+            (st->str[0] != LAPSE_TAKE_TAKEN && st->str[0] != LAPSE_TAKE_BUSY &&
+             st->str[0] != LAPSE_TAKE_ABSENT) ||
+            e[LAPSE_TAKE_DEADLINE]->type != REDIS_REPLY_INTEGER ||
+            !take_str_or_nil(e[LAPSE_TAKE_PAYLOAD]) || !take_str_or_nil(e[LAPSE_TAKE_REPEAT]) ||
+            !take_str_or_nil(e[LAPSE_TAKE_WATCH]))
+            return -1;
+    }
+    return 0;
+}
+
+const struct redisReply *lapse_take_lease(const struct redisReply *r)
+{
+    return r->element[0];
+}
+
+void lapse_take_twin(const struct redisReply *r, size_t k, struct lapse_twin *t)
+{
+    redisReply *const *e = r->element + 1 + LAPSE_TAKE_PARTS * k;
+    const redisReply *pl = e[LAPSE_TAKE_PAYLOAD], *rep = e[LAPSE_TAKE_REPEAT],
+                     *w = e[LAPSE_TAKE_WATCH];
+    t->state = e[LAPSE_TAKE_STATE]->str[0];
+    t->deadline = e[LAPSE_TAKE_DEADLINE]->integer;
+    t->has_payload = pl->type == REDIS_REPLY_STRING;
+    t->payload = t->has_payload ? pl->str : "", t->payload_len = t->has_payload ? pl->len : 0;
+    int has = rep->type == REDIS_REPLY_STRING;
+    t->repeat = has ? rep->str : "", t->repeat_len = has ? rep->len : 0;
+    t->has_watch = w->type == REDIS_REPLY_STRING;
+    t->watch = t->has_watch ? w->str : "", t->watch_len = t->has_watch ? w->len : 0;
+}

@@ -33,7 +33,7 @@ enum lapse_apply_op {
 };
 
 /* apply.lua's reply when it is an array (else the number of ops that
- * changed something), by name: */
+ * changed something), by name; read by lapse_apply_read only: */
 enum lapse_apply_part {
     LAPSE_APPLY_CHANGED, /* the number of ops that changed something */
     LAPSE_APPLY_MOVED,   /* with the old shard's keys: a flag per "M ?" op, else "" */
@@ -85,21 +85,41 @@ struct redisReply;
  * returns the new n; the strings must live until the call is sent.
  */
 
+/* What an apply call's reply r (not an error) says beyond its count: the
+ * "M ?" ops' flags ('1': the ID settled here; *moved "" when none) and the
+ * shard's clock in ms that its relative times resolved to (*now -1: none). */
+void lapse_apply_read(const struct redisReply *r, const char **moved, size_t *nmoved,
+                      long long *now);
+
 /* take.lua's first two: the caller's layout epoch, the lease in ms (then
  * one argument an ID, appended by the caller) */
 int lapse_take_head(const char **v, size_t *l, int n, const char *epoch, const char *lease_ms);
 
-/* An ID's twin as take.lua answered it (state LAPSE_TAKE_TAKEN). */
+/* An ID's twin as take.lua answered it (lapse_take_twin); seeded when
+ * TAKEN (lapse_seed_twin). Its strings point into the reply. */
 struct lapse_twin {
-    const char *id;
+    const char *id; /* set by the caller: take's reply does not repeat it */
     size_t id_len;
-    long long deadline;
+    char state;         /* enum lapse_take_state */
+    long long deadline; /* TAKEN: its deadline; BUSY: the one being dispatched (0: none) */
     int has_payload;
-    const char *payload; /* has_payload: its bytes */
+    const char *payload; /* has_payload: its bytes (TAKEN, BUSY) */
     size_t payload_len;
-    const char *repeat; /* its repeat record, or "" */
+    const char *repeat; /* TAKEN: its repeat record, or "" */
     size_t repeat_len;
+    int has_watch;
+    const char *watch; /* has_watch: its watch record (lib/watch.lua) */
+    size_t watch_len;
 };
+
+/* take.lua's reply to a call for `count` IDs: 0 when it is one (every part
+ * of the type its header says), else -1. */
+int lapse_take_check(const struct redisReply *r, size_t count);
+
+/* Of a reply lapse_take_check accepted: the lease its taken twins are held
+ * under, and the twin of the k-th ID asked (its id left unset). */
+const struct redisReply *lapse_take_lease(const struct redisReply *r);
+void lapse_take_twin(const struct redisReply *r, size_t k, struct lapse_twin *t);
 
 /* seed.lua's five for one twin (after its first argument, the epoch);
  * num holds the deadline's digits */

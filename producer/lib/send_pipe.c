@@ -60,10 +60,10 @@ static int send_append(struct send *s, size_t n, size_t *sent)
  * the answer came: send_build marks every op it sent, apply.lua's flag G.) */
 static void send_pin(struct send *s, const struct send_call *call, const redisReply *r)
 {
-    long long now = -1;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements > LAPSE_APPLY_NOW &&
-        r->element[LAPSE_APPLY_NOW]->type == REDIS_REPLY_STRING)
-        now = strtoll(r->element[LAPSE_APPLY_NOW]->str, NULL, 10);
+    const char *moved;
+    size_t nmoved;
+    long long now;
+    lapse_apply_read(r, &moved, &nmoved, &now);
     for (size_t i = 0; i < call->count; i++) {
         struct producer_op *op = &s->p->ops[call->ops[i]];
         if (now >= 0 && op->kind == LAPSE_WHEN_REL && op->op != LAPSE_APPLY_CANCEL) {

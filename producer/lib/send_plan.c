@@ -278,14 +278,15 @@ int send_build(struct send *s, const struct send_call *c)
                 l[n++] = op->watch_len;
             break;
         case LAPSE_SCRIPT_SEED: {
-            const struct lapse_twin t = {id,
-                                         op->id_len,
-                                         (long long)op->twin_deadline,
-                                         op->twin_has_pl,
-                                         p->arena + op->twin_pl_off,
-                                         op->twin_pl_len,
-                                         p->arena + op->twin_rep_off,
-                                         op->twin_rep_len};
+            const struct lapse_twin t = {.id = id,
+                                         .id_len = op->id_len,
+                                         .state = LAPSE_TAKE_TAKEN,
+                                         .deadline = (long long)op->twin_deadline,
+                                         .has_payload = op->twin_has_pl,
+                                         .payload = p->arena + op->twin_pl_off,
+                                         .payload_len = op->twin_pl_len,
+                                         .repeat = p->arena + op->twin_rep_off,
+                                         .repeat_len = op->twin_rep_len};
             n = lapse_seed_twin(v, l, n, &t, num0);
             break;
         }

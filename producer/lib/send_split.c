@@ -85,47 +85,46 @@ static void send_moved_add(lapse_producer *p, const struct producer_op *op)
 int send_took(struct send *s, const struct send_call *c, const redisReply *r)
 {
     lapse_producer *p = s->p;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + LAPSE_TAKE_PARTS * c->count)
+    if (lapse_take_check(r, c->count) < 0)
         return SEND_RETRY;
-    const redisReply *lease = r->element[0];
+    const redisReply *lease = lapse_take_lease(r);
     for (size_t i = 0; i < c->count; i++) {
         struct producer_op *op = &p->ops[c->ops[i]];
-        redisReply **e = r->element + 1 + LAPSE_TAKE_PARTS * i;
-        const redisReply *state = e[LAPSE_TAKE_STATE], *pl = e[LAPSE_TAKE_PAYLOAD];
-        const redisReply *rep = e[LAPSE_TAKE_REPEAT], *watch = e[LAPSE_TAKE_WATCH];
-        op->twin = state->type == REDIS_REPLY_STRING ? state->str[0] : LAPSE_TAKE_ABSENT;
-        op->twin_deadline = e[LAPSE_TAKE_DEADLINE]->integer;
+        struct lapse_twin t;
+        lapse_take_twin(r, i, &t);
+        op->twin = t.state;
+        op->twin_deadline = t.deadline;
         op->inherit_len = 0;
         /* kept as a tag and the record: drop.lua's "o" (an op that keeps
          * it) or "f" (a cancel or repeat, which forget it). One that forgets
          * always tells drop, record or not: take answers none for a busy
          * record (a timeout in flight there, which a write here brought
          * back), and the ack would queue its recovered event */
-        int has = watch->type == REDIS_REPLY_STRING;
-        op->has_watch = has || send_forgets(op);
-        op->watch_len = op->has_watch ? 1 + (has ? watch->len : 0) : 0;
+        op->has_watch = t.has_watch || send_forgets(op);
+        op->watch_len = op->has_watch ? 1 + t.watch_len : 0;
         if (op->has_watch) {
             size_t rest;
             if (producer_arena_put(p, send_forgets(op) ? "f" : "o", 1, &op->watch_off) < 0 ||
-                (has && producer_arena_put(p, watch->str, watch->len, &rest) < 0))
+                (t.has_watch && producer_arena_put(p, t.watch, t.watch_len, &rest) < 0))
                 return SEND_RETRY;
         }
-        if (op->twin == LAPSE_TAKE_BUSY && pl->type == REDIS_REPLY_STRING) {
+        if (op->twin == LAPSE_TAKE_BUSY && t.has_payload) {
             size_t rest;
             if (producer_arena_put(p, "1", 1, &op->inherit_off) < 0 ||
-                producer_arena_put(p, pl->str, pl->len, &rest) < 0)
+                producer_arena_put(p, t.payload, t.payload_len, &rest) < 0)
                 return SEND_RETRY;
-            op->inherit_len = 1 + pl->len;
+            op->inherit_len = 1 + t.payload_len;
         }
         if (op->twin != LAPSE_TAKE_TAKEN)
             continue;
-        op->twin_has_pl = pl->type == REDIS_REPLY_STRING;
-        op->twin_pl_len = op->twin_has_pl ? pl->len : 0;
-        op->twin_rep_len = rep->type == REDIS_REPLY_STRING ? rep->len : 0;
+        op->twin_has_pl = t.has_payload;
+        op->twin_pl_len = t.payload_len;
+        op->twin_rep_len = t.repeat_len;
         op->lease_len = lease->len;
-        if ((op->twin_has_pl && producer_arena_put(p, pl->str, pl->len, &op->twin_pl_off) < 0) ||
+        if ((op->twin_has_pl &&
+             producer_arena_put(p, t.payload, t.payload_len, &op->twin_pl_off) < 0) ||
             (op->twin_rep_len &&
-             producer_arena_put(p, rep->str, rep->len, &op->twin_rep_off) < 0) ||
+             producer_arena_put(p, t.repeat, t.repeat_len, &op->twin_rep_off) < 0) ||
             producer_arena_put(p, lease->str, lease->len, &op->lease_off) < 0)
             return SEND_RETRY;
     }
@@ -149,11 +148,12 @@ void send_unseeded(struct send *s, const struct send_call *c)
  * apply.lua judged the same and answered a flag per op, in their order. */
 void send_settled(struct send *s, const struct send_call *c, const redisReply *r)
 {
-    const char *flags = "";
-    size_t nflags = 0, f = 0;
-    if (c->with_old && r->type == REDIS_REPLY_ARRAY && r->elements > LAPSE_APPLY_MOVED &&
-        r->element[LAPSE_APPLY_MOVED]->type == REDIS_REPLY_STRING)
-        flags = r->element[LAPSE_APPLY_MOVED]->str, nflags = r->element[LAPSE_APPLY_MOVED]->len;
+    const char *flags;
+    size_t nflags, f = 0;
+    long long now;
+    lapse_apply_read(r, &flags, &nflags, &now);
+    if (!c->with_old)
+        nflags = 0;
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &s->p->ops[c->ops[i]];
         if (op->local) {

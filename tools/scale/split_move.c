@@ -274,7 +274,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         split_eval(ri, LAPSE_SCRIPT_TAKE, &ki, args, alen, (int)(2 + n), errstr, size);
     if (!took)
         return -1;
-    if (took->type != REDIS_REPLY_ARRAY || took->elements != 1 + LAPSE_TAKE_PARTS * n) {
+    if (lapse_take_check(took, n) < 0) {
         snprintf(errstr, size, "%s: take: unexpected reply", lapse_redis_name(ri));
         freeReplyObject(took);
         return -1;
@@ -290,19 +290,16 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         goto out;
     }
     for (size_t k = 0; k < n; k++) {
-        redisReply **e = took->element + 1 + LAPSE_TAKE_PARTS * k;
-        if (e[LAPSE_TAKE_STATE]->str[0] == LAPSE_TAKE_BUSY)
+        struct lapse_twin t;
+        lapse_take_twin(took, k, &t);
+        if (t.state == LAPSE_TAKE_BUSY)
             (*busy)++;
-        if (e[LAPSE_TAKE_STATE]->str[0] != LAPSE_TAKE_TAKEN)
+        if (t.state != LAPSE_TAKE_TAKEN)
             continue;
-        const redisReply *pl = e[LAPSE_TAKE_PAYLOAD], *rep = e[LAPSE_TAKE_REPEAT];
-        int has_rep = rep->type == REDIS_REPLY_STRING;
-        const struct lapse_twin t = {
-            ids[k],  lens[k], e[LAPSE_TAKE_DEADLINE]->integer, pl->type == REDIS_REPLY_STRING,
-            pl->str, pl->len, has_rep ? rep->str : "",         has_rep ? rep->len : 0};
+        t.id = ids[k], t.id_len = lens[k];
         seeds = lapse_seed_twin(args, alen, seeds, &t, dl[k]);
-        drops = lapse_drop_taken(drop, dlen, drops, ids[k], lens[k], took->element[0]->str,
-                                 took->element[0]->len);
+        const redisReply *held = lapse_take_lease(took);
+        drops = lapse_drop_taken(drop, dlen, drops, ids[k], lens[k], held->str, held->len);
     }
     moved = drops / 2;
     if (drops) {
