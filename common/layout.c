@@ -144,7 +144,18 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     out->shards = (uint32_t)shards;
     out->prev_shards = (uint32_t)prev;
     out->epoch = strtoll(r->element[2]->str, NULL, 10);
-    out->splitting = strcmp(r->element[3]->str, "splitting") == 0;
+    /* A state this version does not know (a later lapse-scale's, e.g. a
+     * merge) is refused, never read as stable: routing by it could write
+     * an ID where its twin still fires. */
+    const char *state = r->element[3]->str;
+    if (strcmp(state, "stable") != 0 && strcmp(state, "splitting") != 0) {
+        snprintf(errstr, size,
+                 "layout of \"%s\": state \"%.40s\" is not one this lapse knows (\"stable\", "
+                 "\"splitting\"): a newer lapse-scale wrote it; upgrade this program",
+                 cfg->ns, state);
+        goto out;
+    }
+    out->splitting = strcmp(state, "splitting") == 0;
     out->small_keys =
         r->element[5]->type == REDIS_REPLY_STRING && strcmp(r->element[5]->str, "small") == 0;
     if (layout_parse_nodes(cfg, r->element[4]->str, out, errstr, size) < 0) {

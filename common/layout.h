@@ -5,7 +5,7 @@
  *   shards       N, a power of two
  *   prev_shards  N before the current split (= N when stable)
  *   epoch        bumped by every layout change
- *   state        "stable" or "splitting"
+ *   state        "stable" or "splitting" (any other is refused: lapse_layout_read)
  *   nodes        the node of each shard, comma-separated, in shard order: its
  *                name (lapse_node_name), "host:port" for a plain node, the
  *                master name for a Sentinel one, so a failover changes nothing
