@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "hash.h"
 #include "redis.h"
 
 struct lapse_layout {
@@ -41,6 +42,55 @@ struct lapse_layout {
     int small_keys;       /* field keys = "small": new shards start in small keys
                              (bucket.h; init --small-keys) */
 };
+
+/*
+ * A layout change in terms of homes, which is how routing and checks ask
+ * about it (never by the shard counts): an ID of hash h lived in its old
+ * home before the change and lives in its new home after; the two differ
+ * for the IDs that move, and never while stable. The shards pair up: each
+ * shard that gives moving IDs away gives them all to one other, its pair.
+ * A split N -> 2N moves the IDs whose hash has bit N set from shard i to
+ * its pair i + N (docs/design.md, "Splits: how they stay exact"; a merge is
+ * to be the same change run backwards: "Merges").
+ */
+static inline uint32_t lapse_layout_old_home(const struct lapse_layout *l, uint64_t h)
+{
+    return lapse_shard_of(h, l->splitting ? l->prev_shards : l->shards);
+}
+
+static inline uint32_t lapse_layout_new_home(const struct lapse_layout *l, uint64_t h)
+{
+    return lapse_shard_of(h, l->shards);
+}
+
+static inline int lapse_layout_moves(const struct lapse_layout *l, uint64_t h)
+{
+    return lapse_layout_old_home(l, h) != lapse_layout_new_home(l, h);
+}
+
+/* How many shards exist during the change: both counts' larger. */
+static inline uint32_t lapse_layout_span(const struct lapse_layout *l)
+{
+    return l->shards > l->prev_shards ? l->shards : l->prev_shards;
+}
+
+/* Shard s gives moving IDs away (it is their old home). */
+static inline int lapse_layout_gives(const struct lapse_layout *l, uint32_t s)
+{
+    return l->splitting && s < l->prev_shards;
+}
+
+/* Shard s receives moving IDs (it is their new home). */
+static inline int lapse_layout_receives(const struct lapse_layout *l, uint32_t s)
+{
+    return l->splitting && s >= l->prev_shards && s < l->shards;
+}
+
+/* The other shard of s's pair in the change (s gives or receives). */
+static inline uint32_t lapse_layout_pair(const struct lapse_layout *l, uint32_t s)
+{
+    return s < l->prev_shards ? s + l->prev_shards : s - l->prev_shards;
+}
 
 enum lapse_key_kind {
     LAPSE_KEY_DUE = 'z',      /* zset ID -> deadline */
@@ -80,12 +130,12 @@ enum lapse_key_kind {
 #define LAPSE_SHARD_NKEYS 7
 extern const enum lapse_key_kind lapse_shard_keys[LAPSE_SHARD_NKEYS];
 
-/* Writes "NS:K:SHARD" into buf; returns its length. */
 /* cfg->nodes[index]'s handle (lapse_redis_new), its WAIT key in the
  * namespace: NS:w:<index> (on a cluster NS:w:{<tag>}, a key per primary).
  * NULL on allocation failure. */
 lapse_redis *lapse_node_open(const struct lapse_config *cfg, size_t index);
 
+/* Writes "NS:K:SHARD" into buf; returns its length. */
 int lapse_key_shard(char *buf, size_t size, const char *ns, enum lapse_key_kind kind,
                     uint32_t shard);
 

@@ -2,8 +2,8 @@
  * twins — what an old shard's scanner does during a split (the whole
  * protocol: docs/design.md, "Splits: how they stay exact").
  *
- * An ID claimed from old shard i whose hash has bit prev_shards set belongs
- * to new shard j now. If it was written in j since the split began (j's
+ * An ID claimed from old shard i that moves (layout.h: its new home is j,
+ * i's pair) belongs to j now. If it was written in j since the split began (j's
  * moved set holds it), the copy in i is a stale twin: it is dropped, never
  * fired. Otherwise it fires from i as usual. The check is one pipelined
  * call per new shard, a round trip per node, for the whole claimed batch.
@@ -39,29 +39,29 @@ void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, ch
 {
     enum { FIRE, STALE, UNKNOWN };
     memset(verdict, FIRE, n);
-    if (!s->layout.splitting || s->shard >= s->layout.prev_shards || n == 0)
+    if (!lapse_layout_gives(&s->layout, s->shard) || n == 0)
         return;
-    uint32_t prev = s->layout.prev_shards;
     uint32_t *to = malloc(n * sizeof *to); /* each ID's new shard, or UINT32_MAX */
     const char **argv = malloc((n + 2) * sizeof *argv);
     size_t *lens = malloc((n + 2) * sizeof *lens);
     size_t *place = malloc(n * sizeof *place);
-    uint32_t *asked = malloc(s->layout.shards * sizeof *asked); /* shards in the pipeline */
+    uint32_t *asked = malloc(lapse_layout_span(&s->layout) * sizeof *asked); /* in the pipeline */
     if (!to || !argv || !lens || !place || !asked) {
         memset(verdict, UNKNOWN, n); /* checked again when claimed again */
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t h = lapse_hash(fl[i].id, fl[i].id_len);
-        to[i] = h & prev ? lapse_shard_of(h, s->layout.shards) : UINT32_MAX;
+        to[i] =
+            lapse_layout_moves(&s->layout, h) ? lapse_layout_new_home(&s->layout, h) : UINT32_MAX;
         if (to[i] != UINT32_MAX)
             verdict[i] = UNKNOWN; /* until an answer says otherwise */
     }
     for (uint16_t node = 0; node < s->cfg->nnodes; node++) {
         lapse_redis *peer = NULL;
         size_t nasked = 0;
-        for (uint32_t j = prev; j < s->layout.shards; j++) {
-            if (s->layout.node_of[j] != node)
+        for (uint32_t j = 0; j < lapse_layout_span(&s->layout); j++) {
+            if (!lapse_layout_receives(&s->layout, j) || s->layout.node_of[j] != node)
                 continue;
             char z[LAPSE_KEY_MAX], m[LAPSE_KEY_MAX];
             int argc = 2;

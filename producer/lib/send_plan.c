@@ -86,10 +86,9 @@ void send_route(lapse_producer *p)
     const struct lapse_layout *l = &p->layout;
     for (size_t i = 0; i < p->nops; i++) {
         struct producer_op *op = &p->ops[i];
-        op->shard = lapse_shard_of(op->hash, l->shards);
-        op->moving =
-            l->splitting && (op->hash & l->prev_shards) && (send_forgets(op) || !send_moved(p, op));
-        op->old_shard = op->moving ? lapse_shard_of(op->hash, l->prev_shards) : op->shard;
+        op->shard = lapse_layout_new_home(l, op->hash);
+        op->moving = lapse_layout_moves(l, op->hash) && (send_forgets(op) || !send_moved(p, op));
+        op->old_shard = op->moving ? lapse_layout_old_home(l, op->hash) : op->shard;
         /* where a node is several servers (a cluster), each shard has a
          * slot of its own: a script never takes two shards' keys */
         op->local =
@@ -249,7 +248,7 @@ int send_build(struct send *s, const struct send_call *c)
     int n = 0;
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         v[n] = p->keys->keys[c->shard][k], l[n++] = strlen(p->keys->keys[c->shard][k]);
-    uint32_t old = c->shard - p->layout.prev_shards; /* with_old: a new shard's */
+    uint32_t old = lapse_layout_pair(&p->layout, c->shard); /* with_old: a new shard's */
     for (int k = 0; c->with_old && k < LAPSE_SHARD_NKEYS; k++)
         v[n] = p->keys->keys[old][k], l[n++] = strlen(p->keys->keys[old][k]);
     if (c->script == LAPSE_SCRIPT_TAKE) {

@@ -338,14 +338,14 @@ int lapse_inspect_read(lapse_redis **nodes, const struct lapse_config *cfg,
 {
     memset(out, 0, sizeof *out);
     out->hash = lapse_hash(id, len);
-    out->at.shard = lapse_shard_of(out->hash, l->shards);
+    out->at.shard = lapse_layout_new_home(l, out->hash);
     out->at.node = l->node_of[out->at.shard];
-    out->has_twin = l->splitting && out->at.shard >= l->prev_shards;
+    out->has_twin = lapse_layout_moves(l, out->hash);
     if (place_read(nodes[out->at.node], cfg, id, len, out->has_twin, &out->at, errstr, size) < 0)
         return -1;
     if (!out->has_twin)
         return 0;
-    out->twin.shard = lapse_shard_of(out->hash, l->prev_shards);
+    out->twin.shard = lapse_layout_old_home(l, out->hash);
     out->twin.node = l->node_of[out->twin.shard];
     return place_read(nodes[out->twin.node], cfg, id, len, 0, &out->twin, errstr, size);
 }

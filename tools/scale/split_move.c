@@ -48,7 +48,7 @@ static int split_scan(lapse_redis *r, const char *key, const struct lapse_layout
         const redisReply *items = rep->element[1];
         for (size_t i = 0; i + 1 < items->elements; i += 2) {
             const redisReply *id = items->element[i];
-            if (!(lapse_hash(id->str, id->len) & l->prev_shards))
+            if (!lapse_layout_moves(l, lapse_hash(id->str, id->len)))
                 continue;
             if (fn(ctx, id->str, id->len, strtod(items->element[i + 1]->str, NULL)) < 0) {
                 freeReplyObject(rep);
@@ -140,7 +140,7 @@ int lapse_split_left(lapse_redis **nodes, const struct lapse_config *cfg,
 {
     out->ids = 0;
     out->last_due_ms = -1;
-    if (!l->splitting || shard >= l->prev_shards)
+    if (!lapse_layout_gives(l, shard))
         return 0;
     return split_walk(nodes, cfg, l, shard, count_one, out, errstr, size);
 }
@@ -260,8 +260,9 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
 {
     struct shard_keys ki, kj;
     shard_keys(cfg, i, &ki);
-    shard_keys(cfg, i + l->prev_shards, &kj);
-    lapse_redis *ri = nodes[l->node_of[i]], *rj = nodes[l->node_of[i + l->prev_shards]];
+    uint32_t j = lapse_layout_pair(l, i);
+    shard_keys(cfg, j, &kj);
+    lapse_redis *ri = nodes[l->node_of[i]], *rj = nodes[l->node_of[j]];
     char epoch[24], lease[24];
     snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
     snprintf(lease, sizeof lease, "%d", cfg->scanner_lease_ms);
@@ -328,7 +329,9 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
     int64_t start = lapse_clock_mono_ms(), until = start + timeout_ms;
     for (;;) {
         size_t busy = 0, found = 0;
-        for (uint32_t i = 0; i < l->prev_shards; i++) {
+        for (uint32_t i = 0; i < lapse_layout_span(l); i++) {
+            if (!lapse_layout_gives(l, i))
+                continue;
             struct id_list list = {0};
             if (split_walk(nodes, cfg, l, i, collect_one, &list, errstr, size) < 0) {
                 list_free(&list);
@@ -428,7 +431,7 @@ int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
             put[0] = "put", putl[0] = 3, del[0] = "del", dell[0] = 3;
             for (; i + 1 < rep->elements && nd <= 2 * MOVE_CHUNK; i += 2) {
                 const redisReply *id = rep->element[i], *rec = rep->element[i + 1];
-                if (!(lapse_hash(id->str, id->len) & l->prev_shards))
+                if (!lapse_layout_moves(l, lapse_hash(id->str, id->len)))
                     continue;
                 put[np] = id->str, putl[np++] = id->len;
                 put[np] = rec->str, putl[np++] = rec->len;
@@ -437,7 +440,7 @@ int split_watch_move(lapse_redis **nodes, const struct lapse_config *cfg,
             }
             if (nd == 1)
                 continue;
-            uint32_t to = shard + l->prev_shards;
+            uint32_t to = lapse_layout_pair(l, shard);
             redisReply *a = split_watch_call(nodes, cfg, l, to, np, put, putl);
             redisReply *b = a && a->type == REDIS_REPLY_INTEGER
                                 ? split_watch_call(nodes, cfg, l, shard, nd, del, dell)
