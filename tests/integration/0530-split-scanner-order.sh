@@ -28,7 +28,7 @@ SP_LATE_MS=$((lease + 1000)) # (lib.sh)
 late_ms=$SP_LATE_MS
 # the writes before the first deadline (sp_writes_after_split) take 2 s
 # alone and up to 5 s on a loaded 2-core machine
-SP_LEAD_MS=7000
+SP_LEAD_MS=12000 # (as 0500)
 write_config
 scale init 2 >/dev/null
 events_follow events.json
