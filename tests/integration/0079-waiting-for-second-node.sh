@@ -14,7 +14,10 @@
 IN=lapse.signals
 kafka_start "$IN"
 redis_start main
-free_port >/dev/null
+# the second node answers for init (which refuses a node down: 0082), then
+# stops: its port is then one nothing listens on
+redis_start second
+FREE_PORT=$(redis_port second)
 write_config "$CONF" "ingress = { topic = \"$IN\"; group = \"g-wait2\"; };"
 # a node a line, so that the second one's line is its own
 sed -i "s|^redis = .*|redis = { retry_timeout_ms = 12000; nodes = (\\n  { host = \"127.0.0.1\"; port = $(redis_port main); },\\n  { host = \"127.0.0.1\"; port = $FREE_PORT; } ); };|" "$CONF"
@@ -22,7 +25,8 @@ line=$(grep -n "port = $FREE_PORT;" "$CONF" | cut -d: -f1)
 [[ -n $line ]] || fail "the config's second node: $(cat "$CONF")"
 
 # (initialised: the programs start, shard 1 on the second node)
-scale init 2 >/dev/null 2>&1 || true
+scale init 2 >/dev/null || fail "init: exit status $?"
+redis_stop second
 SPAWN_WATCH=0 spawn producer "$LAPSE_BIN/lapse-producer" -c "$CONF" # (no input: it exits 0)
 ingress_start
 names=(producer "$INGRESS")

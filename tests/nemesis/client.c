@@ -15,7 +15,7 @@
  * client_kafka.c). After T s the outcomes still unknown are waited for up
  * to --drain-ms (kafka: the ingress's commits; default 30000).
  *
- * The record (FILE, appended to; tests/nemesis/check.c reads it):
+ * The record (FILE, appended to; tests/nemesis/check_load.c reads it):
  *   {"t":"op","w":NAME,"n":42,"op":"touch","id":"c-17","in_ms":500,
  *    "payload":"...","sent_ms":...}      before the op is submitted
  *   {"t":"ack","w":NAME,"n":42,"ack_ms":...,"ok":true}   after the flush
