@@ -158,14 +158,20 @@ assert_file_match produce.err "redis.policy_checked: \"noevict\" is no maxmemory
 # a second node that evicts, the first sound: the producer and the scanner
 # of a shard on it stop at start with status 78 (a refusal), naming it — not
 # at the first write there, nor with a status that systemd restarts
-# (in small keys init writes shard 1's state key NS:k:1 on the second node,
-# and refuses it while it evicts: the second node evicts from after init then)
+# (a first init refuses a node that is to hold shards and evicts, 78, writing
+# nothing: the second node evicts from after init then)
 redis_start second
 rcli CONFIG SET maxmemory-policy noeviction >/dev/null
-small_keys_on || redis-cli -p "$(redis_port second)" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
+redis-cli -p "$(redis_port second)" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
 sed -i "s|^redis = .*|redis = { nodes = ( $node, { host = \"127.0.0.1\"; port = $(redis_port second); } ); };|" "$CONF"
 NS=two
 sed -i "s|^namespace = .*|namespace = \"$NS\";|" "$CONF"
+rc=0
+scale init 2 >/dev/null 2>init.err || rc=$?
+assert_eq "$rc" 78 "init with the second node evicting: exit status"
+assert_file_match init.err "init: node 127\\.0\\.0\\.1:$(redis_port second) .*, which would hold shard 1, refuses us: .*maxmemory-policy is allkeys-lru.*nothing was written" "init's refusal"
+assert_eq "$(rcli EXISTS "$NS:layout")" 0 "a layout written by the refused init"
+redis-cli -p "$(redis_port second)" CONFIG SET maxmemory-policy noeviction >/dev/null
 scale init 2 >/dev/null 2>init.err || fail "init on two nodes: exit status $? ($(cat init.err))"
 redis-cli -p "$(redis_port second)" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
 want="127\\.0\\.0\\.1:$(redis_port second): maxmemory-policy is allkeys-lru"

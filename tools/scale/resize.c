@@ -59,9 +59,11 @@ static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint3
  * shard, an existing one as it is; 1 (--small-keys) a new namespace in
  * small keys, and an existing one in one zset a shard converted. */
 /* A first init places shard i on node i % nnodes: each node that is to
- * hold shards must answer now, or the namespace would start with shards
- * nobody can write (its producers waiting, its scanners not starting).
- * 0, or 1 with the reason on stderr (nothing written). */
+ * hold shards must answer now, and accept us (no evicting maxmemory-policy,
+ * the password right), or the namespace would start with shards nobody
+ * can write (its producers waiting or refused, its scanners not starting).
+ * 0, or with the reason on stderr (nothing written) 1, or 78 when a node
+ * refused us (as every program's status for a refusal). */
 static int init_nodes_answer(const struct lapse_config *cfg, lapse_redis **nodes, uint32_t n)
 {
     int bad = 0;
@@ -73,13 +75,18 @@ static int init_nodes_answer(const struct lapse_config *cfg, lapse_redis **nodes
         for (uint32_t i = (uint32_t)k; i < n && len < sizeof shards - 16;
              i += (uint32_t)cfg->nnodes)
             len += (size_t)snprintf(shards + len, sizeof shards - len, "%s%u", len ? ", " : "", i);
+        int refused = lapse_redis_refused(nodes[k]);
         fprintf(stderr,
-                "lapse-scale: init: node %s (%s), which would hold shard%s %s%s, does not answer: "
-                "%s; start it, or leave it out of redis.nodes; nothing was written\n",
+                "lapse-scale: init: node %s (%s), which would hold shard%s %s%s, %s: %s; %s; "
+                "nothing was written\n",
                 lapse_redis_name(nodes[k]), cfg->nodes[k].where ? cfg->nodes[k].where : "?",
                 n > cfg->nnodes + k ? "s" : "", shards, len >= sizeof shards - 16 ? ", ..." : "",
-                lapse_redis_errstr(nodes[k]));
-        bad = 1;
+                refused ? "refuses us" : "does not answer", lapse_redis_errstr(nodes[k]),
+                refused ? "fix that first" : "start it, or leave it out of redis.nodes");
+        if (refused)
+            bad = 78;
+        else if (!bad)
+            bad = 1;
     }
     return bad;
 }
@@ -97,8 +104,9 @@ int scale_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *
     struct lapse_layout cur = {0};
     int had = lapse_layout_load(nodes[0], cfg, &cur, err, sizeof err);
     lapse_layout_free(&cur);
-    if (had == 1 && init_nodes_answer(cfg, nodes, (uint32_t)n)) /* (a first init) */
-        return 1;
+    int bad = had == 1 ? init_nodes_answer(cfg, nodes, (uint32_t)n) : 0; /* (a first init) */
+    if (bad)
+        return bad;
     int rc =
         lapse_layout_init(nodes[0], cfg, (uint32_t)n,
                           form > 0 ? LAPSE_INIT_CONVERT : LAPSE_INIT_ONE_ZSET, err, sizeof err);
