@@ -22,27 +22,30 @@
  * up to redis.retry_timeout_ms. */
 struct retry {
     struct lapse_backoff backoff;
-    int64_t give_up; /* monotonic ms */
-    int wait_s;      /* redis.retry_timeout_ms, in s */
-    int said;        /* the waiting line was written */
+    int64_t start, give_up; /* monotonic ms */
+    int wait_s;             /* redis.retry_timeout_ms, in s */
+    int said;               /* the waiting line was written */
 };
 
 static void retry_init(struct retry *t, const struct lapse_config *cfg)
 {
     lapse_backoff_init(&t->backoff, 10, 500);
-    t->give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
+    t->start = lapse_clock_mono_ms();
+    t->give_up = t->start + cfg->redis_retry_timeout_ms;
     t->wait_s = (cfg->redis_retry_timeout_ms + 999) / 1000;
     t->said = 0;
 }
 
 /* 1 once it has waited for the next try; 0 when there is none (refused for
- * good, or out of time). The first wait says so on stderr, with how long
- * it may last: a node that is down holds the answer that long. */
+ * good, or out of time). A wait past its first second says so on stderr,
+ * once, with how long it may last: a node that is down holds the answer
+ * that long (a failover's moment stays silent). */
 static int retry_again(struct retry *t, const lapse_redis *r)
 {
-    if (lapse_redis_refused(r) || lapse_clock_mono_ms() >= t->give_up)
+    int64_t now = lapse_clock_mono_ms();
+    if (lapse_redis_refused(r) || now >= t->give_up)
         return 0;
-    if (!t->said) {
+    if (!t->said && now - t->start >= 1000) {
         fprintf(stderr, "lapse-scale: waiting up to %d s (redis.retry_timeout_ms) for %s: %s\n",
                 t->wait_s, lapse_redis_name(r), lapse_redis_errstr(r));
         t->said = 1;
