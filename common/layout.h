@@ -65,7 +65,7 @@ static inline uint32_t lapse_layout_new_home(const struct lapse_layout *l, uint6
 
 static inline int lapse_layout_moves(const struct lapse_layout *l, uint64_t h)
 {
-    return lapse_layout_old_home(l, h) != lapse_layout_new_home(l, h);
+    return l->splitting && lapse_layout_old_home(l, h) != lapse_layout_new_home(l, h);
 }
 
 /* How many shards exist during the change: both counts' larger. */

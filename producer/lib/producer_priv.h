@@ -275,7 +275,7 @@ void send_take_down(struct send *s, size_t *failed, char *errstr, size_t size);
 int send_moved(lapse_producer *p, const struct producer_op *op);
 int send_took(struct send *s, const struct send_call *c, const redisReply *r);
 void send_unseeded(struct send *s, const struct send_call *c);
-void send_settled(struct send *s, const struct send_call *c, const redisReply *r);
+void send_settled(struct send *s, const struct send_call *c, const char *flags, size_t nflags);
 
 /*
  * confirm — durable acknowledgement of pipelined batches (redis.wait_replicas).

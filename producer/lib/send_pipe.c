@@ -52,18 +52,15 @@ static int send_append(struct send *s, size_t n, size_t *sent)
 }
 
 /* An applied call's ops whose time was relative ("+<ms>") get the time it
- * resolved to, from the shard's clock in apply.lua's reply: sent again
+ * resolved to, `now` (the shard's clock in apply.lua's reply; -1: none,
+ * no time was relative): sent again
  * (their WAIT fell short, a batch in flight is sent again), they set the
  * same deadline instead of a later one, so a write applied twice fires as
  * one (id, deadline_ms), which consumers drop as a duplicate. (A repeat
  * sent again keeps the count its first application started whether or not
  * the answer came: send_build marks every op it sent, apply.lua's flag G.) */
-static void send_pin(struct send *s, const struct send_call *call, const redisReply *r)
+static void send_pin(struct send *s, const struct send_call *call, long long now)
 {
-    const char *moved;
-    size_t nmoved;
-    long long now;
-    lapse_apply_read(r, &moved, &nmoved, &now);
     for (size_t i = 0; i < call->count; i++) {
         struct producer_op *op = &s->p->ops[call->ops[i]];
         if (now >= 0 && op->kind == LAPSE_WHEN_REL && op->op != LAPSE_APPLY_CANCEL) {
@@ -87,17 +84,22 @@ static int send_reply(struct send *s, size_t n, const struct send_call *call,
         return SEND_STALE;
     int refused = reply->type == REDIS_REPLY_ERROR;
     switch (call->script) {
-    case LAPSE_SCRIPT_APPLY:
+    case LAPSE_SCRIPT_APPLY: {
         if (refused) {
             send_report(s, call, reply->str);
             for (size_t i = 0; i < call->count; i++)
                 p->ops[call->ops[i]].done = 1;
             return rc;
         }
-        send_pin(s, call, reply);
+        const char *moved; /* (only with the old shard's keys) */
+        size_t nmoved;
+        long long now;
+        lapse_apply_read(reply, &moved, &nmoved, &now);
+        send_pin(s, call, now);
         if (p->layout.splitting)
-            send_settled(s, call, reply);
+            send_settled(s, call, call->with_old ? moved : "", call->with_old ? nmoved : 0);
         return rc;
+    }
     case LAPSE_SCRIPT_TAKE:
         return send_took(s, call, reply) < 0 && rc == SEND_OK ? SEND_RETRY : rc;
     case LAPSE_SCRIPT_SEED:

@@ -140,20 +140,15 @@ void send_unseeded(struct send *s, const struct send_call *c)
         s->p->ops[c->ops[i]].twin = SEND_TWIN_UNSEEDED;
 }
 
-/* An apply call succeeded (reply r): remember its moving IDs that settled
+/* An apply call succeeded (its "M ?" flags: lapse_apply_read): remember its moving IDs that settled
  * in their new shard (see the top): no twin (ABSENT), a twin copied by a
  * seed that succeeded (TAKEN), or a busy twin and an op that always changes
  * the ID, so it is in m_j (BUSY and not an extend). Their seeds came earlier
  * in the same node's pipeline, so a failed one already said UNSEEDED. For local ops
  * apply.lua judged the same and answered a flag per op, in their order. */
-void send_settled(struct send *s, const struct send_call *c, const redisReply *r)
+void send_settled(struct send *s, const struct send_call *c, const char *flags, size_t nflags)
 {
-    const char *flags;
-    size_t nflags, f = 0;
-    long long now;
-    lapse_apply_read(r, &flags, &nflags, &now);
-    if (!c->with_old)
-        nflags = 0;
+    size_t f = 0;
     for (size_t i = 0; i < c->count; i++) {
         const struct producer_op *op = &s->p->ops[c->ops[i]];
         if (op->local) {

@@ -290,6 +290,7 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
         snprintf(errstr, size, "out of memory");
         goto out;
     }
+    const redisReply *held = lapse_take_lease(took); /* the taken twins' lease */
     for (size_t k = 0; k < n; k++) {
         struct lapse_twin t;
         lapse_take_twin(took, k, &t);
@@ -299,7 +300,6 @@ static long split_move(lapse_redis **nodes, const struct lapse_config *cfg,
             continue;
         t.id = ids[k], t.id_len = lens[k];
         seeds = lapse_seed_twin(args, alen, seeds, &t, dl[k]);
-        const redisReply *held = lapse_take_lease(took);
         drops = lapse_drop_taken(drop, dlen, drops, ids[k], lens[k], held->str, held->len);
     }
     moved = drops / 2;
