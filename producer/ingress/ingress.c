@@ -35,6 +35,7 @@
 #define STATS_EVERY_MS 60000 /* a counters line at most this often, when they moved */
 #define HOLD_BATCHES 32      /* producer.batch messages uncommitted at most, times this */
 #define READ_MAX 1024        /* messages taken from librdkafka's queue in one call */
+#define PREFETCH_AHEAD 8     /* messages between a slack prefetch and its lookup */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -506,6 +507,15 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         }
         for (size_t k = 0; k < got; k++) {
             rd_kafka_message_t *m = msgs[k];
+            /* The slack table's slot of a message PREFETCH_AHEAD on, guessed
+             * from its key: a device's signals are keyed by its ID (that is
+             * what keeps them in order), so the guess is mostly right, and
+             * the lookup's cache miss is mostly gone by its turn. A wrong
+             * guess costs one hash. */
+            const rd_kafka_message_t *ahead =
+                k + PREFETCH_AHEAD < got ? msgs[k + PREFETCH_AHEAD] : NULL;
+            if (ahead && !ahead->err && ahead->key_len)
+                lapse_producer_prefetch(p, ahead->key, ahead->key_len);
             if (m->err) {
                 consumer_error(ing, m);
                 rd_kafka_message_destroy(m);
