@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* lib/bucket.lua's BK_GROUP: a shard's index NS:x:I holds one entry per
+ * group of this many buckets, whose own index is NS:x:I:G. */
+#define LAPSE_BUCKET_GROUP 2048
+
 /* An ID's bucket hash, independent of the shard hash (hash.h): the
  * polynomial of its bytes with base 1000003 modulo 4294967291, times
  * 2654435761 modulo 2^32, rotated by 16 bits (lib/bucket.lua says why). */

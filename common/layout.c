@@ -72,16 +72,17 @@ static int node_index(const struct lapse_config *cfg, const char *hostport, size
     return -1;
 }
 
-/* Parses the "nodes" field: one host:port per shard. */
+/* Parses the "nodes" field: one host:port per shard (of the span). */
 static int layout_parse_nodes(const struct lapse_config *cfg, const char *s, struct lapse_layout *l,
                               char *errstr, size_t size)
 {
-    l->node_of = calloc(l->shards, sizeof *l->node_of);
+    uint32_t span = lapse_layout_span(l);
+    l->node_of = calloc(span, sizeof *l->node_of);
     if (!l->node_of) {
         snprintf(errstr, size, "out of memory");
         return -1;
     }
-    for (uint32_t i = 0; i < l->shards; i++) {
+    for (uint32_t i = 0; i < span; i++) {
         const char *end = strchr(s, ',');
         size_t len = end ? (size_t)(end - s) : strlen(s);
         int idx = node_index(cfg, s, len);
@@ -92,14 +93,27 @@ static int layout_parse_nodes(const struct lapse_config *cfg, const char *s, str
             return -1;
         }
         l->node_of[i] = (uint16_t)idx;
-        if (!end && i + 1 < l->shards) {
+        if (!end && i + 1 < span) {
             snprintf(errstr, size, "layout of \"%s\": nodes lists %u shards, expected %u", cfg->ns,
-                     i + 1, l->shards);
+                     i + 1, span);
             return -1;
         }
         s = end ? end + 1 : s + len;
     }
     return 0;
+}
+
+const char *lapse_layout_state_name(enum lapse_layout_state state)
+{
+    switch (state) {
+    case LAPSE_LAYOUT_SPLITTING:
+        return "splitting";
+    case LAPSE_LAYOUT_MERGING:
+        return "merging";
+    case LAPSE_LAYOUT_STABLE:
+        break;
+    }
+    return "stable";
 }
 
 int lapse_layout_load(lapse_redis *home, const struct lapse_config *cfg, struct lapse_layout *out,
@@ -114,14 +128,14 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     memset(out, 0, sizeof *out);
     char key[LAPSE_NS_MAX * 2 + 32];
     lapse_key_layout(key, sizeof key, cfg, which);
-    redisReply *r =
-        lapse_redis_command(home, "HMGET %s shards prev_shards epoch state nodes keys", key);
+    redisReply *r = lapse_redis_command(
+        home, "HMGET %s shards prev_shards epoch state nodes keys retired", key);
     if (!r) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(home));
         return -2;
     }
     int rc = -1;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
         snprintf(errstr, size, "redis %s: HMGET %s: %s", lapse_redis_name(home), key,
                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
         goto out;
@@ -144,20 +158,38 @@ int lapse_layout_read(lapse_redis *home, const struct lapse_config *cfg, const c
     out->shards = (uint32_t)shards;
     out->prev_shards = (uint32_t)prev;
     out->epoch = strtoll(r->element[2]->str, NULL, 10);
-    /* A state this version does not know (a later lapse-scale's, e.g. a
-     * merge) is refused, never read as stable: routing by it could write
-     * an ID where its twin still fires. */
+    /* A state this version does not know (a later lapse-scale's) is
+     * refused, never read as stable: routing by it could write an ID where
+     * its twin still fires. */
     const char *state = r->element[3]->str;
-    if (strcmp(state, "stable") != 0 && strcmp(state, "splitting") != 0) {
+    if (strcmp(state, "stable") == 0 && shards == prev) {
+        out->state = LAPSE_LAYOUT_STABLE;
+    } else if (strcmp(state, "splitting") == 0 && shards == 2 * prev) {
+        out->state = LAPSE_LAYOUT_SPLITTING;
+    } else if (strcmp(state, "merging") == 0 && prev == 2 * shards) {
+        out->state = LAPSE_LAYOUT_MERGING;
+    } else if (strcmp(state, "stable") != 0 && strcmp(state, "splitting") != 0 &&
+               strcmp(state, "merging") != 0) {
         snprintf(errstr, size,
                  "layout of \"%s\": state \"%.40s\" is not one this lapse knows (\"stable\", "
-                 "\"splitting\"): a newer lapse-scale wrote it; upgrade this program",
+                 "\"splitting\", \"merging\"): a newer lapse-scale wrote it; upgrade this program",
                  cfg->ns, state);
         goto out;
+    } else {
+        snprintf(errstr, size, "layout of \"%s\": state \"%s\" with %ld shards, %ld before",
+                 cfg->ns, state, shards, prev);
+        goto out;
     }
-    out->splitting = strcmp(state, "splitting") == 0;
     out->small_keys =
         r->element[5]->type == REDIS_REPLY_STRING && strcmp(r->element[5]->str, "small") == 0;
+    if (r->element[6]->type == REDIS_REPLY_STRING) {
+        long retired = strtol(r->element[6]->str, NULL, 10);
+        if (retired != 0 && !lapse_shards_valid(retired)) {
+            snprintf(errstr, size, "layout of \"%s\": bad retired count", cfg->ns);
+            goto out;
+        }
+        out->retired = (uint32_t)retired;
+    }
     if (layout_parse_nodes(cfg, r->element[4]->str, out, errstr, size) < 0) {
         lapse_layout_free(out);
         goto out;
@@ -170,12 +202,13 @@ out:
 
 char *lapse_layout_nodes(const struct lapse_config *cfg, const struct lapse_layout *l)
 {
-    size_t cap = (size_t)l->shards * LAPSE_NODE_NAME_MAX + 1, len = 0;
+    uint32_t span = lapse_layout_span(l);
+    size_t cap = (size_t)span * LAPSE_NODE_NAME_MAX + 1, len = 0;
     char *nodes = malloc(cap);
     if (!nodes)
         return NULL;
     nodes[0] = '\0';
-    for (uint32_t i = 0; i < l->shards; i++) {
+    for (uint32_t i = 0; i < span; i++) {
         char name[LAPSE_NODE_NAME_MAX];
         lapse_node_name(&cfg->nodes[l->node_of[i]], name, sizeof name);
         len += (size_t)snprintf(nodes + len, cap - len, "%s%s", i ? "," : "", name);

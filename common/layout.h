@@ -3,16 +3,21 @@
  *
  * The record is the hash NS:layout on the first configured Redis node:
  *   shards       N, a power of two
- *   prev_shards  N before the current split (= N when stable)
+ *   prev_shards  N before the change under way (= N when stable): N/2 while
+ *                splitting, 2N while merging
  *   epoch        bumped by every layout change
- *   state        "stable" or "splitting" (any other is refused: lapse_layout_read)
- *   nodes        the node of each shard, comma-separated, in shard order: its
+ *   state        "stable", "splitting" or "merging" (any other is refused:
+ *                lapse_layout_read)
+ *   retired      (once a merge finished) the most shards the namespace had:
+ *                shards from the count up to it were retired by a merge
+ *   nodes        the node of each shard, comma-separated, in shard order (of
+ *                both counts' larger, lapse_layout_span, during a change): its
  *                name (lapse_node_name), "host:port" for a plain node, the
  *                master name for a Sentinel one, so a failover changes nothing
  * Shard I's data lives on its node under NS:z:I (zset ID -> deadline ms),
  * NS:p:I (hash ID -> payload), NS:f:I (hash lease -> the IDs leased with
  * it and their deadlines: common/lua/lib/inflight.lua), NS:r:I (hash ID -> "period_ms:fired" of repeating IDs) and,
- * during a split, NS:m:I (IDs written in new shard I); NS:l:I is the lock of
+ * during a split or merge, NS:m:I (IDs moved into shard I); NS:l:I is the lock of
  * its active scanner (token, with a PX lease) and NS:e:I the layout epoch the
  * shard was fenced at: scripts refuse callers with an older layout. NS:s:I
  * and NS:b:I let an idle scanner sleep until it is due or woken (sleep.lua,
@@ -33,13 +38,21 @@
 #include "hash.h"
 #include "redis.h"
 
+enum lapse_layout_state {
+    LAPSE_LAYOUT_STABLE,
+    LAPSE_LAYOUT_SPLITTING, /* shards = 2 prev_shards: IDs move from i to i + prev_shards */
+    LAPSE_LAYOUT_MERGING,   /* prev_shards = 2 shards: IDs move from j to j - shards */
+};
+
 struct lapse_layout {
-    uint32_t shards;      /* N */
-    uint32_t prev_shards; /* N before the split in progress, else N */
+    uint32_t shards;      /* N: the shards once the change under way is done */
+    uint32_t prev_shards; /* N before the change under way, else N */
     int64_t epoch;        /* layout version */
-    int splitting;        /* state == "splitting" */
-    uint16_t *node_of;    /* shards entries: index into cfg->nodes */
-    int small_keys;       /* field keys = "small": new shards start in small keys
+    enum lapse_layout_state state;
+    uint16_t *node_of; /* lapse_layout_span entries: index into cfg->nodes */
+    uint32_t retired;  /* shards [span, retired) were retired by a merge ("retired"
+                             field; 0: none ever was) */
+    int small_keys;    /* field keys = "small": new shards start in small keys
                              (bucket.h; init --small-keys) */
 };
 
@@ -48,14 +61,25 @@ struct lapse_layout {
  * about it (never by the shard counts): an ID of hash h lived in its old
  * home before the change and lives in its new home after; the two differ
  * for the IDs that move, and never while stable. The shards pair up: each
- * shard that gives moving IDs away gives them all to one other, its pair.
- * A split N -> 2N moves the IDs whose hash has bit N set from shard i to
- * its pair i + N (docs/design.md, "Splits: how they stay exact"; a merge is
- * to be the same change run backwards: "Merges").
+ * shard that gives moving IDs away gives them all to one other, its pair
+ * (s XOR the smaller count). A split N -> 2N moves the IDs whose hash has
+ * bit N set from shard i to its pair i + N (docs/design.md, "Splits: how
+ * they stay exact"); a merge 2N -> N, the same change run backwards, moves
+ * every ID of shard j = i + N into its pair i ("Merges").
  */
+
+/* A split or a merge is under way. */
+static inline int lapse_layout_changing(const struct lapse_layout *l)
+{
+    return l->state != LAPSE_LAYOUT_STABLE;
+}
+
+/* "stable", "splitting" or "merging": the record's word, and the displays'. */
+const char *lapse_layout_state_name(enum lapse_layout_state state);
+
 static inline uint32_t lapse_layout_old_home(const struct lapse_layout *l, uint64_t h)
 {
-    return lapse_shard_of(h, l->splitting ? l->prev_shards : l->shards);
+    return lapse_shard_of(h, lapse_layout_changing(l) ? l->prev_shards : l->shards);
 }
 
 static inline uint32_t lapse_layout_new_home(const struct lapse_layout *l, uint64_t h)
@@ -65,7 +89,7 @@ static inline uint32_t lapse_layout_new_home(const struct lapse_layout *l, uint6
 
 static inline int lapse_layout_moves(const struct lapse_layout *l, uint64_t h)
 {
-    return l->splitting && lapse_layout_old_home(l, h) != lapse_layout_new_home(l, h);
+    return lapse_layout_changing(l) && lapse_layout_old_home(l, h) != lapse_layout_new_home(l, h);
 }
 
 /* How many shards exist during the change: both counts' larger. */
@@ -74,22 +98,34 @@ static inline uint32_t lapse_layout_span(const struct lapse_layout *l)
     return l->shards > l->prev_shards ? l->shards : l->prev_shards;
 }
 
-/* Shard s gives moving IDs away (it is their old home). */
+/* Shard s gives moving IDs away (it is their old home): while splitting,
+ * every old shard (some of its IDs); while merging, each retiring one (all
+ * of its IDs). */
 static inline int lapse_layout_gives(const struct lapse_layout *l, uint32_t s)
 {
-    return l->splitting && s < l->prev_shards;
+    return (l->state == LAPSE_LAYOUT_SPLITTING && s < l->prev_shards) ||
+           (l->state == LAPSE_LAYOUT_MERGING && s >= l->shards && s < l->prev_shards);
 }
 
 /* Shard s receives moving IDs (it is their new home). */
 static inline int lapse_layout_receives(const struct lapse_layout *l, uint32_t s)
 {
-    return l->splitting && s >= l->prev_shards && s < l->shards;
+    return (l->state == LAPSE_LAYOUT_SPLITTING && s >= l->prev_shards && s < l->shards) ||
+           (l->state == LAPSE_LAYOUT_MERGING && s < l->shards);
 }
 
 /* The other shard of s's pair in the change (s gives or receives). */
 static inline uint32_t lapse_layout_pair(const struct lapse_layout *l, uint32_t s)
 {
-    return s < l->prev_shards ? s + l->prev_shards : s - l->prev_shards;
+    return s ^ (l->shards < l->prev_shards ? l->shards : l->prev_shards);
+}
+
+/* Shard s existed and a merge retired it: its scanner stops by itself, exit
+ * 0 (scanner/lease.c); a shard past every count the namespace had is a
+ * mistake instead. */
+static inline int lapse_layout_retired(const struct lapse_layout *l, uint32_t s)
+{
+    return s >= lapse_layout_span(l) && s < l->retired;
 }
 
 enum lapse_key_kind {

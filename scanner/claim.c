@@ -71,7 +71,8 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
     size_t room = busy < max ? max - busy : 0;
     if (room > (size_t)s->cfg->scanner_batch)
         room = (size_t)s->cfg->scanner_batch;
-    if (room == 0 || s->no_ahead || s->layout.splitting || s->cfg->scanner_catchup_rate)
+    if (room == 0 || s->no_ahead || lapse_layout_changing(&s->layout) ||
+        s->cfg->scanner_catchup_rate)
         return;
     if (!s->ahead) {
         uint16_t n = s->layout.node_of[s->shard];
@@ -114,7 +115,7 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
 static void scanner_seen(lapse_scanner *s, long long now, long long due_left, int full,
                          long long max_deadline)
 {
-    if (s->layout.splitting) {
+    if (lapse_layout_changing(&s->layout)) {
         /* twins come in from old shards with the deadlines they waited
          * for there: no mark while a split runs, each counts in full */
         s->seen_below = 0;

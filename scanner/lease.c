@@ -68,10 +68,11 @@ void scanner_memory(lapse_scanner *s, int64_t now)
                                            : want - m.replicas);
 }
 
-/* Publishes the layout followed (metrics: splitting, layout_epoch). */
+/* Publishes the layout followed (metrics: splitting, merging, layout_epoch). */
 static void scanner_layout_gauges(lapse_scanner *s)
 {
-    METRIC_SET(s, splitting, s->layout.splitting ? 1 : 0);
+    METRIC_SET(s, splitting, s->layout.state == LAPSE_LAYOUT_SPLITTING);
+    METRIC_SET(s, merging, s->layout.state == LAPSE_LAYOUT_MERGING);
     METRIC_SET(s, layout_epoch, (int64_t)s->layout.epoch);
 }
 
@@ -113,7 +114,13 @@ int scanner_attach(lapse_scanner *s, volatile sig_atomic_t *stop)
     }
     if (*stop)
         return -1;
-    if (s->shard >= s->layout.shards) {
+    if (lapse_layout_retired(&s->layout, s->shard)) {
+        log_info("shard %u was retired by a merge: namespace \"%s\" has %u shards; nothing to do",
+                 s->shard, s->cfg->ns, s->layout.shards);
+        s->retired = 1;
+        return -1;
+    }
+    if (s->shard >= lapse_layout_span(&s->layout)) {
         log_error("shard %u does not exist: namespace \"%s\" has %u shards", s->shard, s->cfg->ns,
                   s->layout.shards);
         return -1;
@@ -163,8 +170,16 @@ void scanner_reload(lapse_scanner *s)
         return;
     }
     if (l.epoch != s->layout.epoch)
-        log_info("shard %u: layout epoch %lld: %u shards%s", s->shard, (long long)l.epoch, l.shards,
-                 l.splitting ? ", splitting" : "");
+        log_info("shard %u: layout epoch %lld: %u shards%s%s", s->shard, (long long)l.epoch,
+                 l.shards, lapse_layout_changing(&l) ? ", " : "",
+                 lapse_layout_changing(&l) ? lapse_layout_state_name(l.state) : "");
+    /* A finished merge retired this shard: it holds nothing any more
+     * (finish waited for that), so the scanner stops (lapse_scanner_serve). */
+    if (lapse_layout_retired(&l, s->shard) && !s->retired) {
+        log_info("shard %u: retired by a merge (namespace \"%s\" has %u shards): stopping",
+                 s->shard, s->cfg->ns, l.shards);
+        s->retired = 1;
+    }
     lapse_layout_free(&s->layout);
     s->layout = l;
     scanner_layout_gauges(s);

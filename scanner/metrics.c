@@ -62,6 +62,7 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
       naps);
     C("woken_total", "Naps ended by a write that landed before the next deadline.", woken);
     G("splitting", "1 while the layout this scanner follows is splitting, else 0.", splitting);
+    G("merging", "1 while the layout this scanner follows is merging, else 0.", merging);
     G("layout_epoch", "Epoch of the layout this scanner follows.", layout_epoch);
     C("written_past_due_total",
       "Events of IDs written with a deadline already past; their lateness counts from when "

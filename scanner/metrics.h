@@ -42,6 +42,7 @@ struct lapse_metrics {
     atomic_int_fast64_t redis_up;          /* 1: the shard's Redis answered the last call */
     atomic_int_fast64_t attached;     /* 1 once the layout was read and the shard's node known */
     atomic_int_fast64_t splitting;    /* 1 while the layout followed is splitting */
+    atomic_int_fast64_t merging;      /* 1 while the layout followed is merging */
     atomic_int_fast64_t layout_epoch; /* epoch of the layout followed */
     /* the shard's Redis primary, read every LAPSE_MEMORY_EVERY_MS (INFO
      * memory); -1: not read, or not readable (not rendered then) */

@@ -235,7 +235,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
     if (scanner_attach(s, stop) < 0) {
-        if (*stop)
+        if (*stop || s->retired)
             return LAPSE_SCANNER_OK;
         /* the home node (layout) or the shard's own node may refuse us */
         return lapse_redis_refused(s->home) || (s->node && lapse_redis_refused(s->node))
@@ -250,7 +250,7 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
         max_wait = s->cfg->scanner_poll_ms;
     int rc = LAPSE_SCANNER_OK;
     uint64_t reconnects = 0;
-    while (!*stop) {
+    while (!*stop && !s->retired) {
         lapse_sink_poll(s->sink, 0);
         if (lapse_sink_fatal(s->sink, err, sizeof err) && scanner_new_sink(s, err) < 0) {
             rc = LAPSE_SCANNER_FATAL;

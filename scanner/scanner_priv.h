@@ -86,6 +86,7 @@ struct lapse_scanner {
     int ahead_want;           /* its batch size */
     int64_t ahead_lock_until; /* as scanner_claim's lock_until */
     int no_ahead;             /* stopping: no more claims ahead */
+    int retired;              /* a merge retired the shard: the loop ends, exit 0 */
     lapse_sink *sink;
     int64_t sink_fatal_at[SINK_FATAL_MAX]; /* when the last Kafka fatal errors came */
     int sink_fatal_next;                   /* ... the oldest of them */

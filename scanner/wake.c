@@ -63,7 +63,8 @@ static int nap_max(const lapse_scanner *s)
  * scanner_seen): written-past-due IDs woken later count from here. */
 static void nap_seen(lapse_scanner *s, long long now)
 {
-    if (!s->layout.splitting && now + 1 > s->seen_below) { /* (no mark while splitting) */
+    if (!lapse_layout_changing(&s->layout) &&
+        now + 1 > s->seen_below) { /* (no mark during a split or merge) */
         s->seen_below = now + 1;
         s->seen_at = now;
     }

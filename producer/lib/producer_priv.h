@@ -58,8 +58,8 @@ struct producer_op {
                     sent again says so (apply.lua's flag G) and keeps its count */
     /* set for the current layout by send_plan.c (routing), send_split.c (twin): */
     uint32_t shard;        /* where the op applies */
-    uint32_t old_shard;    /* during a split: the ID's shard before it */
-    int moving;            /* during a split: shard != old_shard */
+    uint32_t old_shard;    /* during a split or merge: the ID's shard before it */
+    int moving;            /* during a split or merge: shard != old_shard */
     int local;             /* moving, and both shards on one node: apply.lua
                                   finds the twin itself ("M ?"), no take/seed/drop */
     char twin;             /* take.lua's verdict: 0 not asked, enum lapse_take_state
@@ -82,13 +82,13 @@ struct moved_slot {
 /*
  * What send_plan.c derives from the layout, in one allocation, so that
  * lapse_producer_free releases all of it with free(p->keys): the shard key
- * names and, while splitting, the moved-ID cache of the split (its table and
+ * names and, while splitting or merging, the moved-ID cache of the change (its table and
  * ID bytes follow the key names; see send_split.c). Replaced when the shard
- * count or the splitting state changes; the cache is emptied when the epoch
+ * count or the state changes; the cache is emptied when the epoch
  * does.
  */
 struct producer_routes {
-    struct moved_slot *moved;                      /* MOVED_SLOTS slots; NULL when not splitting */
+    struct moved_slot *moved;                      /* MOVED_SLOTS slots; NULL when stable */
     char *moved_ids;                               /* MOVED_BYTES bytes */
     size_t moved_n;                                /* IDs held */
     size_t moved_len;                              /* bytes of moved_ids used */

@@ -135,7 +135,7 @@ static int send_phase_take(struct send_run *run)
     if (run->routed)
         return SEND_OK;
     s->ncalls = 0;
-    memset(s->short_shard, 0, s->p->layout.shards * sizeof *s->short_shard);
+    memset(s->short_shard, 0, lapse_layout_span(&s->p->layout) * sizeof *s->short_shard);
     size_t n = send_group(s, 1, 1);
     if (n == (size_t)-1)
         return SEND_RETRY;
@@ -156,7 +156,7 @@ static int send_applies(struct send_run *run, int (*want_seed)(const struct prod
 {
     struct send *s = run->s;
     run->routed = 1; /* from here a round resumes with the applies */
-    memset(s->short_shard, 0, s->p->layout.shards * sizeof *s->short_shard);
+    memset(s->short_shard, 0, lapse_layout_span(&s->p->layout) * sizeof *s->short_shard);
     s->ncalls = 0;
     s->npicked = 0;
     if (send_group(s, 0, 0) == (size_t)-1)
@@ -192,7 +192,7 @@ static void send_phase_drop(struct send_run *run)
     send_plan(s, LAPSE_SCRIPT_DROP, want_dropped);
     (void)send_calls(s);
     /* a drop that failed says nothing about the ops */
-    memset(s->short_shard, 0, s->p->layout.shards * sizeof *s->short_shard);
+    memset(s->short_shard, 0, lapse_layout_span(&s->p->layout) * sizeof *s->short_shard);
 }
 
 /* After the applies (res): what each node and primary applied is done
@@ -241,7 +241,8 @@ static int send_round(struct send_run *run)
     run->round_at = lapse_clock_mono_ms();
     int res = send_phase_layout(run);
     if (res == SEND_OK)
-        res = run->s->p->layout.splitting ? send_round_split(run) : send_round_stable(run);
+        res = lapse_layout_changing(&run->s->p->layout) ? send_round_split(run)
+                                                        : send_round_stable(run);
     if (res == SEND_STALE)
         run->stale = run->fenced = 1;
     return res;

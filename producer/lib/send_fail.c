@@ -128,7 +128,7 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
         return left == (size_t)-1 ? p->nops : left;
     int64_t now = lapse_clock_mono_ms();
     char why[512];
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
+    for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++) {
         if (s->start[k + 1] == s->start[k])
             continue;
         size_t n = p->layout.node_of[k];
@@ -141,7 +141,7 @@ size_t send_gate(struct send *s, size_t *failed, char *errstr, size_t size)
             send_fail_shard(s, k, reason, failed);
         }
     }
-    for (size_t n = 0; p->layout.splitting && n < p->cfg->nnodes; n++) {
+    for (size_t n = 0; lapse_layout_changing(&p->layout) && n < p->cfg->nnodes; n++) {
         size_t count = 0;
         for (size_t i = 0; i < p->nops; i++) {
             struct producer_op *op = &p->ops[i];
@@ -174,7 +174,7 @@ size_t send_judge(struct send *s, size_t *failed, char *errstr, size_t size)
     int64_t now = lapse_clock_mono_ms();
     size_t left = 0;
     char why[512];
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
+    for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++) {
         size_t count = s->start[k + 1] - s->start[k];
         if (count == 0)
             continue;
@@ -208,7 +208,7 @@ void send_take_down(struct send *s, size_t *failed, char *errstr, size_t size)
     lapse_producer *p = s->p;
     int64_t now = lapse_clock_mono_ms();
     char why[512];
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
+    for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++) {
         size_t node = p->layout.node_of[k];
         if (!s->short_shard[k] || !s->down[node] ||
             !degrade_down(p, node, degrade_addr(p, k), s->down_why[node], now))

@@ -96,7 +96,7 @@ static int send_reply(struct send *s, size_t n, const struct send_call *call,
         long long now;
         lapse_apply_read(reply, &moved, &nmoved, &now);
         send_pin(s, call, now);
-        if (p->layout.splitting)
+        if (lapse_layout_changing(&p->layout))
             send_settled(s, call, call->with_old ? moved : "", call->with_old ? nmoved : 0);
         return rc;
     }
@@ -166,7 +166,7 @@ int send_calls(struct send *s)
             snprintf(s->down_why[n], sizeof s->down_why[n], "%s",
                      why[0] ? why : "the scripts were not loaded (NOSCRIPT)");
             lapse_redis_disconnect(p->nodes[n]); /* its half-read pipeline goes */
-            for (uint32_t k = 0; k < p->layout.shards; k++)
+            for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++)
                 if (p->layout.node_of[k] == n)
                     s->short_shard[k] = 1;
             res = SEND_SHORT;
@@ -242,7 +242,7 @@ struct send *producer_send_start(lapse_producer *p)
      * this way: IDs that stay, and moved ones the cache knows settled, are
      * plain ops of one shard, and apply.lua moves a local one's twin itself;
      * one from another node needs take, seed and drop (producer_send). */
-    for (size_t i = 0; p->layout.splitting && i < p->nops; i++)
+    for (size_t i = 0; lapse_layout_changing(&p->layout) && i < p->nops; i++)
         if (send_taking(&p->ops[i])) {
             send_free(s);
             return NULL;
@@ -289,7 +289,7 @@ static void send_short(struct send *s, size_t n)
 {
     lapse_producer *p = s->p;
     int64_t now = lapse_clock_mono_ms();
-    for (uint32_t k = 0; k < p->layout.shards; k++)
+    for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++)
         if (p->layout.node_of[k] == n && s->short_shard[k])
             (void)degrade_short(p, n, degrade_addr(p, k), lapse_redis_errstr(p->nodes[n]), now);
 }

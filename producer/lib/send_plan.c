@@ -18,19 +18,21 @@
 #include "hash.h"
 #include "producer_priv.h"
 
-/* Key names (and, while splitting, an empty moved-ID cache) for layout l;
+/* Key names (and, while splitting or merging, an empty moved-ID cache) for layout l;
  * NULL if out of memory. */
 static struct producer_routes *send_routes_new(const lapse_producer *p,
                                                const struct lapse_layout *l)
 {
-    size_t head = offsetof(struct producer_routes, keys) + l->shards * sizeof p->keys->keys[0];
+    size_t head =
+        offsetof(struct producer_routes, keys) + lapse_layout_span(l) * sizeof p->keys->keys[0];
     head = (head + _Alignof(struct moved_slot) - 1) / _Alignof(struct moved_slot) *
            _Alignof(struct moved_slot);
-    size_t cache = l->splitting ? MOVED_SLOTS * sizeof(struct moved_slot) + MOVED_BYTES : 0;
+    size_t cache =
+        lapse_layout_changing(l) ? MOVED_SLOTS * sizeof(struct moved_slot) + MOVED_BYTES : 0;
     struct producer_routes *rt = calloc(1, head + cache); /* untouched pages cost nothing */
     if (!rt)
         return NULL;
-    for (uint32_t s = 0; s < l->shards; s++)
+    for (uint32_t s = 0; s < lapse_layout_span(l); s++)
         for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
             lapse_key(rt->keys[s][k], LAPSE_KEY_MAX, p->cfg, lapse_shard_keys[k], s);
     if (cache) {
@@ -49,7 +51,8 @@ int producer_load_layout(lapse_producer *p, char *errstr, size_t size)
                  p->cfg->ns, p->cfg->path);
     if (rc != 0)
         return -1;
-    if (!p->keys || l.shards != p->layout.shards || l.splitting != p->layout.splitting) {
+    if (!p->keys || lapse_layout_span(&l) != lapse_layout_span(&p->layout) ||
+        l.state != p->layout.state) {
         struct producer_routes *rt = send_routes_new(p, &l);
         if (!rt) {
             lapse_layout_free(&l);
@@ -111,7 +114,7 @@ int send_taking(const struct producer_op *op)
 size_t send_group(struct send *s, int old, int moving)
 {
     lapse_producer *p = s->p;
-    uint32_t shards = p->layout.shards;
+    uint32_t shards = lapse_layout_span(&p->layout);
     memset(s->start, 0, (shards + 1) * sizeof *s->start);
     size_t n = 0;
     for (size_t i = 0; i < p->nops; i++)
@@ -138,7 +141,7 @@ size_t send_group(struct send *s, int old, int moving)
 void send_plan(struct send *s, enum lapse_script script, int (*want)(const struct producer_op *))
 {
     lapse_producer *p = s->p;
-    for (uint32_t k = 0; k < p->layout.shards; k++) {
+    for (uint32_t k = 0; k < lapse_layout_span(&p->layout); k++) {
         size_t *ops = want ? s->picked + s->npicked : s->order + s->start[k];
         size_t n = 0;
         for (size_t i = s->start[k]; i < s->start[k + 1]; i++)

@@ -53,7 +53,7 @@ for cmd in "init 8" "init 2"; do
     assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after '$cmd'"
 done
 scale finish >cmd.out || fail "finish on a stable layout (nothing to do): exit status $?"
-assert_file_match cmd.out 'no split to finish' "finish on a stable layout"
+assert_file_match cmd.out 'no split or merge to finish' "finish on a stable layout"
 assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after finish"
 
 # after init the producer works and puts IDs where the hash says

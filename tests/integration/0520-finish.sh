@@ -23,7 +23,7 @@
 #    it (exit 0: it did) and warns on stderr, naming shards 4-7 (and no
 #    other) with a start line each; again 8 -> 16 with `finish --drain`:
 #    shards 4-15; `init 64` on 16 shards (exit 1) says to split twice
-#    (16 -> 32 -> 64), `init 8` that shards do not shrink.
+#    (16 -> 32 -> 64), `init 4` to merge twice (16 -> 8 -> 4).
 . "$(dirname "$0")/../lib.sh"
 
 sp_start
@@ -118,7 +118,7 @@ tc=$(now_ms)
 
 layout=$(rcli HGETALL "$NS:layout" | paste -sd' ')
 scale finish >finish3.out 2>finish3.err || fail "finish on a stable layout: exit status $?"
-assert_eq "$(cat finish3.out)" "namespace $NS: no split to finish: 4 shards, stable, epoch $((epoch1 + 1)) (nothing changed)" \
+assert_eq "$(cat finish3.out)" "namespace $NS: no split or merge to finish: 4 shards, stable, epoch $((epoch1 + 1)) (nothing changed)" \
     "finish on a stable layout"
 assert_eq "$(cat finish3.err)" "" "finish's stderr on a stable layout"
 assert_eq "$(rcli HGETALL "$NS:layout" | paste -sd' ')" "$layout" "layout after finish on a stable layout"
@@ -160,6 +160,6 @@ assert_eq "$rc" 1 "init 64 on 16 shards: exit status"
 assert_file_match init.err 'already initialised with 16 shards' "init 64's refusal"
 assert_file_match init.err 'split twice \(16 -> 32 -> 64\)' "init 64 says to split twice"
 rc=0
-scale init 8 >init.out 2>init.err || rc=$?
-assert_eq "$rc" 1 "init 8 on 16 shards: exit status"
-assert_file_match init.err 'only grows' "init 8 says shards do not shrink"
+scale init 4 >init.out 2>init.err || rc=$?
+assert_eq "$rc" 1 "init 4 on 16 shards: exit status"
+assert_file_match init.err 'merge twice \(16 -> 8 -> 4\)' "init 4 says to merge twice"

@@ -453,3 +453,70 @@ sp_check() {
     echo "$bad" | head -n 30 >&2
     fail "$(wc -l <<<"$bad") problems with the delivered events (first 30 above)"
 }
+
+# ---------------------------------------------------------------- merge helpers
+# (tests/integration/059N-merge-*.sh: a merge is the split run backwards, so
+# its tests use the split's workload and checks with OLD_N 4 and NEW_N 2)
+
+# sp_merge_start: sp_start, then a split 2 -> 4 (its new shards on redis
+# "two" with SP_TWO_NODES=1: each pair of the merge then spans two nodes)
+# finished at once, scanners on all 4 shards: a stable namespace of 4
+# shards, ready to merge back into 2.
+sp_merge_start() {
+    sp_start
+    sp_split >/dev/null || fail "split 2 -> 4: exit status $?"
+    scanner_start 2
+    scanner_start 3
+    scale finish >/dev/null || fail "finish 2 -> 4: exit status $?"
+    assert_eq "$(sp_status '[.state, .shards] | @tsv' | tr '\t' ' ')" "stable 4" "layout before the merge"
+}
+
+# sp_finish_merge SHARDS EPOCH: as sp_finish, for a merge: `finish` until it
+# succeeds (the retiring shards' last claims settle within a Kafka round
+# trip), within 10 s
+sp_finish_merge() {
+    wait_until 5000 '[[ $(sp_status .to_move) == 0 ]]' ||
+        fail "IDs still in retiring shards: $(scale status)"
+    wait_until 10000 'scale finish >finish.out 2>finish.err' ||
+        fail "finish: $(cat finish.err)"
+    assert_eq "$(sp_status '[.state, .shards, .prev_shards, .epoch] | @tsv' | tr '\t' ' ')" \
+        "stable $1 $1 $2" "state, shards, prev_shards, epoch after finish"
+}
+
+# sp_wait_retired SHARD...: every scanner of each SHARD stops by itself,
+# exit status 0, within 10 s (a merge retired the shard), saying why
+sp_wait_retired() {
+    local s n pid rc
+    for s in "$@"; do
+        for n in "${_NAMES[@]}"; do
+            [[ $n == scanner-$s || $n == scanner-$s.* ]] || continue
+            [[ ${_WATCH[$n]} == 1 ]] || continue
+            _WATCH[$n]=0
+            pid=${_PID[$n]}
+            wait_until 10000 "! _pid_alive $pid" || fail "$n still runs 10 s after its shard retired"
+            rc=0
+            wait "$pid" 2>/dev/null || rc=$?
+            assert_eq "$rc" 0 "$n's exit status once its shard retired"
+            assert_file_match "$T/$n.log" "retired by a merge" "$n's last word"
+        done
+    done
+}
+
+sp_get() { # KEY: its value on whichever node of the test holds it
+    local p
+    for p in $(_sp_ports); do sp_cli "$p" GET "$1"; done | sed '/^$/d' | head -n 1
+}
+
+# sp_retired_keys SHARD: the keys of SHARD left on any node (a retired
+# shard keeps its epoch fence NS:e:SHARD only; its lock goes with its scanner)
+sp_retired_keys() {
+    local p
+    for p in $(_sp_ports); do
+        sp_cli "$p" EVAL "local r = {}
+            for _, pat in ipairs({ ARGV[1] .. ':?:' .. ARGV[2], ARGV[1] .. ':?:' .. ARGV[2] .. ':*',
+                                   ARGV[1] .. ':?:{' .. ARGV[1] .. ':' .. ARGV[2] .. '}*' }) do
+                for _, k in ipairs(redis.call('KEYS', pat)) do r[#r + 1] = k end
+            end
+            return r" 0 "$NS" "$1"
+    done | sed '/^$/d' | sort -u
+}

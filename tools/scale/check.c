@@ -17,6 +17,7 @@
 #include "layout.h"
 #include "memory.h"
 #include "replicas.h"
+#include "status.h"
 
 struct verdict {
     json_t *problems; /* [{shard, problem, message}] */
@@ -107,11 +108,11 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
                     "namespace %s: a %s to epoch %" PRId64 " is under way or was "
                     "interrupted: writers and scanners are paused until it ends (if no "
                     "lapse-scale %s runs now, run it again)",
-                    cfg->ns, next.splitting ? "split" : "finish", next.epoch,
-                    next.splitting ? "split" : "finish");
+                    cfg->ns, lapse_scale_pending_cmd(&next), next.epoch,
+                    lapse_scale_pending_cmd(&next));
             lapse_layout_free(&next);
         }
-        for (uint32_t i = 0; i < l.shards; i++) {
+        for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
             lapse_redis *r = nodes[l.node_of[i]];
             struct lapse_health h;
             if (lapse_health_read(r, cfg, i, &h, err, sizeof err) < 0) {

@@ -191,10 +191,10 @@ int lapse_scale_due_read(lapse_redis *r, const struct lapse_config *cfg, const u
 static void due_read_all(const struct lapse_config *cfg, lapse_redis **nodes,
                          const struct lapse_layout *l, struct lapse_scale_due *d)
 {
-    uint32_t *on = malloc(l->shards * sizeof *on);
-    struct lapse_scale_due *got = malloc(l->shards * sizeof *got);
+    uint32_t *on = malloc(lapse_layout_span(l) * sizeof *on);
+    struct lapse_scale_due *got = malloc(lapse_layout_span(l) * sizeof *got);
     if (!on || !got) {
-        for (uint32_t i = 0; i < l->shards; i++)
+        for (uint32_t i = 0; i < lapse_layout_span(l); i++)
             snprintf(d[i].error, sizeof d[i].error, "out of memory");
         free(on);
         free(got);
@@ -205,7 +205,7 @@ static void due_read_all(const struct lapse_config *cfg, lapse_redis **nodes,
     int64_t give_up = lapse_clock_mono_ms() + cfg->redis_retry_timeout_ms;
     for (size_t n = 0; n < cfg->nnodes; n++) {
         size_t k = 0;
-        for (uint32_t i = 0; i < l->shards; i++)
+        for (uint32_t i = 0; i < lapse_layout_span(l); i++)
             if (l->node_of[i] == n)
                 on[k++] = i;
         if (k == 0)
@@ -286,7 +286,7 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     struct lapse_layout l;
     if (lapse_scale_layout(cfg, nodes, &l) < 0)
         return 1;
-    struct lapse_scale_due *d = calloc(l.shards, sizeof *d);
+    struct lapse_scale_due *d = calloc(lapse_layout_span(&l), sizeof *d);
     if (!d) {
         fprintf(stderr, "lapse-scale: out of memory\n");
         lapse_layout_free(&l);
@@ -294,7 +294,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     }
     due_read_all(cfg, nodes, &l, d);
 
-    const char *state = l.splitting ? "splitting" : "stable";
+    const char *state = lapse_layout_state_name(l.state);
+    char change[64];
     struct lapse_scale_due total = {.next_ms = -1};
     long next_shard = -1; /* the shard whose deadline is the total's next_ms */
     int unread = 0;
@@ -302,15 +303,14 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     if (!as_json) {
         printf("namespace %s: %u shards, state %s, epoch %lld", cfg->ns, l.shards, state,
                (long long)l.epoch);
-        if (l.splitting)
-            printf(" (splitting %u -> %u)", l.prev_shards, l.shards);
+        printf("%s", lapse_scale_change_text(&l, change, sizeof change));
         printf("\npending deadlines by when they fall due, on each shard's Redis clock\n");
         printf("\n%-6s %-22s", "shard", "node");
         for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
             printf(" %10s", lapse_scale_due_header[b]);
         printf(" %9s %10s  %s\n", "inflight", "pending", "next due");
     }
-    for (uint32_t i = 0; i < l.shards; i++) {
+    for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         char where[LAPSE_NODE_NAME_MAX + 16], name[16];
         due_where(cfg, r, i, where, sizeof where);
@@ -371,8 +371,9 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
         printf("overdue: due now, not yet claimed; <1m .. >1d: due that far from now (each range\n"
                "starts where the one before ends); inflight: being dispatched (in no other\n"
                "column); next due: the earliest deadline still to come\n");
-        if (l.splitting)
-            printf("split: an ID not moved yet is counted in the old shard that holds it\n");
+        if (lapse_layout_changing(&l))
+            printf("%s: an ID not moved yet is counted in the shard that holds it\n",
+                   l.state == LAPSE_LAYOUT_MERGING ? "merge" : "split");
     }
     free(d);
     lapse_layout_free(&l);

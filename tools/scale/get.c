@@ -163,7 +163,7 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
         } else {
             json_object_set_new(o, "hash", json_string(hash));
             json_object_set_new(o, "shards", json_integer(l.shards));
-            json_object_set_new(o, "state", json_string(l.splitting ? "splitting" : "stable"));
+            json_object_set_new(o, "state", json_string(lapse_layout_state_name(l.state)));
             json_object_update(o, at);
             json_t *twin = json_null();
             if (in.has_twin) {
@@ -191,16 +191,17 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
         place_print(nodes, &in.at, "");
         if (!in.at.found && !in.at.payload && !(in.has_twin && in.twin.found))
             printf("(lapse holds nothing for this ID: never set, fired, or cancelled)\n");
+        const char *change = l.state == LAPSE_LAYOUT_MERGING ? "merge" : "split";
         if (in.has_twin) {
-            printf("split      %u -> %u: the ID moves from old shard %u; %s\n", l.prev_shards,
+            printf("%-10s %u -> %u: the ID moves from old shard %u; %s\n", change, l.prev_shards,
                    l.shards, in.twin.shard,
                    in.at.moved ? "written in its new shard since: the old twin is stale "
                                  "(dropped, never fired)"
                                : "not written in its new shard yet: the old twin is live");
             printf("twin       old shard %u\n", in.twin.shard);
             place_print(nodes, &in.twin, "  ");
-        } else if (l.splitting) {
-            printf("split      %u -> %u: the ID stays in shard %u\n", l.prev_shards, l.shards,
+        } else if (lapse_layout_changing(&l)) {
+            printf("%-10s %u -> %u: the ID stays in shard %u\n", change, l.prev_shards, l.shards,
                    in.at.shard);
         }
     }

@@ -31,8 +31,12 @@
  *                     double the shards online; new shards on NODES
  *                     (host:port,...) or beside their old twins; prints, or
  *                     runs once per new shard, what starts their scanners
+ *   merge [--stop-cmd CMD]
+ *                     halve the shards online (merge.h); prints, or runs
+ *                     once per retiring shard, what lets its scanner go
  *   finish [--drain] [--rate N]
- *                     end the split once no old shard holds a moving ID;
+ *                     end the split (merge) once no old (retiring) shard
+ *                     holds a moving ID;
  *                     --drain first moves them, N a second (default 5000);
  *                     then names the shards no scanner serves
  *                     (tools/scale/scanners.c); no split: a no-op
@@ -106,11 +110,16 @@ static void usage(FILE *out)
         "                                 double the shards online; new shards on the given\n"
         "                                 nodes (listed in the config) or beside their twins;\n"
         "                                 prints, or runs per new shard, what starts their scanners\n"
-        "  finish [--drain] [--rate N]    end the split once no old shard holds an ID of a new\n"
-        "                                 one; --drain moves those first, N a second (5000); then\n"
-        "                                 names on stderr the shards with no active scanner and\n"
-        "                                 what starts them (exit 0 all the same: check fails on\n"
-        "                                 them); with no split under way says so, exit 0\n"
+        "  merge [--stop-cmd 'CMD %%d']     halve the shards online: shard i + N/2 folds into shard\n"
+        "                                 i; the retiring shards' scanners fire what is left in\n"
+        "                                 them and exit 0 by themselves once finish retired them;\n"
+        "                                 prints, or runs per retiring shard, what keeps a service\n"
+        "                                 manager from starting them again\n"
+        "  finish [--drain] [--rate N]    end the split (merge) once no old (retiring) shard holds\n"
+        "                                 an ID of another; --drain moves those first, N a second\n"
+        "                                 (5000); then names on stderr the shards with no active\n"
+        "                                 scanner and what starts them (exit 0 all the same: check\n"
+        "                                 fails on them); with no change under way says so, exit 0\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
@@ -161,7 +170,7 @@ static int scale_policy_news(lapse_redis *r)
 /* What the command line gave: the options (defaults where absent) and the
  * command's operand. */
 struct scale_args {
-    const char *path, *to, *start_cmd, *prefix, *operand;
+    const char *path, *to, *start_cmd, *stop_cmd, *prefix, *operand;
     int as_json, form, drain, rate, watch, interval_ms, count, due, max_memory_pct;
     int64_t max_overdue_ms;
     long limit;
@@ -198,6 +207,12 @@ static int run_split(const struct lapse_config *cfg, lapse_redis **nodes,
     return scale_split(cfg, nodes, a->to, a->start_cmd);
 }
 
+static int run_merge(const struct lapse_config *cfg, lapse_redis **nodes,
+                     const struct scale_args *a)
+{
+    return scale_merge(cfg, nodes, a->stop_cmd);
+}
+
 static int run_finish(const struct lapse_config *cfg, lapse_redis **nodes,
                       const struct scale_args *a)
 {
@@ -226,10 +241,10 @@ struct scale_cmd {
     int (*run)(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a);
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, "ko", 1, 0, run_init},        {"status", 0, "jwinu", 0, 0, run_status},
-    {"get", 1, "j", 0, 0, run_get},           {"check", 0, "jmM", 0, 1, run_check},
-    {"split", 0, "ts", 1, 0, run_split},      {"finish", 0, "dr", 1, 0, run_finish},
-    {"offline", 0, "jlp", 0, 0, run_offline},
+    {"init", 1, "ko", 1, 0, run_init},   {"status", 0, "jwinu", 0, 0, run_status},
+    {"get", 1, "j", 0, 0, run_get},      {"check", 0, "jmM", 0, 1, run_check},
+    {"split", 0, "ts", 1, 0, run_split}, {"finish", 0, "dr", 1, 0, run_finish},
+    {"merge", 0, "S", 1, 0, run_merge},  {"offline", 0, "jlp", 0, 0, run_offline},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -245,6 +260,7 @@ static const struct option scale_opts[] = {
     {"json", no_argument, NULL, 'j'},
     {"to", required_argument, NULL, 't'},
     {"start-cmd", required_argument, NULL, 's'},
+    {"stop-cmd", required_argument, NULL, 'S'},
     {"drain", no_argument, NULL, 'd'},
     {"rate", required_argument, NULL, 'r'},
     {"watch", no_argument, NULL, 'w'},
@@ -285,6 +301,9 @@ static int scale_opt(struct scale_args *a, int ch, const char *arg)
         break;
     case 's':
         a->start_cmd = arg;
+        break;
+    case 'S':
+        a->stop_cmd = arg;
         break;
     case 'd':
         a->drain = 1;

@@ -210,7 +210,7 @@ int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int
         return 1;
     struct gather g = {.limit = limit};
     int rc = 0;
-    for (uint32_t i = 0; i < l.shards; i++) {
+    for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         char cursor[24] = "0";
         do {

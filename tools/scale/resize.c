@@ -7,13 +7,14 @@
 
 #include "hash.h"
 #include "layout.h"
+#include "merge.h"
 #include "scanners.h"
 #include "split.h"
 #include "status.h"
 
 /* After init N refused on a namespace that has another shard count: says
- * on stderr what gets N shards, if anything does (a split doubles them;
- * nothing halves them). Nothing when the layout cannot be read. */
+ * on stderr what gets N shards (a split doubles them, a merge halves
+ * them). Nothing when the layout cannot be read. */
 static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint32_t n)
 {
     struct lapse_layout l;
@@ -21,38 +22,37 @@ static void init_hint(const struct lapse_config *cfg, lapse_redis **nodes, uint3
     if (lapse_layout_load(nodes[0], cfg, &l, err, sizeof err) != 0)
         return;
     uint32_t have = l.shards;
-    int splitting = l.splitting;
+    int changing = lapse_layout_changing(&l);
+    const char *state = lapse_layout_state_name(l.state);
     lapse_layout_free(&l);
-    int times = 0;
-    for (uint32_t s = have; s < n; s *= 2)
-        times++;
-    if (n < have)
+    if (changing) {
         fprintf(stderr,
-                "lapse-scale: init: the shard count only grows (split doubles it); %u shards "
-                "cannot become %u\n",
-                have, n);
-    else if (splitting)
-        fprintf(stderr,
-                "lapse-scale: init: a split to %u shards is under way: end it with lapse-scale -c "
+                "lapse-scale: init: namespace is %s to %u shards: end it with lapse-scale -c "
                 "%s finish [--drain]%s\n",
-                have, cfg->path, n > have ? ", then split again" : "");
-    else {
-        char chain[128];
-        size_t at = (size_t)snprintf(chain, sizeof chain, "%u", have);
-        for (uint32_t s = have * 2; s <= n && at < sizeof chain; s *= 2)
-            at += (size_t)snprintf(chain + at, sizeof chain - at, " -> %u", s);
-        char count[24];
-        snprintf(count, sizeof count, "%d times", times);
-        fprintf(stderr,
-                "lapse-scale: init: to go from %u to %u shards, split %s (%s): %slapse-scale "
-                "-c %s split, start the new shards' scanners, then lapse-scale -c %s finish "
-                "[--drain]\n",
-                have, n,
-                times == 1   ? "once"
-                : times == 2 ? "twice"
-                             : count,
-                chain, times == 1 ? "" : "each time ", cfg->path, cfg->path);
+                state, have, cfg->path, n != have ? ", then change the count again" : "");
+        return;
     }
+    const char *cmd = n > have ? "split" : "merge";
+    int times = 0;
+    char chain[128];
+    size_t at = (size_t)snprintf(chain, sizeof chain, "%u", have);
+    for (uint32_t s = have; s != n && at < sizeof chain; times++) {
+        s = n > have ? s * 2 : s / 2;
+        at += (size_t)snprintf(chain + at, sizeof chain - at, " -> %u", s);
+    }
+    char count[24];
+    snprintf(count, sizeof count, "%d times", times);
+    fprintf(stderr,
+            "lapse-scale: init: to go from %u to %u shards, %s %s (%s): %slapse-scale -c %s %s, "
+            "%s, then lapse-scale -c %s finish [--drain]\n",
+            have, n, cmd,
+            times == 1   ? "once"
+            : times == 2 ? "twice"
+                         : count,
+            chain, times == 1 ? "" : "each time ", cfg->path, cmd,
+            n > have ? "start the new shards' scanners"
+                     : "keep the retiring shards' scanners running",
+            cfg->path);
 }
 
 /* form: 0 (default) and -1 (--one-zset) a new namespace in one zset a
@@ -179,6 +179,25 @@ static void start_cmd_for(char *out, size_t size, const char *cmd, uint32_t j)
         snprintf(out + n, size - n, " %u", j);
 }
 
+/* Runs cmd (its %d the shard) for shards [from, to), printing each; what
+ * the command is for (`what`) names a failure. 0, or 1 if one failed. */
+static int run_per_shard(const char *what, const char *cmd, uint32_t from, uint32_t to)
+{
+    int rc = 0;
+    for (uint32_t j = from; j < to; j++) {
+        char line[1024];
+        start_cmd_for(line, sizeof line, cmd, j);
+        printf("  %s\n", line);
+        fflush(stdout);
+        int st = system(line);
+        if (st != 0) {
+            fprintf(stderr, "lapse-scale: %s: \"%s\" failed (status %d)\n", what, line, st);
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
 int scale_split(const struct lapse_config *cfg, lapse_redis **nodes, const char *to_list,
                 const char *start_cmd)
 {
@@ -201,20 +220,41 @@ int scale_split(const struct lapse_config *cfg, lapse_redis **nodes, const char 
         "namespace %s: splitting %u -> %u shards (epoch %lld); start the new shards' scanners:\n",
         cfg->ns, l.prev_shards, l.shards, (long long)l.epoch);
     int rc = 0;
-    for (uint32_t j = l.prev_shards; j < l.shards; j++) {
+    if (start_cmd)
+        rc = run_per_shard("split", start_cmd, l.prev_shards, l.shards);
+    for (uint32_t j = l.prev_shards; !start_cmd && j < l.shards; j++) {
         char cmd[1024];
-        if (start_cmd) {
-            start_cmd_for(cmd, sizeof cmd, start_cmd, j);
-            printf("  %s\n", cmd);
-            fflush(stdout);
-            int st = system(cmd);
-            if (st != 0) {
-                fprintf(stderr, "lapse-scale: split: \"%s\" failed (status %d)\n", cmd, st);
-                rc = 1;
-            }
-        } else {
-            printf("  %s\n", lapse_scale_start_line(cfg, nodes, &l, j, cmd, sizeof cmd));
-        }
+        printf("  %s\n", lapse_scale_start_line(cfg, nodes, &l, j, cmd, sizeof cmd));
+    }
+    lapse_layout_free(&l);
+    return rc;
+}
+
+/* merge [--stop-cmd]: the retiring shards' scanners keep serving them until
+ * finish (they fire what is left there), so the command is what keeps a
+ * service manager from starting them again once they exit by themselves
+ * (systemctl disable, without --now), run at once. */
+int scale_merge(const struct lapse_config *cfg, lapse_redis **nodes, const char *stop_cmd)
+{
+    struct lapse_layout l;
+    char err[512];
+    if (lapse_merge_start(nodes, cfg, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: merge: %s\n", err);
+        return 1;
+    }
+    printf("namespace %s: merging %u -> %u shards (epoch %lld): shards %u-%u retire into shards "
+           "0-%u;\nkeep their scanners running: they fire what is left in them and exit 0 by "
+           "themselves once lapse-scale finish retired their shards\n",
+           cfg->ns, l.prev_shards, l.shards, (long long)l.epoch, l.shards, l.prev_shards - 1,
+           l.shards - 1);
+    int rc = 0;
+    if (stop_cmd) {
+        printf("what keeps their service manager from starting them again:\n");
+        rc = run_per_shard("merge", stop_cmd, l.shards, l.prev_shards);
+    } else {
+        printf("under systemd, so that they are not started again: systemctl disable "
+               "lapse-scanner@%s-N for N in %u-%u (not --now)\n",
+               cfg->ns, l.shards, l.prev_shards - 1);
     }
     lapse_layout_free(&l);
     return rc;
@@ -231,7 +271,7 @@ int scale_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain,
     struct lapse_layout l;
     if (lapse_scale_layout(cfg, nodes, &l) < 0)
         return 1;
-    if (drain && l.splitting) {
+    if (drain && lapse_layout_changing(&l)) {
         uint64_t moved;
         int rc = lapse_split_drain(nodes, cfg, &l, rate, 600000, &moved, err, sizeof err);
         if (rc < 0) {
@@ -241,7 +281,10 @@ int scale_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain,
         }
         printf("namespace %s: drained %llu IDs into their new shards\n", cfg->ns,
                (unsigned long long)moved);
+        fflush(stdout);
     }
+    enum lapse_layout_state was = l.state;
+    uint32_t was_span = lapse_layout_span(&l);
     lapse_layout_free(&l);
     uint64_t left;
     int rc = lapse_split_finish(nodes, cfg, &left, &l, err, sizeof err);
@@ -250,9 +293,13 @@ int scale_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain,
         return 1;
     }
     if (rc == 1)
-        printf("namespace %s: no split to finish: %u shards, stable, epoch %lld (nothing "
-               "changed)\n",
+        printf("namespace %s: no split or merge to finish: %u shards, stable, epoch %lld "
+               "(nothing changed)\n",
                cfg->ns, l.shards, (long long)l.epoch);
+    else if (was == LAPSE_LAYOUT_MERGING)
+        printf("namespace %s: merge finished: %u shards, stable, epoch %lld; the scanners of "
+               "shards %u-%u stop by themselves\n",
+               cfg->ns, l.shards, (long long)l.epoch, l.shards, was_span - 1);
     else
         printf("namespace %s: split finished: %u shards, stable, epoch %lld\n", cfg->ns, l.shards,
                (long long)l.epoch);

@@ -1,6 +1,6 @@
 /*
- * resize — lapse-scale's commands that change the layout: init, split and
- * finish (the layout's steps are common/layout.c and split.c; these print
+ * resize — lapse-scale's commands that change the layout: init, split, merge
+ * and finish (the layout's steps are common/layout.c, split.c and merge.c; these print
  * what an operator reads and say what to do next). Each returns the
  * program's exit status.
  */
@@ -18,6 +18,9 @@ int scale_init(const struct lapse_config *cfg, lapse_redis **nodes, const char *
 /* split [--to NODES] [--start-cmd CMD]: to_list and start_cmd may be NULL. */
 int scale_split(const struct lapse_config *cfg, lapse_redis **nodes, const char *to_list,
                 const char *start_cmd);
+
+/* merge [--stop-cmd CMD]: stop_cmd may be NULL. */
+int scale_merge(const struct lapse_config *cfg, lapse_redis **nodes, const char *stop_cmd);
 
 /* finish [--drain [--rate N]]. */
 int scale_finish(const struct lapse_config *cfg, lapse_redis **nodes, int drain, int rate);

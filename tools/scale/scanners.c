@@ -40,13 +40,13 @@ char *lapse_scale_shard_list(const uint32_t *shard, size_t n, char *out, size_t 
 size_t lapse_scale_warn_unserved(const struct lapse_config *cfg, lapse_redis **nodes,
                                  const struct lapse_layout *l, const char *cmd)
 {
-    uint32_t *idle = malloc((l->shards ? l->shards : 1) * sizeof *idle);
+    uint32_t *idle = malloc(lapse_layout_span(l) * sizeof *idle);
     if (!idle) {
         fprintf(stderr, "lapse-scale: %s: out of memory reading the shards' scanners\n", cmd);
         return 0;
     }
     size_t n = 0, unread = 0;
-    for (uint32_t i = 0; i < l->shards; i++) {
+    for (uint32_t i = 0; i < lapse_layout_span(l); i++) {
         struct lapse_health h;
         char err[256];
         if (lapse_health_read(nodes[l->node_of[i]], cfg, i, &h, err, sizeof err) < 0) {

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bucket.h"
 #include "clock.h"
 #include "hash.h"
 
@@ -63,8 +62,8 @@ static int split_scan(lapse_redis *r, const char *key, const struct lapse_layout
 
 /* The form of shard `shard` on r (bucket.h): its state key read. 0, or -1
  * with errstr. */
-static int split_buckets(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
-                         struct lapse_buckets *bk, char *errstr, size_t size)
+int split_buckets(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                  struct lapse_buckets *bk, char *errstr, size_t size)
 {
     char k[LAPSE_KEY_MAX];
     lapse_key(k, sizeof k, cfg, LAPSE_KEY_BUCKETS, shard);
@@ -211,29 +210,36 @@ static redisReply *split_eval(lapse_redis *r, enum lapse_script s, const struct 
     return rep;
 }
 
-/* Deletes new shard j's split markers: its one set, and those of its
- * buckets in small keys (bucket.h), a batch of keys a call. Best effort: a
- * marker left over is never read again (the next split's markers are
- * written anew only after its first write). */
-void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_t j)
+/* Deletes shard j's moved-ID markers: its one set, and those of its
+ * buckets in small keys (bucket.h), a batch of keys a call. 0, or -1 with
+ * errstr. */
+static int split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_t j, char *errstr,
+                        size_t size)
 {
     enum { BATCH = 256 };
     char m[LAPSE_KEY_MAX];
     lapse_key(m, sizeof m, cfg, LAPSE_KEY_MOVED, j);
     redisReply *rep = lapse_redis_command(r, "DEL %s", m);
+    int ok = rep && rep->type == REDIS_REPLY_INTEGER;
     if (rep)
         freeReplyObject(rep);
     struct lapse_buckets bk;
-    char err[256];
-    if (split_buckets(r, cfg, j, &bk, err, sizeof err) < 0 || !bk.small)
-        return;
+    if (!ok || split_buckets(r, cfg, j, &bk, errstr, size) < 0) {
+        if (!ok)
+            snprintf(errstr, size, "%s: DEL %s: %s", lapse_redis_name(r), m, lapse_redis_errstr(r));
+        return -1;
+    }
+    if (!bk.small)
+        return 0;
     char(*keys)[LAPSE_KEY_MAX + 16] = malloc(BATCH * sizeof *keys);
-    if (!keys)
-        return;
+    if (!keys) {
+        snprintf(errstr, size, "out of memory");
+        return -1;
+    }
     const char *argv[BATCH + 1];
     size_t lens[BATCH + 1];
     uint64_t count = lapse_buckets_count(&bk);
-    for (uint64_t from = 0; from < count; from += BATCH) {
+    for (uint64_t from = 0; ok && from < count; from += BATCH) {
         int argc = 1;
         argv[0] = "UNLINK", lens[0] = 6;
         for (uint64_t b = from; b < count && b < from + BATCH; b++) {
@@ -243,10 +249,25 @@ void split_unmark(lapse_redis *r, const struct lapse_config *cfg, uint32_t j)
             argc++;
         }
         rep = lapse_redis_command_argv(r, argc, argv, lens);
+        ok = rep && rep->type == REDIS_REPLY_INTEGER;
+        if (!ok)
+            snprintf(errstr, size, "%s: UNLINK %s...: %s", lapse_redis_name(r), keys[0],
+                     rep && rep->type == REDIS_REPLY_ERROR ? rep->str : lapse_redis_errstr(r));
         if (rep)
             freeReplyObject(rep);
     }
     free(keys);
+    return ok ? 0 : -1;
+}
+
+int split_unmark_receivers(lapse_redis **nodes, const struct lapse_config *cfg,
+                           const struct lapse_layout *l, char *errstr, size_t size)
+{
+    for (uint32_t j = 0; j < lapse_layout_span(l); j++)
+        if (lapse_layout_receives(l, j) &&
+            split_unmark(nodes[l->node_of[j]], cfg, j, errstr, size) < 0)
+            return -1;
+    return 0;
 }
 
 /*
@@ -324,7 +345,7 @@ int lapse_split_drain(lapse_redis **nodes, const struct lapse_config *cfg,
                       char *errstr, size_t size)
 {
     *moved = 0;
-    if (!l->splitting)
+    if (!lapse_layout_changing(l))
         return 0;
     int64_t start = lapse_clock_mono_ms(), until = start + timeout_ms;
     for (;;) {

@@ -227,6 +227,22 @@ const char *lapse_scale_from_now(int64_t ms, int64_t now, char *buf, size_t size
     return buf;
 }
 
+const char *lapse_scale_pending_cmd(const struct lapse_layout *next)
+{
+    return next->state == LAPSE_LAYOUT_SPLITTING ? "split"
+           : next->state == LAPSE_LAYOUT_MERGING ? "merge"
+                                                 : "finish";
+}
+
+const char *lapse_scale_change_text(const struct lapse_layout *l, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (lapse_layout_changing(l))
+        snprintf(buf, size, " (%s %u -> %u)", lapse_layout_state_name(l->state), l->prev_shards,
+                 l->shards);
+    return buf;
+}
+
 const char *lapse_scale_duration(int64_t ms, char *buf, size_t size)
 {
     long long s = (long long)(ms / 1000);
@@ -258,7 +274,8 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     if (lapse_scale_layout(cfg, nodes, &l) < 0)
         return 1;
     json_t *shards = json_array();
-    const char *state = l.splitting ? "splitting" : "stable";
+    const char *state = lapse_layout_state_name(l.state);
+    char change[64];
     struct lapse_layout pending;
     int has_pending =
         lapse_layout_read(nodes[0], cfg, "layout:next", &pending, err, sizeof err) == 0;
@@ -267,14 +284,12 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                 "lapse-scale: a %s to epoch %lld is under way or was interrupted: "
                 "writers and scanners are paused until it ends (if no lapse-scale %s runs "
                 "now, run it again)\n",
-                pending.splitting ? "split" : "finish", (long long)pending.epoch,
-                pending.splitting ? "split" : "finish");
+                lapse_scale_pending_cmd(&pending), (long long)pending.epoch,
+                lapse_scale_pending_cmd(&pending));
     if (!as_json) {
         printf("namespace %s: %u shards, state %s, epoch %lld", cfg->ns, l.shards, state,
                (long long)l.epoch);
-        if (l.splitting)
-            printf(" (splitting %u -> %u)", l.prev_shards, l.shards);
-        printf("\n");
+        printf("%s\n", lapse_scale_change_text(&l, change, sizeof change));
     }
     uint64_t to_move = 0;
     int64_t last_due = -1;
@@ -302,7 +317,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     long long offline = 0;
     struct retry t;
     retry_init(&t, cfg);
-    for (uint32_t i = 0; i < l.shards; i++) {
+    for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
@@ -336,7 +351,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         keys += st.keys, over += st.over_listpack, offline += st.offline;
         if (st.largest_ids > largest_ids)
             largest_ids = st.largest_ids, largest_bytes = st.largest_bytes, largest_shard = i;
-        if (l.splitting && i < l.prev_shards) {
+        if (lapse_layout_gives(&l, i)) {
             json_object_set_new(o, "to_move", json_integer((json_int_t)left.ids));
             json_object_set_new(o, "last_to_move_due_ms",
                                 left.ids ? json_integer(left.last_due_ms) : json_null());
@@ -353,7 +368,7 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         json_array_append_new(shards, o);
         if (!as_json) {
             char od[32], move[32] = "-";
-            if (l.splitting && i < l.prev_shards)
+            if (lapse_layout_gives(&l, i))
                 snprintf(move, sizeof move, "%llu", (unsigned long long)left.ids);
             printf(LAPSE_SCALE_SHARD_ROW, i, where, st.pending, st.due, st.inflight,
                    lapse_scale_overdue_text(overdue, od, sizeof od), move,
@@ -369,9 +384,9 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         if (has_pending)
             json_object_set_new(o, "interrupted",
                                 json_pack("{s:s, s:I}", "command",
-                                          pending.splitting ? "split" : "finish", "epoch",
+                                          lapse_scale_pending_cmd(&pending), "epoch",
                                           (json_int_t)pending.epoch));
-        if (l.splitting) {
+        if (lapse_layout_changing(&l)) {
             /* (a shard unread: what is left is not known, only a floor) */
             json_object_set_new(o, "to_move",
                                 failed ? json_null() : json_integer((json_int_t)to_move));
@@ -403,20 +418,23 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
             printf("offline: %lld IDs (recovery on, timed out, not written since; lapse-scale "
                    "offline lists them)\n",
                    offline);
-        if (l.splitting) {
+        if (lapse_layout_changing(&l)) {
             /* (as status --watch says it: the split ends, without a drain,
              * at the latest when the last of them falls due) */
             char iso[40], in[64] = "";
             if (to_move && !failed)
                 lapse_scale_from_now(last_due, lapse_clock_ms(), in, sizeof in);
-            printf("split: %s%llu IDs left to move out of old shards%s%s%s%s%s\n",
-                   failed ? "at least " : "", (unsigned long long)to_move,
+            int merge = l.state == LAPSE_LAYOUT_MERGING;
+            printf("%s: %s%llu IDs left to move out of %s shards%s%s%s%s%s\n",
+                   merge ? "merge" : "split", failed ? "at least " : "",
+                   (unsigned long long)to_move, merge ? "retiring" : "old",
                    to_move && !failed ? "; at the latest when the last falls due, " : "",
                    to_move && !failed ? lapse_inspect_iso(last_due, iso, sizeof iso) : "",
                    in[0] ? " (" : "", in, in[0] ? ")" : "");
             if (to_move || failed)
-                printf("split: finish refuses until they fell due or were drained (finish "
-                       "--drain moves them now)\n");
+                printf("%s: finish refuses until they fell due or were drained (finish "
+                       "--drain moves them now)\n",
+                       merge ? "merge" : "split");
         }
     }
     lapse_layout_free(&l);

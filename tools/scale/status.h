@@ -40,6 +40,14 @@ const char *lapse_scale_duration(int64_t ms, char *buf, size_t size);
  * Returns buf. */
 const char *lapse_scale_from_now(int64_t ms, int64_t now, char *buf, size_t size);
 
+/* The command that completes a layout change pending in layout:next
+ * (written, not published): "split", "merge" or "finish". */
+const char *lapse_scale_pending_cmd(const struct lapse_layout *next);
+
+/* " (splitting 4 -> 8)", " (merging 8 -> 4)" or "" (stable): what the
+ * displays print after the shard count. Returns buf. */
+const char *lapse_scale_change_text(const struct lapse_layout *l, char *buf, size_t size);
+
 /* Prints the status (status --due is due.h's). Returns the exit status: 0,
  * or 1 when the layout or a shard cannot be read (the reason on stderr;
  * the other shards are shown all the same). */

@@ -65,8 +65,8 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
         printf("namespace %s: %s\n", cfg->ns, rc == 1 ? "not initialised" : err);
         return;
     }
-    printf("namespace %s: %u shards, %s", cfg->ns, l.shards, l.splitting ? "splitting" : "stable");
-    if (l.splitting)
+    printf("namespace %s: %u shards, %s", cfg->ns, l.shards, lapse_layout_state_name(l.state));
+    if (lapse_layout_changing(&l))
         printf(" %u -> %u", l.prev_shards, l.shards);
     printf(", epoch %" PRId64, l.epoch);
     if (tty)
@@ -75,7 +75,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
     uint64_t to_move = 0;
     int64_t last_due = -1;
     int complete = 1; /* every old shard counted: the total means something */
-    for (uint32_t i = 0; i < l.shards && !lapse_stop; i++) {
+    for (uint32_t i = 0; i < lapse_layout_span(&l) && !lapse_stop; i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health h;
         if (lapse_health_read(r, cfg, i, &h, err, sizeof err) < 0) {
@@ -85,7 +85,7 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
         }
         char overdue[32], move[32] = "-";
         lapse_scale_overdue_text(lapse_health_overdue_ms(&h), overdue, sizeof overdue);
-        if (l.splitting && i < l.prev_shards) {
+        if (lapse_layout_gives(&l, i)) {
             struct lapse_split_left left;
             if (lapse_split_left(nodes, cfg, &l, i, &left, err, sizeof err) < 0) {
                 complete = 0;
@@ -100,13 +100,15 @@ static void refresh(const struct lapse_config *cfg, lapse_redis **nodes, struct 
         printf(LAPSE_SCALE_SHARD_ROW, i, lapse_redis_name(r), h.pending, h.due, h.inflight, overdue,
                move, h.holder[0] ? h.holder : "none");
     }
-    if (l.splitting && complete && !lapse_stop) {
+    if (lapse_layout_changing(&l) && complete && !lapse_stop) {
         progress_add(pg, l.epoch, lapse_clock_mono_ms(), to_move);
         double rate = progress_rate(pg);
-        printf("split %u -> %u: %" PRIu64 " IDs left to check in the old shards", l.prev_shards,
-               l.shards, to_move);
+        int merge = l.state == LAPSE_LAYOUT_MERGING;
+        printf("%s %u -> %u: %" PRIu64 " IDs left to check in the %s shards",
+               merge ? "merge" : "split", l.prev_shards, l.shards, to_move,
+               merge ? "retiring" : "old");
         if (to_move == 0)
-            printf("; none left: lapse-scale finish ends the split\n");
+            printf("; none left: lapse-scale finish ends the %s\n", merge ? "merge" : "split");
         else if (rate < 0)
             printf("; rate: measuring (next refresh)");
         else if (rate <= 0)
