@@ -30,7 +30,7 @@ typedef struct lapse_scanner lapse_scanner;
 
 /* Exit codes of lapse_scanner_serve, also the program's exit status. */
 enum {
-    LAPSE_SCANNER_OK = 0,       /* stopped on request */
+    LAPSE_SCANNER_OK = 0,       /* stopped on request, or its shard retired by a merge */
     LAPSE_SCANNER_FAIL = 1,     /* could not start */
     LAPSE_SCANNER_FATAL = 3,    /* Kafka fatal error: restarting will not help */
     LAPSE_SCANNER_REFUSED = 78, /* Redis refused us (EX_CONFIG): nor will it */

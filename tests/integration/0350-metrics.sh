@@ -16,7 +16,8 @@
 #    (_count = produced, cumulative buckets never decrease, +Inf = _count,
 #    bounds in seconds), the 40 on-time IDs land in low buckets (le="0.25"
 #    holds at least 40); `promtool check metrics` finds nothing to say;
-#  - after `lapse-scale split`: splitting 1 and layout_epoch the new epoch,
+#  - after `lapse-scale split`: splitting 1 and layout_epoch the new epoch
+#    (after finish and `merge`: merging 1, splitting 0),
 #    without a restart (the scanner follows the layout).
 #
 # Catches: counters that are not updated or updated in the wrong place (an
@@ -38,7 +39,7 @@ assert_eq "$(listen_addrs "$mp" | paste -sd' ')" 127.0.0.1 \
 metrics_get "$mp" >idle.txt
 for name in claimed_total events_produced_total events_acked_total events_failed_total settled_total \
     inflight due oldest_overdue_seconds lease_held takeovers_total recovered_total fenced_total \
-    redis_errors_total redis_reconnects_total redis_up kafka_errors_total splitting layout_epoch; do
+    redis_errors_total redis_reconnects_total redis_up kafka_errors_total splitting merging layout_epoch; do
     assert_file_match idle.txt "^# HELP lapse_scanner_$name " "HELP of $name"
     assert_file_match idle.txt "^# TYPE lapse_scanner_$name (counter|gauge)\$" "TYPE of $name"
     assert_file_match idle.txt "^lapse_scanner_$name\\{ns=\"$NS\",shard=\"0\"\\} [0-9]+(\\.[0-9]+)?\$" "sample of $name"
@@ -52,6 +53,7 @@ assert_eq "$(val idle.txt lease_held)" 1 "lease_held (idle)"
 assert_eq "$(val idle.txt takeovers_total)" 1 "takeovers_total (idle)"
 assert_eq "$(val idle.txt redis_up)" 1 "redis_up (idle)"
 assert_eq "$(val idle.txt splitting)" 0 "splitting (stable layout)"
+assert_eq "$(val idle.txt merging)" 0 "merging (stable layout)"
 assert_eq "$(val idle.txt layout_epoch)" "$epoch" "layout_epoch (lapse-scale status says $epoch)"
 for name in claimed_total events_produced_total events_acked_total settled_total inflight due lateness_seconds_count; do
     assert_eq "$(val idle.txt $name)" 0 "$name (idle)"
@@ -113,4 +115,10 @@ scale split >/dev/null
 epoch=$(scale status --json | jq -r .epoch)
 wait_until 5000 'metrics_get "$mp" >split.txt; [[ $(val split.txt splitting) == 1 && $(val split.txt layout_epoch) == "$epoch" ]]' ||
     fail "after the split: splitting $(val split.txt splitting), layout_epoch $(val split.txt layout_epoch) (status: epoch $epoch)"
+# ---- and a merge back
+scale finish >/dev/null 2>&1 || fail "finish: exit status $?"
+scale merge >/dev/null || fail "merge: exit status $?"
+epoch=$(scale status --json | jq -r .epoch)
+wait_until 5000 'metrics_get "$mp" >merge.txt; [[ $(val merge.txt merging) == 1 && $(val merge.txt splitting) == 0 && $(val merge.txt layout_epoch) == "$epoch" ]]' ||
+    fail "after the merge: merging $(val merge.txt merging), splitting $(val merge.txt splitting), layout_epoch $(val merge.txt layout_epoch) (status: epoch $epoch)"
 scanner_stop

@@ -81,11 +81,15 @@ for u in "$scanner_unit" "$ingress_unit"; do
         PrivateTmp=yes PrivateDevices=yes ProtectKernelTunables=yes ProtectKernelModules=yes \
         ProtectKernelLogs=yes ProtectControlGroups=yes MemoryDenyWriteExecute=yes \
         'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' 'SystemCallFilter=@system-service' \
-        CapabilityBoundingSet= RestrictNamespaces=yes LockPersonality=yes Restart=always; do
+        CapabilityBoundingSet= RestrictNamespaces=yes LockPersonality=yes; do
         grep -qxF "$d" "$u" || fail "$(basename "$u") lacks $d"
     done
 done
 assert_eq "$(grep '^RestartPreventExitStatus=' "$scanner_unit")" 'RestartPreventExitStatus=2 3 78' "scanner unit"
+# a scanner's exit 0 (a stop, or its shard retired by a merge) is final;
+# the ingress is restarted whatever ended it
+assert_eq "$(grep '^Restart=' "$scanner_unit")" 'Restart=on-failure' "scanner unit"
+assert_eq "$(grep '^Restart=' "$ingress_unit")" 'Restart=always' "ingress unit"
 assert_eq "$(grep '^RestartPreventExitStatus=' "$ingress_unit")" 'RestartPreventExitStatus=2 78' "ingress unit"
 
 # ---------------------------------------------------------------- exit statuses
