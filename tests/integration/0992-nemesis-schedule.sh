@@ -2,7 +2,7 @@
 # 0992-nemesis-schedule: a nemesis seed replays: tests/nemesis/run
 # --schedule-only draws the same fault schedule for the same seed and
 # length, every time, and another one for another seed; the schedule holds
-# the split and its finish once each, faults of both kinds (processes and
+# the split, its finish, the merge back and its finish, in that order, faults of both kinds (processes and
 # Redis, one Redis fault at a time) inside the run, and a Cluster's kinds
 # only on odd seeds.
 #
@@ -17,7 +17,10 @@ for seed in 2 3; do
     cmp -s s1.txt s2.txt || fail "seed $seed drew two schedules: $(diff s1.txt s2.txt | head -5)"
     assert_ge "$(wc -l <s1.txt)" 20 "faults in 3 minutes of seed $seed"
     assert_eq "$(grep -c ' split ' s1.txt)" 1 "splits in seed $seed's schedule"
-    assert_eq "$(grep -c ' finish ' s1.txt)" 1 "finishes in seed $seed's schedule"
+    assert_eq "$(grep -c ' merge ' s1.txt)" 1 "merges in seed $seed's schedule"
+    assert_eq "$(grep -c ' finish ' s1.txt)" 2 "finishes in seed $seed's schedule"
+    assert_eq "$(awk '$2 ~ /^(split|merge|finish)$/ { printf "%s ", $2 }' s1.txt)" "split finish merge finish " \
+        "the layout's changes in seed $seed's schedule"
     awk '$1 < 0 || $1 > 180000 { bad = 1 } END { exit bad }' s1.txt || fail "a fault outside the run: $(cat s1.txt)"
     grep -qE ' (scanner|client|producer|ingress)-' s1.txt || fail "no process fault in seed $seed's schedule"
     cp s1.txt "seed-$seed.txt"
