@@ -6,8 +6,9 @@
 # millions of pending IDs (make bench-due) and small keys against one sorted
 # set per shard (make bench-keys), a shard's slot moving between
 # primaries in both forms (make bench-reshard), recovery (make
-# bench-watch) and the Kafka ingress against the stdin producer and a
-# plain Kafka read (make bench-ingress).
+# bench-watch), the Kafka ingress against the stdin producer and a
+# plain Kafka read (make bench-ingress) and an online merge against the same
+# load without one (make bench-merge).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -29,6 +30,7 @@ bench: bench-producer
 	@$(MAKE) --no-print-directory bench-reshard
 	@$(MAKE) --no-print-directory bench-watch
 	@$(MAKE) --no-print-directory bench-ingress
+	@$(MAKE) --no-print-directory bench-merge
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 

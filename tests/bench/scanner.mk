@@ -18,12 +18,16 @@ SCANNER_BENCH_BINS := $(SCANNER_BENCH_DIR)/lapse-bench-scanner-redis \
                       $(SCANNER_BENCH_DIR)/lapse-bench-scanner-feed \
                       $(SCANNER_BENCH_DIR)/lapse-bench-scanner-stats
 
-.PHONY: bench-scanner bench-idle
+.PHONY: bench-scanner bench-idle bench-merge
 bench-scanner: all $(SCANNER_BENCH_BINS)
 	@LAPSE_BIN=$(BIN) SCANNER_BENCH_DIR=$(SCANNER_BENCH_DIR) tests/bench/scanner-run
 	@LAPSE_BIN=$(BIN) tests/bench/idle-run
 bench-idle: all
 	@LAPSE_BIN=$(BIN) tests/bench/idle-run
+# An online merge (64 -> 32 shards, 1M pending, 20k due/s) against the same
+# load without one (tests/bench/merge-run).
+bench-merge: all $(SCANNER_BENCH_BINS)
+	@LAPSE_BIN=$(BIN) SCANNER_BENCH_DIR=$(SCANNER_BENCH_DIR) tests/bench/merge-run
 
 # The helpers use libcommon for the documented ID hash and key names.
 $(SCANNER_BENCH_BINS): $(SCANNER_BENCH_DIR)/lapse-bench-scanner-%: $(BUILD)/tests/bench/scanner_%.o $(LIBS)

@@ -119,7 +119,7 @@ static int feed_due(int64_t count, int64_t rate, int64_t start, int64_t lead, co
     int64_t last = start + (count - 1) * 1000 / rate;
     fprintf(stderr, "lines=%" PRId64 " elapsed_ms=%" PRId64 " max_lag_ms=%" PRId64 "\n", i,
             wall_ms() - t0, p->max_lag_ms);
-    if (wall_ms() < last + LINGER_MS)
+    if (!stop && wall_ms() < last + LINGER_MS) /* (stopped: the reader may end now) */
         sleep_until_ms(last + LINGER_MS);
     return 0;
 }
