@@ -289,7 +289,7 @@ static const char small_keys_lua[] =
 int lapse_layout_small_keys(lapse_redis **nodes, const struct lapse_config *cfg,
                             const struct lapse_layout *l, uint32_t from, char *errstr, size_t size)
 {
-    for (uint32_t s = from; s < l->shards; s++) {
+    for (uint32_t s = from; s < lapse_layout_span(l); s++) {
         lapse_redis *r = nodes[l->node_of[s]];
         char z[LAPSE_KEY_MAX], p[LAPSE_KEY_MAX], rk[LAPSE_KEY_MAX], k[LAPSE_KEY_MAX],
             o[LAPSE_KEY_MAX], v[LAPSE_KEY_MAX];

@@ -50,6 +50,7 @@ lapse_scanner_oldest_overdue_seconds
 lapse_scanner_lease_held
 lapse_scanner_redis_up
 lapse_scanner_splitting
+lapse_scanner_merging
 lapse_scanner_layout_epoch
 lapse_scanner_lateness_seconds
 lapse_scanner_redis_memory_used_bytes
