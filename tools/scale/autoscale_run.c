@@ -7,7 +7,8 @@
  *  - the cooldown counts from the end of the last change this process
  *    made or finished, and from its own start (it cannot know when the
  *    last change was); with --dry-run, from the decision it would have
- *    carried out, so it says each one once per cooldown, as it would act;
+ *    carried out, whose windows start again too: it says each decision
+ *    when it would take it;
  *  - every wait is bounded and ends at once on SIGTERM/SIGINT; a change
  *    that fails is logged and tried again later (a split or merge after the
  *    cooldown, a finish at the next reading).
@@ -101,8 +102,7 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
 
     size_t n = 0;
     int64_t last_change = lapse_clock_mono_ms();
-    struct lapse_autoscale_decision said = {0}; /* --dry-run: the last one printed */
-    int64_t said_at = 0;
+    struct lapse_autoscale_decision said = {0}; /* --dry-run: the last decision */
     while (!lapse_stop) {
         int64_t now = lapse_clock_mono_ms();
         if (cfg->scale_metrics_port && !httpd) {
@@ -132,17 +132,19 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
         if (d.action == LAPSE_AUTOSCALE_NONE) {
             log_debug("autoscale: %s", d.reason);
         } else if (dry_run) {
-            if (d.action != said.action || d.from != said.from || d.to != said.to ||
-                now - said_at >= cfg->scale_cooldown_ms) {
+            /* a finish is said once per change under way; a split or a
+             * merge as if carried out: its windows and cooldown start again */
+            if (d.action != LAPSE_AUTOSCALE_FINISH || d.from != said.from || d.to != said.to) {
                 log_info("autoscale: would %s", d.reason);
                 printf("autoscale: would %s\n", d.reason);
                 fflush(stdout);
                 lapse_autoscale_metrics_decision(&m, d.action, 0);
-                said = d;
-                said_at = now;
             }
-            if (d.action != LAPSE_AUTOSCALE_FINISH)
+            said = d;
+            if (d.action != LAPSE_AUTOSCALE_FINISH) {
                 last_change = now;
+                n = 0;
+            }
         } else {
             log_info("autoscale: %s", d.reason);
             int rc = act(cfg, nodes, &d);
