@@ -68,7 +68,7 @@ INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
 MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
 MAN5 := man/lapse.conf.5
 DOCS := lapse.conf.example deploy/lapse.conf.production $(wildcard docs/*.md)
-UNITS := lapse-scanner@.service lapse-ingress@.service
+UNITS := lapse-scanner@.service lapse-ingress@.service lapse-autoscale.service
 
 .PHONY: lib lib-build install uninstall
 lib: lib-build $(LIB_PC)

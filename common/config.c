@@ -248,7 +248,7 @@ int lapse_config_load(struct lapse_config *cfg, const char *path, char *errstr, 
               config_fill(&x, config_keys, config_nkeys, seen, cfg, ""), x.problems == x.unknown))
         /* (what keys say together, once every value is right) */
         rc = check_tls(&x, &lc) < 0 || check_cluster(&x, &lc) < 0 || check_policy(&x, &lc) < 0 ||
-                     check_topics(&x, &lc) < 0 || x.problems
+                     check_topics(&x, &lc) < 0 || config_check_scale(&x, &lc) < 0 || x.problems
                  ? -1
                  : 0;
     config_destroy(&lc);

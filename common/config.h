@@ -132,6 +132,28 @@ struct lapse_config {
     size_t ningress_props;
     int ingress_metrics_port;   /* ingress.metrics_port: 0 = no endpoint */
     char *ingress_metrics_bind; /* ingress.metrics_bind: its address */
+
+    /* scale: lapse-scale autoscale (tools/scale/autoscale.h says how each is
+     * used; config_scale.c what they must say together) */
+    int scale_interval_ms;            /* scale.interval_ms: figures read this often */
+    int scale_up_due_per_shard;       /* scale.up_due_per_shard: due IDs/s; 0 = not a reason */
+    int scale_up_pending_per_shard;   /* scale.up_pending_per_shard: 0 = not a reason */
+    int scale_up_overdue_ms;          /* scale.up_overdue_ms: oldest overdue; 0 = not a reason */
+    int scale_down_due_per_shard;     /* scale.down_due_per_shard: merge at or below */
+    int scale_down_pending_per_shard; /* scale.down_pending_per_shard: merge at or below */
+    int scale_down_memory_pct;        /* scale.down_memory_pct: no merge above */
+    int scale_down_cpu_pct;           /* scale.down_cpu_pct: no merge above */
+    int scale_tolerance_pct;          /* scale.tolerance_pct: the hysteresis margin */
+    int scale_up_window_ms;           /* scale.up_window_ms: hot this long to split */
+    int scale_down_window_ms;         /* scale.down_window_ms: cold this long to merge */
+    int scale_cooldown_ms;            /* scale.cooldown_ms: no change this soon after one */
+    int scale_min_shards;             /* scale.min_shards: no merge below */
+    int scale_max_shards;             /* scale.max_shards: no split above */
+    char *scale_start_cmd;            /* scale.start_cmd: per new shard, or NULL: print */
+    char *scale_stop_cmd;             /* scale.stop_cmd: per retiring shard, or NULL: print */
+    int scale_drain_rate;             /* scale.drain_rate: finish --drain's IDs/s */
+    int scale_metrics_port;           /* scale.metrics_port: 0 = no endpoint */
+    char *scale_metrics_bind;         /* scale.metrics_bind: its address */
 };
 
 /*

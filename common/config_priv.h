@@ -17,7 +17,7 @@
 #include "config.h"
 
 #define NODES_MAX 64  /* redis.nodes upper bound */
-#define SEEN_MAX 48   /* entries a table may have (seen[] is on the stack) */
+#define SEEN_MAX 80   /* entries a table may have (seen[] is on the stack) */
 #define RULES_MAX 256 /* ingress.rules upper bound */
 
 #define COUNT_OF(t) (sizeof(t) / sizeof((t)[0]))
@@ -116,5 +116,10 @@ int config_load_nodes(struct ctx *x, const config_setting_t *s, const char *full
 int config_load_props(struct ctx *x, const config_setting_t *s, const struct key *k,
                       const char *full);
 int config_load_rules(struct ctx *x, const config_setting_t *s, const char *full);
+
+/* config_scale.c: what the scale group's keys must say together (the
+ * hysteresis rule, min_shards <= max_shards, powers of two). 0, or -1 with
+ * errstr set. */
+int config_check_scale(struct ctx *x, const config_t *lc);
 
 #endif

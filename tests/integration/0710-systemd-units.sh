@@ -36,13 +36,16 @@ install_to "$D" "$P"
 U=$R/lib/systemd/system
 scanner_unit=$U/lapse-scanner@.service
 ingress_unit=$U/lapse-ingress@.service
+autoscale_unit=$U/lapse-autoscale.service
 
 # ---------------------------------------------------------------- paths
 assert_file_match "$scanner_unit" "^ExecStart=$P/bin/lapse-scanner -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf --shard %i\$"
 assert_file_match "$scanner_unit" "^LoadCredential=lapse.conf:$P/etc/lapse/lapse.conf\$"
 assert_file_match "$ingress_unit" "^ExecStart=$P/bin/lapse-producer -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf --from-kafka\$"
 assert_file_match "$ingress_unit" "^LoadCredential=lapse.conf:$P/etc/lapse/%i.conf\$"
-! grep -n '@[A-Z]*@' "$scanner_unit" "$ingress_unit" || fail "a placeholder is left in the installed units"
+assert_file_match "$autoscale_unit" "^ExecStart=$P/bin/lapse-scale -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf autoscale\$"
+assert_file_match "$autoscale_unit" "^LoadCredential=lapse.conf:$P/etc/lapse/lapse.conf\$"
+! grep -n '@[A-Z]*@' "$scanner_unit" "$ingress_unit" "$autoscale_unit" || fail "a placeholder is left in the installed units"
 
 install_to "$T/stage-usr" /usr
 assert_file_match "$T/stage-usr/usr/lib/systemd/system/lapse-scanner@.service" \
@@ -54,10 +57,11 @@ assert_file_match "$T/stage-usr/usr/lib/systemd/system/lapse-scanner@.service" \
 # systemd-analyze verify checks that ExecStart's program is executable and
 # that the Documentation= man pages exist: the installed files, under DESTDIR.
 mkdir -p units
-for u in "$scanner_unit" "$ingress_unit"; do
+for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit"; do
     sed "s|$P/|$R/|g" "$u" >"units/$(basename "$u")"
 done
-for inst in lapse-scanner@0.service lapse-scanner@15.service lapse-ingress@devices.service; do
+for inst in lapse-scanner@0.service lapse-scanner@15.service lapse-ingress@devices.service \
+    lapse-autoscale.service; do
     rc=0
     MANPATH=$R/share/man systemd-analyze verify "units/$inst" >verify.out 2>&1 || rc=$?
     [[ $rc == 0 && ! -s verify.out ]] || fail "systemd-analyze verify $inst (status $rc): $(head -c 1500 verify.out)"
@@ -69,14 +73,14 @@ mv "$R/bin/lapse-scanner" "$T/lapse-scanner.moved"
 assert_file_match verify.out 'lapse-scanner.*(not executable|No such file)'
 mv "$T/lapse-scanner.moved" "$R/bin/lapse-scanner"
 
-for inst in lapse-scanner@0.service lapse-ingress@devices.service; do
+for inst in lapse-scanner@0.service lapse-ingress@devices.service lapse-autoscale.service; do
     systemd-analyze security --offline=yes --threshold=20 "units/$inst" >security.out 2>&1 ||
         fail "systemd-analyze security $inst: $(tail -n 30 security.out)"
     assert_file_match security.out 'Overall exposure level for .*: (0|1|2)\.[0-9] ' "$inst exposure"
 done
 
 # ---------------------------------------------------------------- sandbox
-for u in "$scanner_unit" "$ingress_unit"; do
+for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit"; do
     for d in DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
         PrivateTmp=yes PrivateDevices=yes ProtectKernelTunables=yes ProtectKernelModules=yes \
         ProtectKernelLogs=yes ProtectControlGroups=yes MemoryDenyWriteExecute=yes \
@@ -91,6 +95,8 @@ assert_eq "$(grep '^RestartPreventExitStatus=' "$scanner_unit")" 'RestartPrevent
 assert_eq "$(grep '^Restart=' "$scanner_unit")" 'Restart=on-failure' "scanner unit"
 assert_eq "$(grep '^Restart=' "$ingress_unit")" 'Restart=always' "ingress unit"
 assert_eq "$(grep '^RestartPreventExitStatus=' "$ingress_unit")" 'RestartPreventExitStatus=2 78' "ingress unit"
+assert_eq "$(grep '^RestartPreventExitStatus=' "$autoscale_unit")" 'RestartPreventExitStatus=2 78' "autoscale unit"
+assert_eq "$(grep '^Restart=' "$autoscale_unit")" 'Restart=on-failure' "autoscale unit"
 
 # ---------------------------------------------------------------- exit statuses
 # (status 3, fatal Kafka errors, is test 0335's)
@@ -103,6 +109,8 @@ echo 'namespace = "demo"; scanner = { poll_ms = 0; };' >bad.conf
 assert_eq "$(run_rc "$R/bin/lapse-scanner" -c bad.conf --shard 0)" 2 "scanner, bad config"
 assert_eq "$(run_rc "$R/bin/lapse-scanner" -c bad.conf)" 2 "scanner, no --shard"
 assert_eq "$(run_rc "$R/bin/lapse-producer" -c bad.conf --from-kafka)" 2 "ingress, bad config"
+echo 'namespace = "demo"; scale = { cooldown_ms = -1; };' >bad.conf
+assert_eq "$(run_rc "$R/bin/lapse-scale" -c bad.conf autoscale)" 2 "autoscale, bad config"
 
 redis_start main
 KAFKA_BROKERS=127.0.0.1:$(free_port) # nothing listens: nothing here gets that far
@@ -119,4 +127,5 @@ rcli CONFIG SET requirepass pw-0710 >/dev/null
 assert_eq "$(run_rc "$R/bin/lapse-scanner" -c "$CONF" --shard 0)" 78 "scanner, Redis refuses"
 assert_file_match run.err 'NOAUTH|unauthenticated'
 assert_eq "$(run_rc "$R/bin/lapse-producer" -c "$CONF" --from-kafka)" 78 "ingress, Redis refuses"
+assert_eq "$(run_rc "$R/bin/lapse-scale" -c "$CONF" autoscale)" 78 "autoscale, Redis refuses"
 assert_file_match run.err 'NOAUTH|unauthenticated'

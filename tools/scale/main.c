@@ -40,6 +40,11 @@
  *                     --drain first moves them, N a second (default 5000);
  *                     then names the shards no scanner serves
  *                     (tools/scale/scanners.c); no split: a no-op
+ *   autoscale [--dry-run]
+ *                     the scaler: splits and merges by the rules of the
+ *                     config's scale group, logging each decision with its
+ *                     figures (tools/scale/autoscale.h, autoscale_run.c);
+ *                     --dry-run says what it would do and changes nothing
  */
 #include <getopt.h>
 #include <limits.h>
@@ -65,6 +70,7 @@
 #include "waiting.h"
 #include "watch.h"
 #include "resize.h"
+#include "autoscale_run.h"
 
 static void usage(FILE *out)
 {
@@ -120,6 +126,11 @@ static void usage(FILE *out)
         "                                 (5000); then names on stderr the shards with no active\n"
         "                                 scanner and what starts them (exit 0 all the same: check\n"
         "                                 fails on them); with no change under way says so, exit 0\n"
+        "  autoscale [--dry-run]          the scaler, until SIGTERM: every scale.interval_ms reads\n"
+        "                                 each shard's figures and splits or merges by the rules of\n"
+        "                                 the config's scale group (docs/operating.md, \"The\n"
+        "                                 scaler\"), logging each decision with its figures;\n"
+        "                                 --dry-run prints what it would do and why, changes nothing\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
@@ -171,7 +182,7 @@ static int scale_policy_news(lapse_redis *r)
  * command's operand. */
 struct scale_args {
     const char *path, *to, *start_cmd, *stop_cmd, *prefix, *operand;
-    int as_json, form, drain, rate, watch, interval_ms, count, due, max_memory_pct;
+    int as_json, form, drain, dry_run, rate, watch, interval_ms, count, due, max_memory_pct;
     int64_t max_overdue_ms;
     long limit;
 };
@@ -219,6 +230,12 @@ static int run_finish(const struct lapse_config *cfg, lapse_redis **nodes,
     return scale_finish(cfg, nodes, a->drain, a->rate);
 }
 
+static int run_autoscale(const struct lapse_config *cfg, lapse_redis **nodes,
+                         const struct scale_args *a)
+{
+    return lapse_scale_autoscale(cfg, nodes, a->dry_run);
+}
+
 static int run_offline(const struct lapse_config *cfg, lapse_redis **nodes,
                        const struct scale_args *a)
 {
@@ -241,10 +258,15 @@ struct scale_cmd {
     int (*run)(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a);
 };
 static const struct scale_cmd scale_cmds[] = {
-    {"init", 1, "ko", 1, 0, run_init},   {"status", 0, "jwinu", 0, 0, run_status},
-    {"get", 1, "j", 0, 0, run_get},      {"check", 0, "jmM", 0, 1, run_check},
-    {"split", 0, "ts", 1, 0, run_split}, {"finish", 0, "dr", 1, 0, run_finish},
-    {"merge", 0, "S", 1, 0, run_merge},  {"offline", 0, "jlp", 0, 0, run_offline},
+    {"init", 1, "ko", 1, 0, run_init},
+    {"status", 0, "jwinu", 0, 0, run_status},
+    {"get", 1, "j", 0, 0, run_get},
+    {"check", 0, "jmM", 0, 1, run_check},
+    {"split", 0, "ts", 1, 0, run_split},
+    {"finish", 0, "dr", 1, 0, run_finish},
+    {"merge", 0, "S", 1, 0, run_merge},
+    {"offline", 0, "jlp", 0, 0, run_offline},
+    {"autoscale", 0, "D", 1, 0, run_autoscale},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -262,6 +284,7 @@ static const struct option scale_opts[] = {
     {"start-cmd", required_argument, NULL, 's'},
     {"stop-cmd", required_argument, NULL, 'S'},
     {"drain", no_argument, NULL, 'd'},
+    {"dry-run", no_argument, NULL, 'D'},
     {"rate", required_argument, NULL, 'r'},
     {"watch", no_argument, NULL, 'w'},
     {"interval", required_argument, NULL, 'i'},
@@ -307,6 +330,9 @@ static int scale_opt(struct scale_args *a, int ch, const char *arg)
         break;
     case 'd':
         a->drain = 1;
+        break;
+    case 'D':
+        a->dry_run = 1;
         break;
     case 'w':
         a->watch = 1;
