@@ -36,6 +36,11 @@
  *                     --drain first moves them, N a second (default 5000);
  *                     then names the shards no scanner serves
  *                     (tools/scale/scanners.c); no split: a no-op
+ *   plan --ids N [--signals R] [--fires F] [--small-keys] [--payload B] ...
+ *                     shards, nodes, cores and memory for a load, from
+ *                     per-operation costs: the defaults, --costs FILE, or
+ *                     --calibrate on the first node (tools/scale/plan.c,
+ *                     plan_calibrate.c)
  */
 #include <getopt.h>
 #include <limits.h>
@@ -61,6 +66,8 @@
 #include "waiting.h"
 #include "watch.h"
 #include "resize.h"
+#include "plan.h"
+#include "plan_calibrate.h"
 
 static void usage(FILE *out)
 {
@@ -111,6 +118,14 @@ static void usage(FILE *out)
         "                                 names on stderr the shards with no active scanner and\n"
         "                                 what starts them (exit 0 all the same: check fails on\n"
         "                                 them); with no split under way says so, exit 0\n"
+        "  plan --ids N [--signals R] [--fires F] [--new R] [--small-keys] [--payload BYTES]\n"
+        "       [--id-bytes B] [--shards N] [--node-memory BYTES] [--calibrate | --costs FILE]\n"
+        "       [--json]                  shards, Redis nodes, cores and memory for N IDs pending,\n"
+        "                                 R signals/s (resets, extends), F fires/s (and new IDs/s,\n"
+        "                                 default F); numbers take k, M, G, T; Redis costs per op\n"
+        "                                 from docs/benchmarks.md, a saved --calibrate --json\n"
+        "                                 (--costs), or --calibrate: measured now on the first\n"
+        "                                 node in a scratch namespace (a few seconds)\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
@@ -165,6 +180,7 @@ struct scale_args {
     int as_json, form, drain, rate, watch, interval_ms, count, due, max_memory_pct;
     int64_t max_overdue_ms;
     long limit;
+    struct lapse_plan_args plan; /* plan's options (tools/scale/plan.h) */
 };
 
 static int run_init(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
@@ -210,6 +226,44 @@ static int run_offline(const struct lapse_config *cfg, lapse_redis **nodes,
     return lapse_scale_offline(cfg, nodes, a->as_json, a->limit, a->prefix);
 }
 
+/* plan: the model's answer for the load given (tools/scale/plan.c), from
+ * the default costs, saved ones (--costs) or measured now (--calibrate). */
+static int run_plan(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
+{
+    struct lapse_plan_args pa = a->plan;
+    struct lapse_plan_costs costs;
+    struct lapse_plan_limits lim;
+    struct lapse_plan p;
+    char err[512];
+    pa.load.form = a->form > 0 ? LAPSE_PLAN_SMALL_KEYS : LAPSE_PLAN_ONE_ZSET;
+    lapse_plan_costs_default(&costs);
+    lapse_plan_limits_default(&lim);
+    int failed = (pa.calibrate && lapse_plan_calibrate(cfg, nodes[0], pa.load.id_bytes, &costs, err,
+                                                       sizeof err) < 0) ||
+                 (pa.costs && lapse_plan_costs_read(pa.costs, &costs, err, sizeof err) < 0);
+    if (!failed) {
+        if (pa.node_memory > 0) /* else the node's maxmemory when it has one */
+            lim.node_memory = pa.node_memory;
+        else if (costs.maxmemory > 0)
+            lim.node_memory = (double)costs.maxmemory;
+        failed = lapse_plan_make(&costs, &pa.load, &lim, &p, err, sizeof err) < 0;
+    }
+    if (failed) {
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
+        return 1;
+    }
+    json_t *o = a->as_json ? lapse_plan_json(&costs, &pa.load, &lim, &p) : NULL;
+    char *s = a->as_json ? (o ? json_dumps(o, JSON_COMPACT) : NULL)
+                         : lapse_plan_text(&costs, &pa.load, &lim, &p);
+    json_decref(o);
+    if (s)
+        printf("%s%s", s, a->as_json ? "\n" : "");
+    else
+        fprintf(stderr, "lapse-scale: plan: out of memory\n");
+    free(s);
+    return s ? 0 : 1;
+}
+
 /* The commands: how many operands each takes, which options (by their
  * letter in scale_opts; -c goes with every one: an option a command does
  * not take is an error naming both, not silently ignored), whether it
@@ -229,7 +283,7 @@ static const struct scale_cmd scale_cmds[] = {
     {"init", 1, "ko", 1, 0, run_init},        {"status", 0, "jwinu", 0, 0, run_status},
     {"get", 1, "j", 0, 0, run_get},           {"check", 0, "jmM", 0, 1, run_check},
     {"split", 0, "ts", 1, 0, run_split},      {"finish", 0, "dr", 1, 0, run_finish},
-    {"offline", 0, "jlp", 0, 0, run_offline},
+    {"offline", 0, "jlp", 0, 0, run_offline}, {"plan", 0, "jk" LAPSE_PLAN_OPTS, 0, 1, run_plan},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -257,6 +311,16 @@ static const struct option scale_opts[] = {
     {"max-memory", required_argument, NULL, 'M'},
     {"limit", required_argument, NULL, 'l'},
     {"prefix", required_argument, NULL, 'p'},
+    {"ids", required_argument, NULL, 'I'},
+    {"signals", required_argument, NULL, 'S'},
+    {"fires", required_argument, NULL, 'F'},
+    {"new", required_argument, NULL, 'N'},
+    {"payload", required_argument, NULL, 'P'},
+    {"id-bytes", required_argument, NULL, 'B'},
+    {"shards", required_argument, NULL, 'H'},
+    {"node-memory", required_argument, NULL, 'G'},
+    {"calibrate", no_argument, NULL, 'C'},
+    {"costs", required_argument, NULL, 'K'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -273,6 +337,13 @@ static long positive(const char *s, long max)
  * reason on stderr. */
 static int scale_opt(struct scale_args *a, int ch, const char *arg)
 {
+    char err[256];
+    if (strchr(LAPSE_PLAN_OPTS, ch)) {
+        if (lapse_plan_opt(&a->plan, ch, arg, err, sizeof err) == 0)
+            return 0;
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
+        return 2;
+    }
     switch (ch) {
     case 'c':
         a->path = arg;
@@ -367,6 +438,7 @@ static int scale_args_parse(int argc, char **argv, struct scale_args *a,
                              .interval_ms = 2000,
                              .max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT,
                              .max_overdue_ms = 60000};
+    lapse_plan_args_init(&a->plan);
     int ch;
     char given[32] = ""; /* the options given, by their letter in scale_opts */
     char bad[64] = "";   /* the first option getopt did not take, reported with the command */
@@ -442,6 +514,10 @@ static int scale_args_parse(int argc, char **argv, struct scale_args *a,
     if (c->run == run_get &&
         lapse_inspect_id_check(a->operand, strlen(a->operand), err, sizeof err) < 0) {
         fprintf(stderr, "lapse-scale: get: %s\n", err);
+        return 2;
+    }
+    if (c->run == run_plan && lapse_plan_args_check(&a->plan, err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
         return 2;
     }
     if (a->watch && (c->run != run_status || a->as_json || a->due)) {
