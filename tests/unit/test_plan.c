@@ -56,13 +56,19 @@ TEST(plan_figures_add_up)
     struct lapse_plan p;
     REQUIRE(make(&l, &p) == 0);
     const struct lapse_plan_form_costs *k = &costs.form[LAPSE_PLAN_ONE_ZSET];
-    double sig = k->reset_us > k->extend_us ? k->reset_us : k->extend_us;
-    CHECK(fabs(p.cores_signals - 1000 * sig / 1e6) < 1e-9);
+    CHECK(fabs(p.cores_signals - 1000 * k->extend_us / 1e6) < 1e-9);
+    CHECK(p.cores_resets == 0);
     CHECK(fabs(p.cores_new - 50 * k->new_us / 1e6) < 1e-9);
     CHECK(fabs(p.cores_fires - 100 * k->fire_us / 1e6) < 1e-9);
     /* one shard, 100 fires/s: a claim each */
     CHECK(fabs(p.claims_per_s - 100) < 1e-9);
     CHECK(fabs(p.cores - (p.cores_signals + p.cores_new + p.cores_fires + p.cores_claims)) < 1e-12);
+    l.resets = 200;
+    struct lapse_plan r;
+    REQUIRE(make(&l, &r) == 0);
+    CHECK(fabs(r.cores_resets - 200 * k->reset_us / 1e6) < 1e-9);
+    CHECK(fabs(r.cores - p.cores - r.cores_resets) < 1e-9);
+    l.resets = 0;
     CHECK(fabs(p.bytes - 1e6 * k->bytes_per_id) < 1);
     /* a payload costs its bytes and the overhead */
     l.payload_bytes = 100;
@@ -143,7 +149,7 @@ TEST(plan_monotonic)
     /* each rate alone: more of it, never less of anything */
     struct lapse_plan_load base = load(5e6, 20000, 500);
     REQUIRE(make(&base, &a) == 0);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         struct lapse_plan_load l = base;
         if (k == 0)
             l.ids *= 4;
@@ -151,6 +157,8 @@ TEST(plan_monotonic)
             l.signals *= 4;
         else if (k == 2)
             l.fires *= 4;
+        else if (k == 3)
+            l.resets = 5000;
         else
             l.payload_bytes = 200;
         REQUIRE(make(&l, &b) == 0);
@@ -208,6 +216,7 @@ TEST(plan_options)
     CHECK(strstr(err, "--ids") != NULL);
     CHECK(lapse_plan_opt(&a, 'I', "10M", err, sizeof err) == 0 && a.load.ids == 10e6);
     CHECK(lapse_plan_opt(&a, 'S', "2.5k", err, sizeof err) == 0 && a.load.signals == 2500);
+    CHECK(lapse_plan_opt(&a, 'R', "7", err, sizeof err) == 0 && a.load.resets == 7);
     CHECK(lapse_plan_opt(&a, 'F', "0", err, sizeof err) == 0 && a.load.fires == 0);
     CHECK(lapse_plan_opt(&a, 'H', "64", err, sizeof err) == 0 && a.load.shards == 64);
     CHECK(lapse_plan_opt(&a, 'G', "16G", err, sizeof err) == 0 && a.node_memory == 16e9);

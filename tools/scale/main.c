@@ -118,11 +118,13 @@ static void usage(FILE *out)
         "                                 names on stderr the shards with no active scanner and\n"
         "                                 what starts them (exit 0 all the same: check fails on\n"
         "                                 them); with no split under way says so, exit 0\n"
-        "  plan --ids N [--signals R] [--fires F] [--new R] [--small-keys] [--payload BYTES]\n"
-        "       [--id-bytes B] [--shards N] [--node-memory BYTES] [--calibrate | --costs FILE]\n"
-        "       [--json]                  shards, Redis nodes, cores and memory for N IDs pending,\n"
-        "                                 R signals/s (resets, extends), F fires/s (and new IDs/s,\n"
-        "                                 default F); numbers take k, M, G, T; Redis costs per op\n"
+        "  plan --ids N [--signals S] [--resets R] [--fires F] [--new W] [--small-keys]\n"
+        "       [--payload BYTES] [--id-bytes B] [--shards N] [--node-memory BYTES]\n"
+        "       [--calibrate | --costs FILE] [--json]\n"
+        "                                 shards, Redis nodes, cores and memory for N IDs pending,\n"
+        "                                 S signals/s (extends), R resets/s (touches of pending\n"
+        "                                 IDs), F fires/s, W new IDs/s (default F); numbers take\n"
+        "                                 k, M, G, T; Redis costs per op\n"
         "                                 from docs/benchmarks.md, a saved --calibrate --json\n"
         "                                 (--costs), or --calibrate: measured now on the first\n"
         "                                 node in a scratch namespace (a few seconds)\n"
@@ -313,6 +315,7 @@ static const struct option scale_opts[] = {
     {"prefix", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, 'I'},
     {"signals", required_argument, NULL, 'S'},
+    {"resets", required_argument, NULL, 'R'},
     {"fires", required_argument, NULL, 'F'},
     {"new", required_argument, NULL, 'N'},
     {"payload", required_argument, NULL, 'P'},

@@ -2,7 +2,7 @@
  * plan — see plan.h. The model in one paragraph (docs/operating.md, "Sizing:
  * lapse-scale plan", gives each rule's reason):
  *
- *   Redis CPU = new IDs/s × new + signals/s × max(reset, extend)
+ *   Redis CPU = new IDs/s × new + signals/s × extend + resets/s × reset
  *             + fires/s × fire + claims/s × claim, where a busy shard's
  *             scanner claims at most claims_per_shard times a second and
  *             an idle one once per ID that falls due;
@@ -24,28 +24,28 @@
 #include <string.h>
 
 /* The defaults: lapse-scale plan --calibrate on the machine of
- * docs/benchmarks.md, "Per-operation costs (lapse-scale plan, 2026-11-29)":
- * 2 vCPUs, Redis 7.0.15 with AOF everysec, 16-byte IDs, 100,000 a phase. A
- * change here is a change there. */
+ * docs/benchmarks.md, "Per-operation costs (make bench-plan, 2026-11-29)":
+ * 2 vCPUs, Redis 7.0.15 with AOF everysec, 16-byte IDs, 100,000 a phase
+ * (small keys 40,000). A change here is a change there. */
 static const struct lapse_plan_costs plan_defaults = {
     .form =
         {
-            [LAPSE_PLAN_ONE_ZSET] = {.new_us = 2.2,
-                                     .reset_us = 2.0,
-                                     .extend_us = 1.9,
-                                     .fire_us = 1.7,
-                                     .claim_us = 25,
-                                     .zadd_us = 1.3,
+            [LAPSE_PLAN_ONE_ZSET] = {.new_us = 3.95,
+                                     .reset_us = 3.16,
+                                     .extend_us = 1.51,
+                                     .fire_us = 1.46,
+                                     .claim_us = 274,
+                                     .zadd_us = 3.71,
                                      .bytes_per_id = 126,
-                                     .payload_extra = 30},
-            [LAPSE_PLAN_SMALL_KEYS] = {.new_us = 15,
-                                       .reset_us = 12,
-                                       .extend_us = 12,
-                                       .fire_us = 3.5,
-                                       .claim_us = 40,
-                                       .zadd_us = 1.3,
-                                       .bytes_per_id = 34,
-                                       .payload_extra = 20},
+                                     .payload_extra = 93},
+            [LAPSE_PLAN_SMALL_KEYS] = {.new_us = 10.7,
+                                       .reset_us = 6.63,
+                                       .extend_us = 5.81,
+                                       .fire_us = 1.52,
+                                       .claim_us = 320,
+                                       .zadd_us = 3.71,
+                                       .bytes_per_id = 34.1,
+                                       .payload_extra = 45},
         },
     .source = LAPSE_PLAN_DEFAULTS,
     .origin = "defaults: docs/benchmarks.md, 2026-11-29, a 2-vCPU VM, Redis 7.0.15, AOF everysec",
@@ -72,7 +72,7 @@ void lapse_plan_limits_default(struct lapse_plan_limits *l)
         .memory_share = 0.7,
         .ids_per_shard = 10e6,
         .fires_per_shard = 50000,
-        .claims_per_shard = 1000,
+        .claims_per_shard = 300,
         .scanner_us = 2.0,
     };
 }
@@ -99,18 +99,19 @@ static void plan_cpu(const struct lapse_plan_form_costs *c, const struct lapse_p
                      const struct lapse_plan_limits *lim, long shards, struct lapse_plan *p)
 {
     p->news = load->news < 0 ? load->fires : load->news;
-    p->signal_us = c->reset_us > c->extend_us ? c->reset_us : c->extend_us;
     p->cores_new = p->news * c->new_us / 1e6;
-    p->cores_signals = load->signals * p->signal_us / 1e6;
+    p->cores_signals = load->signals * c->extend_us / 1e6;
+    p->cores_resets = load->resets * c->reset_us / 1e6;
     p->cores_fires = load->fires * c->fire_us / 1e6;
-    /* an idle shard's scanner claims each ID as it falls due; a busy one
+    /* a quiet shard's scanner claims each ID as it falls due; a busy one
      * claims what fell due since its last claim, at most claims_per_shard
-     * times a second (deadlines are whole ms) */
+     * times a second (its loop's pace: a claim, the events to Kafka, an
+     * ack) */
     double per_shard = load->fires / (double)shards;
     p->claims_per_s =
         (double)shards * (per_shard < lim->claims_per_shard ? per_shard : lim->claims_per_shard);
     p->cores_claims = p->claims_per_s * c->claim_us / 1e6;
-    p->cores = p->cores_new + p->cores_signals + p->cores_fires + p->cores_claims;
+    p->cores = p->cores_new + p->cores_signals + p->cores_resets + p->cores_fires + p->cores_claims;
 }
 
 static long pow2_at_least(double x)
@@ -139,8 +140,8 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
                     const struct lapse_plan_limits *lim, struct lapse_plan *out, char *errstr,
                     size_t size)
 {
-    if (!(load->ids >= 1) || !(load->signals >= 0) || !(load->fires >= 0) || isnan(load->news) ||
-        load->payload_bytes < 0 || load->id_bytes < 1 || load->form < 0 ||
+    if (!(load->ids >= 1) || !(load->signals >= 0) || !(load->resets >= 0) || !(load->fires >= 0) ||
+        isnan(load->news) || load->payload_bytes < 0 || load->id_bytes < 1 || load->form < 0 ||
         load->form >= LAPSE_PLAN_FORMS) {
         plan_err(errstr, size,
                  "the load needs at least 1 ID, rates of 0 or more, IDs of 1 byte "
@@ -297,15 +298,16 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
         return NULL;
     json_object_set_new(o, "load",
                         json_pack("{s:o, s:o, s:o, s:o, s:s, s:I, s:i}", "ids", num(load->ids),
-                                  "signals_per_s", num(load->signals), "fires_per_s",
-                                  num(load->fires), "new_per_s", num(p->news), "form",
-                                  lapse_plan_form_name(load->form), "payload_bytes",
-                                  (json_int_t)load->payload_bytes, "id_bytes", load->id_bytes));
+                                  "signals_per_s", num(load->signals), "resets_per_s",
+                                  num(load->resets), "fires_per_s", num(load->fires), "new_per_s",
+                                  num(p->news), "form", lapse_plan_form_name(load->form),
+                                  "payload_bytes", (json_int_t)load->payload_bytes, "id_bytes",
+                                  load->id_bytes));
     json_object_set_new(o, "redis_cpu",
                         json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "cores", num(p->cores),
-                                  "signals", num(p->cores_signals), "new", num(p->cores_new),
-                                  "fires", num(p->cores_fires), "claims", num(p->cores_claims),
-                                  "claims_per_s", num(p->claims_per_s)));
+                                  "signals", num(p->cores_signals), "resets", num(p->cores_resets),
+                                  "new", num(p->cores_new), "fires", num(p->cores_fires), "claims",
+                                  num(p->cores_claims), "claims_per_s", num(p->claims_per_s)));
     json_object_set_new(o, "memory",
                         json_pack("{s:o, s:o, s:o}", "bytes", num(p->bytes), "gb",
                                   num(p->bytes / 1e9), "bytes_per_id", num(p->bytes / load->ids)));
@@ -328,7 +330,6 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
                                   num(lim->ids_per_shard), "fires_per_shard",
                                   num(lim->fires_per_shard), "claims_per_shard",
                                   num(lim->claims_per_shard), "scanner_us", num(lim->scanner_us)));
-    json_object_set_new(o, "signal_us", num(p->signal_us));
     json_object_set_new(o, "costs", costs_json(costs));
     return o;
 }
@@ -382,10 +383,11 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
         return NULL;
     char a[32], b[32], c[32], d[32];
     const struct lapse_plan_form_costs *k = &costs->form[load->form];
-    fprintf(f, "plan for %s IDs, %s signals/s, %s fires/s, %s new IDs/s%s\n",
+    char e[32];
+    fprintf(f, "plan for %s IDs, %s signals/s (extends), %s resets/s, %s fires/s, %s new IDs/s%s\n",
             grouped(load->ids, a, sizeof a), grouped(load->signals, b, sizeof b),
-            grouped(load->fires, c, sizeof c), grouped(p->news, d, sizeof d),
-            load->news < 0 ? " (= fires)" : "");
+            grouped(load->resets, e, sizeof e), grouped(load->fires, c, sizeof c),
+            grouped(p->news, d, sizeof d), load->news < 0 ? " (= fires)" : "");
     fprintf(f, "  %s, %d-byte IDs, ", load->form ? "small keys" : "one sorted set a shard",
             load->id_bytes);
     if (load->payload_bytes)
@@ -398,11 +400,12 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
             "(+%.1f a claim); ZADD %.2f\n",
             k->new_us, k->reset_us, k->extend_us, k->fire_us, k->claim_us, k->zadd_us);
     fprintf(f, "\n");
-    fprintf(f,
-            "redis cpu  %.3f cores: signals %.3f, new IDs %.3f, fires %.3f, claims %.3f "
-            "(%s a second)\n",
-            p->cores, p->cores_signals, p->cores_new, p->cores_fires, p->cores_claims,
-            grouped(p->claims_per_s, a, sizeof a));
+    fprintf(
+        f,
+        "redis cpu  %.3f cores: signals %.3f, resets %.3f, new IDs %.3f, fires %.3f, claims %.3f "
+        "(%s a second)\n",
+        p->cores, p->cores_signals, p->cores_resets, p->cores_new, p->cores_fires, p->cores_claims,
+        grouped(p->claims_per_s, a, sizeof a));
     fprintf(f, "memory     %.2f GB (%.0f bytes an ID%s)\n", p->bytes / 1e9, p->bytes / load->ids,
             load->payload_bytes ? ", with its payload" : "");
     fprintf(f, "shards     %ld, set by %s (%s IDs and %s fires/s a shard; limits %s and %s)\n",
@@ -517,10 +520,15 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
         double lo, hi;
         int whole;
     } o[] = {
-        {'I', "ids", 1, 1e12, 0},      {'S', "signals", 0, 1e9, 0},
-        {'F', "fires", 0, 1e9, 0},     {'N', "new", 0, 1e9, 0},
-        {'P', "payload", 0, 65536, 1}, {'B', "id-bytes", 1, 512, 1},
-        {'H', "shards", 1, 65536, 1},  {'G', "node-memory", 1e6, 1e15, 0},
+        {'I', "ids", 1, 1e12, 0},
+        {'S', "signals", 0, 1e9, 0},
+        {'R', "resets", 0, 1e9, 0},
+        {'F', "fires", 0, 1e9, 0},
+        {'N', "new", 0, 1e9, 0},
+        {'P', "payload", 0, 65536, 1},
+        {'B', "id-bytes", 1, 512, 1},
+        {'H', "shards", 1, 65536, 1},
+        {'G', "node-memory", 1e6, 1e15, 0},
     };
     if (letter == 'C') {
         a->calibrate = 1;
@@ -550,6 +558,9 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
             break;
         case 'S':
             a->load.signals = v;
+            break;
+        case 'R':
+            a->load.resets = v;
             break;
         case 'F':
             a->load.fires = v;

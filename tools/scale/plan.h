@@ -63,7 +63,8 @@ struct lapse_plan_costs {
 /* The load to plan for. */
 struct lapse_plan_load {
     double ids;         /* IDs pending at once, >= 1 */
-    double signals;     /* resets and extends of pending IDs, per second */
+    double signals;     /* extends of pending IDs per second (a watchdog's signals) */
+    double resets;      /* touches of pending IDs per second (resets) */
     double fires;       /* IDs falling due (events), per second */
     double news;        /* touches of IDs not pending, per second (< 0: = fires: the
                            fired IDs come back, the population stays at ids) */
@@ -100,10 +101,9 @@ enum lapse_plan_why {
 
 /* The plan: each figure and what set it. */
 struct lapse_plan {
-    double cores_new, cores_signals, cores_fires, cores_claims; /* Redis CPU, cores */
-    double cores;                                               /* their sum */
-    double bytes;                                               /* Redis memory of the data */
-    double signal_us;     /* the cost a signal was charged (the dearer of reset, extend) */
+    double cores_new, cores_signals, cores_resets, cores_fires, cores_claims; /* Redis CPU, cores */
+    double cores;                                                             /* their sum */
+    double bytes;         /* Redis memory of the data */
     double news;          /* the new IDs/s planned for (load.news, or fires) */
     long shards;          /* a power of two */
     int shards_why;       /* enum lapse_plan_why */
@@ -181,7 +181,7 @@ void lapse_plan_args_init(struct lapse_plan_args *a);
 
 /* One option, by its letter in lapse-scale's table (LAPSE_PLAN_OPTS); arg
  * its value. 0, or -1 with errstr ("--ids: \"x\" is not a number ..."). */
-#define LAPSE_PLAN_OPTS "ISFNPBHGCK"
+#define LAPSE_PLAN_OPTS "ISRFNPBHGCK"
 int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char *errstr,
                    size_t size);
 

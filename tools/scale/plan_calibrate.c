@@ -23,7 +23,7 @@
 /* IDs a phase in small keys: each new one costs several times a one-zset
  * one (bucket splits), and the run must stay short. */
 #define CAL_SMALL_IDS 40000
-#define CAL_CLAIMS 2000   /* claims of one ID each: a claim's own cost */
+#define CAL_CLAIMS 1000   /* IDs falling due one a ms: a claim's own cost */
 #define CAL_PAYLOAD 32    /* the payload the payload phase stores */
 #define CAL_REF_PIPE 1000 /* ZADDs a round trip in the reference */
 
@@ -152,6 +152,7 @@ enum cal_op { CAL_TOUCH, CAL_EXTEND };
  * a claim of nothing after each batch (as the shard's scanner would call
  * one meanwhile: in small keys it splits the buckets that filled). */
 static int cal_claim(struct cal *c, int batch, int *took);
+static int cal_lock(struct cal *c);
 static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long from, long to,
                      int64_t base, int payload, int grow)
 {
@@ -244,6 +245,58 @@ static int cal_fire(struct cal *c, int batch, long max_claims)
     return took ? cal_fail(c, "calibration: IDs still due after %ld claims", max_claims) : 0;
 }
 
+/* A busy shard's steady state: `n` IDs falling due one a ms from 200 ms
+ * on, claimed as they fall due, each claim acknowledged whole; after an
+ * empty claim the loop waits a ms (a scanner waits for the next
+ * deadline). *claims: the claims that took IDs. */
+static int cal_steady(struct cal *c, lapse_producer *p, long from, long n, long *claims)
+{
+    int64_t now;
+    if (cal_now(c, &now) < 0 ||
+        cal_write(c, p, CAL_TOUCH, from, from + n, now + 200 - from, 0, 0) < 0 || cal_lock(c) < 0)
+        return -1;
+    int64_t end = lapse_clock_mono_ms() + 200 + n + 300;
+    int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500, took;
+    *claims = 0;
+    while (lapse_clock_mono_ms() < end) {
+        if (cal_claim(c, batch, &took) < 0 || cal_check(c) < 0)
+            return -1;
+        *claims += took;
+        if (!took)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return 0;
+}
+
+/* Takes the scratch shard's lock as a scanner does (acquire.lua), or
+ * finds it still ours: before each phase that claims, since the writes
+ * before it may have outlasted the lock's PX (no claim renewed it). */
+static int cal_lock(struct cal *c)
+{
+    char lease[24];
+    snprintf(lease, sizeof lease, "%d", c->cfg->scanner_lease_ms);
+    const char *argv[LAPSE_SHARD_NKEYS + 2];
+    size_t len[LAPSE_SHARD_NKEYS + 2];
+    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
+        argv[k] = c->keys[k], len[k] = strlen(c->keys[k]);
+    argv[LAPSE_SHARD_NKEYS] = c->token, len[LAPSE_SHARD_NKEYS] = strlen(c->token);
+    argv[LAPSE_SHARD_NKEYS + 1] = lease, len[LAPSE_SHARD_NKEYS + 1] = strlen(lease);
+    redisReply *r = cal_reply(c,
+                              lapse_redis_eval(c->node, LAPSE_SCRIPT_ACQUIRE, LAPSE_SHARD_NKEYS,
+                                               LAPSE_SHARD_NKEYS + 2, argv, len),
+                              "acquire");
+    if (!r)
+        return -1;
+    /* acquire.lua: { 1, recovered } ours now, or { 0, holder } (ours
+     * still, when the holder is our token) */
+    int got = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+              r->element[0]->type == REDIS_REPLY_INTEGER &&
+              (r->element[0]->integer == 1 || (r->element[1]->type == REDIS_REPLY_STRING &&
+                                               strcmp(r->element[1]->str, c->token) == 0));
+    freeReplyObject(r);
+    return got ? 0 : cal_fail(c, "calibration: the scratch shard's lock is held by another");
+}
+
 /* The scratch namespace's layout (one shard in `form`), its keys, and its
  * lock taken as a scanner takes it. */
 static int cal_shard(struct cal *c, int form)
@@ -264,24 +317,7 @@ static int cal_shard(struct cal *c, int form)
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         lapse_key(c->keys[k], LAPSE_KEY_MAX, s, lapse_shard_keys[k], 0);
     lapse_key(c->keys[LAPSE_SHARD_NKEYS], LAPSE_KEY_MAX, s, LAPSE_KEY_LEASE, 0);
-    char lease[24];
-    snprintf(lease, sizeof lease, "%d", c->cfg->scanner_lease_ms);
-    const char *argv[LAPSE_SHARD_NKEYS + 2];
-    size_t len[LAPSE_SHARD_NKEYS + 2];
-    for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
-        argv[k] = c->keys[k], len[k] = strlen(c->keys[k]);
-    argv[LAPSE_SHARD_NKEYS] = c->token, len[LAPSE_SHARD_NKEYS] = strlen(c->token);
-    argv[LAPSE_SHARD_NKEYS + 1] = lease, len[LAPSE_SHARD_NKEYS + 1] = strlen(lease);
-    redisReply *r = cal_reply(c,
-                              lapse_redis_eval(c->node, LAPSE_SCRIPT_ACQUIRE, LAPSE_SHARD_NKEYS,
-                                               LAPSE_SHARD_NKEYS + 2, argv, len),
-                              "acquire");
-    if (!r)
-        return -1;
-    int got = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-              r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1;
-    freeReplyObject(r);
-    return got ? 0 : cal_fail(c, "calibration: the scratch shard's lock is held by another");
+    return cal_lock(c);
 }
 
 /* Deletes every key of the scratch namespace (SCAN of its prefix, UNLINK),
@@ -410,19 +446,27 @@ static int cal_form(struct cal *c, int form, long n, struct lapse_plan_form_cost
      * scanner.batch at a time */
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500;
     if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, now - 60000 - n, 0, 0) < 0 ||
-        cal_mark(c, &m4) < 0 || cal_fire(c, batch, n / batch + 16) < 0 || cal_mark(c, &m5) < 0)
+        cal_lock(c) < 0 || cal_mark(c, &m4) < 0 || cal_fire(c, batch, n / batch + 16) < 0 ||
+        cal_mark(c, &m5) < 0)
         goto out;
-    /* a claim's own cost: CAL_CLAIMS IDs due, claimed one at a time */
-    if (cal_now(c, &now) < 0 ||
-        cal_write(c, p, CAL_TOUCH, n, n + CAL_CLAIMS, now - 60000 - n - CAL_CLAIMS, 0, 0) < 0 ||
-        cal_mark(c, &m6) < 0 || cal_fire(c, 1, CAL_CLAIMS + 16) < 0 || cal_mark(c, &m7) < 0)
+    /* a claim's own cost: CAL_CLAIMS IDs falling due one a ms, claimed as
+     * they do (the writes before the first deadline count too: a small
+     * part, taken out below at the new ID's cost) */
+    long claims = 0;
+    if (cal_mark(c, &m6) < 0 || cal_steady(c, p, n, CAL_CLAIMS, &claims) < 0 ||
+        cal_mark(c, &m7) < 0)
         goto out;
+    if (claims < CAL_CLAIMS / 10) {
+        cal_fail(c, "calibration: only %ld claims took IDs falling due (Redis too slow?)", claims);
+        goto out;
+    }
     k->new_us = (m1.cpu - m0.cpu) * 1e6 / (double)n;
     k->reset_us = (m2.cpu - m1.cpu) * 1e6 / (double)n;
     k->extend_us = (m3.cpu - m2.cpu) * 1e6 / (double)n;
     k->fire_us = (m5.cpu - m4.cpu) * 1e6 / (double)n;
-    double one = (m7.cpu - m6.cpu) * 1e6 / CAL_CLAIMS;
-    k->claim_us = one > k->fire_us ? one - k->fire_us : 0;
+    double claim =
+        ((m7.cpu - m6.cpu) * 1e6 - CAL_CLAIMS * (k->new_us + k->fire_us)) / (double)claims;
+    k->claim_us = claim > 0 ? claim : 0;
     k->bytes_per_id = (m1.mem - m0.mem) / (double)n;
     /* a payload: a quarter as many new IDs, each with CAL_PAYLOAD bytes */
     long q = n / 4;
