@@ -12,7 +12,8 @@
 #  - the saved output read back with --costs gives the same plan;
 #  - the default costs (no Redis needed), the text names each limit;
 #  - more IDs never plan fewer shards (a power of two, set by IDs per
-#    shard), a load beyond one node's CPU plans several nodes;
+#    shard), a load beyond one node's CPU plans several nodes, the
+#    busiest under the limit;
 #  - bad flags: a one-line error, exit 2 (no --ids, a bad number, --shards
 #    not a power of two, --calibrate with --costs, an option plan does not
 #    take); a calibration against a Redis nobody runs: exit 1, one line.
@@ -58,6 +59,10 @@ assert_ge "$(jq .nodes cal.json)" 1 "nodes"
 assert_match "$(jq -r '[.shards_set_by, .nodes_set_by] | join(" ")' cal.json)" \
     '^(minimum|ids_per_shard|fires_per_shard|shard_share) (minimum|redis_cpu|memory|balance)$' \
     "what set shards and nodes"
+assert_eq "$(jq -c '[.load.ids, .load.signals_per_s, .load.resets_per_s, .load.fires_per_s, .load.new_per_s, .load.form, .load.id_bytes]' cal.json)" \
+    '[10000000,50000,0,2000,2000,"one_zset",16]' "load"
+assert_eq "$(jq -c '[.redis_cpu, .per_node, .limits] | map(keys | length)' cal.json)" '[7,4,7]' \
+    "the fields of redis_cpu, per_node, limits"
 jq -e '.redis_cpu.cores > 0 and .memory.gb > 1 and .memory.gb < 10' cal.json >/dev/null ||
     fail "cores and memory for 10M IDs: $(jq -c '[.redis_cpu, .memory]' cal.json)"
 
@@ -86,8 +91,10 @@ for ids in 1k 1M 10M 30M 100M 1G; do
     assert_ge "$s" "$prev" "shards for $ids IDs"
     prev=$s
 done
-assert_eq "$(scale plan --ids 1M --signals 2M --json | jq -r '[.nodes > 1, .nodes_set_by] | join(" ")')" \
-    "true redis_cpu" "2M signals/s: nodes by Redis CPU"
+scale plan --ids 1M --signals 2M --json >cpu.json || fail "plan --signals 2M: exit status $?"
+jq -e '.nodes > 1 and (.nodes_set_by == "redis_cpu" or .nodes_set_by == "balance") and
+    .nodes >= (.redis_cpu.cores / .limits.node_cores) and .per_node.redis_cores <= .limits.node_cores' \
+    cpu.json >/dev/null || fail "2M signals/s: nodes by Redis CPU: $(jq -c '[.nodes, .nodes_set_by, .redis_cpu.cores, .per_node]' cpu.json)"
 
 # bad flags: one line, exit 2
 bad() { # WHAT ARGS...: exit 2, one line on stderr, nothing on stdout

@@ -245,6 +245,16 @@ TEST(plan_costs_round_trip)
     REQUIRE(o != NULL);
     CHECK(json_integer_value(json_object_get(o, "shards")) == p.shards);
     CHECK_STR(json_string_value(json_object_get(o, "shards_set_by")), "minimum");
+    /* every documented group is there, whole (docs/protocol.md) */
+    CHECK(json_number_value(json_object_get(json_object_get(o, "load"), "resets_per_s")) == 0);
+    CHECK(json_integer_value(json_object_get(json_object_get(o, "load"), "id_bytes")) == 16);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(o, "load"), "form")), "one_zset");
+    CHECK(json_number_value(json_object_get(json_object_get(o, "redis_cpu"), "claims_per_s")) ==
+          10);
+    CHECK(json_object_size(json_object_get(o, "redis_cpu")) == 7);
+    CHECK(json_object_size(json_object_get(o, "per_node")) == 4);
+    CHECK(json_object_size(json_object_get(o, "limits")) == 7);
+    CHECK(json_object_size(json_object_get(o, "memory")) == 3);
     char path[] = "/tmp/test_plan.XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0);

@@ -297,14 +297,14 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
     if (!o)
         return NULL;
     json_object_set_new(o, "load",
-                        json_pack("{s:o, s:o, s:o, s:o, s:s, s:I, s:i}", "ids", num(load->ids),
+                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:I, s:i}", "ids", num(load->ids),
                                   "signals_per_s", num(load->signals), "resets_per_s",
                                   num(load->resets), "fires_per_s", num(load->fires), "new_per_s",
                                   num(p->news), "form", lapse_plan_form_name(load->form),
                                   "payload_bytes", (json_int_t)load->payload_bytes, "id_bytes",
                                   load->id_bytes));
     json_object_set_new(o, "redis_cpu",
-                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "cores", num(p->cores),
+                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cores", num(p->cores),
                                   "signals", num(p->cores_signals), "resets", num(p->cores_resets),
                                   "new", num(p->cores_new), "fires", num(p->cores_fires), "claims",
                                   num(p->cores_claims), "claims_per_s", num(p->claims_per_s)));
