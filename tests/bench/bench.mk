@@ -7,8 +7,9 @@
 # set per shard (make bench-keys), a shard's slot moving between
 # primaries in both forms (make bench-reshard), recovery (make
 # bench-watch), the Kafka ingress against the stdin producer and a
-# plain Kafka read (make bench-ingress) and an online merge against the same
-# load without one (make bench-merge).
+# plain Kafka read (make bench-ingress), an online merge against the same
+# load without one (make bench-merge), and how well lapse-scale plan
+# predicts Redis's CPU (make bench-plan).
 # Not part of `make test`. `make bench-producer` runs only the first part.
 #
 #   make bench                          the default run (N = 1,000,000, 3 rounds)
@@ -20,7 +21,7 @@ BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
 .PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch \
-        bench-ingress bench-ingress-soak
+        bench-ingress bench-ingress-soak bench-plan
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
@@ -31,6 +32,7 @@ bench: bench-producer
 	@$(MAKE) --no-print-directory bench-watch
 	@$(MAKE) --no-print-directory bench-ingress
 	@$(MAKE) --no-print-directory bench-merge
+	@$(MAKE) --no-print-directory bench-plan
 bench-producer: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/run
 
@@ -63,6 +65,13 @@ bench-keys: all
 #   make bench-reshard RESHARD_N=100000  a quick look
 bench-reshard: all $(BENCH_GEN)
 	@LAPSE_BIN=$(BIN) BENCH_GEN=$(BENCH_GEN) tests/bench/reshard-run
+
+# lapse-scale plan's predicted Redis CPU against the measured one, for
+# producer loads and fires after plan --calibrate (tests/bench/plan-run):
+#   make bench-plan                      N = 1,000,000, 4 shards
+#   make bench-plan PLAN_N=200000        a quick look
+bench-plan: all
+	@LAPSE_BIN=$(BIN) tests/bench/plan-run
 
 # lapse-bench-gen uses libcommon for the documented ID hash and key names.
 $(BENCH_GEN): $(BUILD)/tests/bench/gen.o $(LIBS)

@@ -68,6 +68,7 @@ lib/liblapse-producer.so
 lib/liblapse-producer.so.1
 lib/liblapse-producer.so.1.0
 lib/pkgconfig/lapse-producer.pc
+lib/systemd/system/lapse-autoscale.service
 lib/systemd/system/lapse-ingress@.service
 lib/systemd/system/lapse-scanner@.service
 share/doc/lapse/lapse.conf.example

@@ -372,8 +372,9 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
                "starts where the one before ends); inflight: being dispatched (in no other\n"
                "column); next due: the earliest deadline still to come\n");
         if (lapse_layout_changing(&l))
-            printf("%s: an ID not moved yet is counted in the shard that holds it\n",
-                   l.state == LAPSE_LAYOUT_MERGING ? "merge" : "split");
+            printf("%s: an ID not moved yet is counted in the %s shard that holds it\n",
+                   l.state == LAPSE_LAYOUT_MERGING ? "merge" : "split",
+                   l.state == LAPSE_LAYOUT_MERGING ? "retiring" : "old");
     }
     free(d);
     lapse_layout_free(&l);

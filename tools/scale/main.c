@@ -45,6 +45,11 @@
  *                     config's scale group, logging each decision with its
  *                     figures (tools/scale/autoscale.h, autoscale_run.c);
  *                     --dry-run says what it would do and changes nothing
+ *   plan --ids N [--signals R] [--fires F] [--small-keys] [--payload B] ...
+ *                     shards, nodes, cores and memory for a load, from
+ *                     per-operation costs: the defaults, --costs FILE, or
+ *                     --calibrate on the first node (tools/scale/plan.c,
+ *                     plan_calibrate.c)
  */
 #include <getopt.h>
 #include <limits.h>
@@ -71,6 +76,8 @@
 #include "watch.h"
 #include "resize.h"
 #include "autoscale_run.h"
+#include "plan.h"
+#include "plan_calibrate.h"
 
 static void usage(FILE *out)
 {
@@ -131,6 +138,16 @@ static void usage(FILE *out)
         "                                 the config's scale group (docs/operating.md, \"The\n"
         "                                 scaler\"), logging each decision with its figures;\n"
         "                                 --dry-run prints what it would do and why, changes nothing\n"
+        "  plan --ids N [--signals S] [--resets R] [--fires F] [--new W] [--small-keys]\n"
+        "       [--payload BYTES] [--id-bytes B] [--shards N] [--node-memory BYTES]\n"
+        "       [--calibrate | --costs FILE] [--json]\n"
+        "                                 shards, Redis nodes, cores and memory for N IDs pending,\n"
+        "                                 S signals/s (extends), R resets/s (touches of pending\n"
+        "                                 IDs), F fires/s, W new IDs/s (default F); numbers take\n"
+        "                                 k, M, G, T; Redis costs per op\n"
+        "                                 from docs/benchmarks.md, a saved --calibrate --json\n"
+        "                                 (--costs), or --calibrate: measured now on the first\n"
+        "                                 node in a scratch namespace (a few seconds)\n"
         "exit status: 0 success; 1 failure (check: a problem was found), Redis unreachable\n"
         "for redis.retry_timeout_ms; 2 usage or config error, a bad ID; 3 (check) Redis\n"
         "unreachable; 78 Redis refused us (password, user, ACL, TLS)\n");
@@ -185,6 +202,7 @@ struct scale_args {
     int as_json, form, drain, dry_run, rate, watch, interval_ms, count, due, max_memory_pct;
     int64_t max_overdue_ms;
     long limit;
+    struct lapse_plan_args plan; /* plan's options (tools/scale/plan.h) */
 };
 
 static int run_init(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
@@ -242,6 +260,44 @@ static int run_offline(const struct lapse_config *cfg, lapse_redis **nodes,
     return lapse_scale_offline(cfg, nodes, a->as_json, a->limit, a->prefix);
 }
 
+/* plan: the model's answer for the load given (tools/scale/plan.c), from
+ * the default costs, saved ones (--costs) or measured now (--calibrate). */
+static int run_plan(const struct lapse_config *cfg, lapse_redis **nodes, const struct scale_args *a)
+{
+    struct lapse_plan_args pa = a->plan;
+    struct lapse_plan_costs costs;
+    struct lapse_plan_limits lim;
+    struct lapse_plan p;
+    char err[512];
+    pa.load.form = a->form > 0 ? LAPSE_PLAN_SMALL_KEYS : LAPSE_PLAN_ONE_ZSET;
+    lapse_plan_costs_default(&costs);
+    lapse_plan_limits_default(&lim);
+    int failed = (pa.calibrate && lapse_plan_calibrate(cfg, nodes[0], pa.load.id_bytes, &costs, err,
+                                                       sizeof err) < 0) ||
+                 (pa.costs && lapse_plan_costs_read(pa.costs, &costs, err, sizeof err) < 0);
+    if (!failed) {
+        if (pa.node_memory > 0) /* else the node's maxmemory when it has one */
+            lim.node_memory = pa.node_memory;
+        else if (costs.maxmemory > 0)
+            lim.node_memory = (double)costs.maxmemory;
+        failed = lapse_plan_make(&costs, &pa.load, &lim, &p, err, sizeof err) < 0;
+    }
+    if (failed) {
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
+        return 1;
+    }
+    json_t *o = a->as_json ? lapse_plan_json(&costs, &pa.load, &lim, &p) : NULL;
+    char *s = a->as_json ? (o ? json_dumps(o, JSON_COMPACT) : NULL)
+                         : lapse_plan_text(&costs, &pa.load, &lim, &p);
+    json_decref(o);
+    if (s)
+        printf("%s%s", s, a->as_json ? "\n" : "");
+    else
+        fprintf(stderr, "lapse-scale: plan: out of memory\n");
+    free(s);
+    return s ? 0 : 1;
+}
+
 /* The commands: how many operands each takes, which options (by their
  * letter in scale_opts; -c goes with every one: an option a command does
  * not take is an error naming both, not silently ignored), whether it
@@ -264,9 +320,10 @@ static const struct scale_cmd scale_cmds[] = {
     {"check", 0, "jmM", 0, 1, run_check},
     {"split", 0, "ts", 1, 0, run_split},
     {"finish", 0, "dr", 1, 0, run_finish},
-    {"merge", 0, "S", 1, 0, run_merge},
+    {"merge", 0, "X", 1, 0, run_merge},
     {"offline", 0, "jlp", 0, 0, run_offline},
     {"autoscale", 0, "D", 1, 0, run_autoscale},
+    {"plan", 0, "jk" LAPSE_PLAN_OPTS, 0, 1, run_plan},
 };
 
 static const struct scale_cmd *scale_cmd_find(const char *name)
@@ -282,7 +339,7 @@ static const struct option scale_opts[] = {
     {"json", no_argument, NULL, 'j'},
     {"to", required_argument, NULL, 't'},
     {"start-cmd", required_argument, NULL, 's'},
-    {"stop-cmd", required_argument, NULL, 'S'},
+    {"stop-cmd", required_argument, NULL, 'X'},
     {"drain", no_argument, NULL, 'd'},
     {"dry-run", no_argument, NULL, 'D'},
     {"rate", required_argument, NULL, 'r'},
@@ -296,6 +353,17 @@ static const struct option scale_opts[] = {
     {"max-memory", required_argument, NULL, 'M'},
     {"limit", required_argument, NULL, 'l'},
     {"prefix", required_argument, NULL, 'p'},
+    {"ids", required_argument, NULL, 'I'},
+    {"signals", required_argument, NULL, 'S'},
+    {"resets", required_argument, NULL, 'R'},
+    {"fires", required_argument, NULL, 'F'},
+    {"new", required_argument, NULL, 'N'},
+    {"payload", required_argument, NULL, 'P'},
+    {"id-bytes", required_argument, NULL, 'B'},
+    {"shards", required_argument, NULL, 'H'},
+    {"node-memory", required_argument, NULL, 'G'},
+    {"calibrate", no_argument, NULL, 'C'},
+    {"costs", required_argument, NULL, 'K'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -312,6 +380,13 @@ static long positive(const char *s, long max)
  * reason on stderr. */
 static int scale_opt(struct scale_args *a, int ch, const char *arg)
 {
+    char err[256];
+    if (strchr(LAPSE_PLAN_OPTS, ch)) {
+        if (lapse_plan_opt(&a->plan, ch, arg, err, sizeof err) == 0)
+            return 0;
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
+        return 2;
+    }
     switch (ch) {
     case 'c':
         a->path = arg;
@@ -325,7 +400,7 @@ static int scale_opt(struct scale_args *a, int ch, const char *arg)
     case 's':
         a->start_cmd = arg;
         break;
-    case 'S':
+    case 'X':
         a->stop_cmd = arg;
         break;
     case 'd':
@@ -412,6 +487,7 @@ static int scale_args_parse(int argc, char **argv, struct scale_args *a,
                              .interval_ms = 2000,
                              .max_memory_pct = LAPSE_SCALE_MAX_MEMORY_PCT,
                              .max_overdue_ms = 60000};
+    lapse_plan_args_init(&a->plan);
     int ch;
     char given[32] = ""; /* the options given, by their letter in scale_opts */
     char bad[64] = "";   /* the first option getopt did not take, reported with the command */
@@ -487,6 +563,10 @@ static int scale_args_parse(int argc, char **argv, struct scale_args *a,
     if (c->run == run_get &&
         lapse_inspect_id_check(a->operand, strlen(a->operand), err, sizeof err) < 0) {
         fprintf(stderr, "lapse-scale: get: %s\n", err);
+        return 2;
+    }
+    if (c->run == run_plan && lapse_plan_args_check(&a->plan, err, sizeof err) < 0) {
+        fprintf(stderr, "lapse-scale: plan: %s\n", err);
         return 2;
     }
     if (a->watch && (c->run != run_status || a->as_json || a->due)) {
