@@ -24,7 +24,7 @@ bench-scanner: all $(SCANNER_BENCH_BINS)
 	@LAPSE_BIN=$(BIN) tests/bench/idle-run
 bench-idle: all
 	@LAPSE_BIN=$(BIN) tests/bench/idle-run
-# An online merge (64 -> 32 shards, 1M pending, 20k due/s) against the same
+# An online merge (16 -> 8 shards, 1M pending, 10k due/s) against the same
 # load without one (tests/bench/merge-run).
 bench-merge: all $(SCANNER_BENCH_BINS)
 	@LAPSE_BIN=$(BIN) SCANNER_BENCH_DIR=$(SCANNER_BENCH_DIR) tests/bench/merge-run
