@@ -117,7 +117,8 @@ assert_file_match finish3.out "merge finished: 1 shards, stable" "finish --drain
 assert_eq "$(rcli HGET "$NS:layout" retired)" 4 "retired after 2 -> 1 (the most the namespace had)"
 sp_wait_retired 1
 assert_eq "$(sp_where_all $(cat late.txt) | awk '{ print $2 }' | sort | uniq -c | awk '{ print $1 " in " $2 }')" "30 in 0" "where the IDs are after 2 -> 1"
-assert_eq "$(rcli HGET "$NS:p:0" late-7)" "pl-late-7" "a payload moved with its ID"
+assert_eq "$(scale get late-7 --json | jq -r '[.shard, .payload] | @tsv' | tr '\t' ' ')" "0 pl-late-7" \
+    "a payload moved with its ID (get --json)"
 rc=0
 scale merge >merge4.out 2>merge4.err || rc=$?
 assert_eq "$rc" 1 "merge of one shard: exit status"
