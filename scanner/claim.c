@@ -36,10 +36,12 @@ static int scanner_backlog_budget(lapse_scanner *s, int want)
 }
 
 /* claim.lua's argv (keys, then arguments) for up to `want` IDs, the
- * numbers written into buf. Returns argc. */
-enum { CLAIM_NKEYS = LAPSE_SHARD_NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 6 };
+ * numbers written into buf, and the keys of the shard's pair in a layout
+ * change when twins.c says claim.lua may drop stale twins itself. Returns
+ * argc; *nkeys, the keys' count. */
+enum { CLAIM_NKEYS = LAPSE_SHARD_NKEYS + 1, CLAIM_ARGC = CLAIM_NKEYS + 2 + 6 };
 static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const char **argv,
-                              size_t *argvlen)
+                              size_t *argvlen, int *nkeys)
 {
     snprintf(buf[0], 24, "%d", want);
     snprintf(buf[1], 24, "%d", s->cfg->scanner_lease_ms);
@@ -50,9 +52,15 @@ static int scanner_claim_argv(lapse_scanner *s, int want, char buf[5][24], const
     for (int k = 0; k < LAPSE_SHARD_NKEYS; k++)
         argv[k] = s->keys[k], argvlen[k] = strlen(s->keys[k]);
     argv[LAPSE_SHARD_NKEYS] = s->lease_key, argvlen[LAPSE_SHARD_NKEYS] = strlen(s->lease_key);
+    *nkeys = CLAIM_NKEYS;
+    if (scanner_twins_in_claim(s)) {
+        argv[CLAIM_NKEYS] = s->pair_keys[0], argvlen[CLAIM_NKEYS] = strlen(s->pair_keys[0]);
+        argv[CLAIM_NKEYS + 1] = s->pair_keys[1], argvlen[CLAIM_NKEYS + 1] = strlen(s->pair_keys[1]);
+        *nkeys += 2;
+    }
     for (int i = 0; i < 6; i++)
-        argv[CLAIM_NKEYS + i] = args[i], argvlen[CLAIM_NKEYS + i] = strlen(args[i]);
-    return CLAIM_ARGC;
+        argv[*nkeys + i] = args[i], argvlen[*nkeys + i] = strlen(args[i]);
+    return *nkeys + 6;
 }
 
 /*
@@ -83,10 +91,9 @@ static void scanner_claim_ahead(lapse_scanner *s, size_t claimed)
     char buf[5][24];
     const char *argv[CLAIM_ARGC];
     size_t argvlen[CLAIM_ARGC];
-    int argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen);
+    int nkeys, argc = scanner_claim_argv(s, (int)room, buf, argv, argvlen, &nkeys);
     int64_t lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen) <
-            0 ||
+    if (lapse_redis_append_eval(s->ahead, LAPSE_SCRIPT_CLAIM, nkeys, argc, argv, argvlen) < 0 ||
         lapse_redis_send(s->ahead) < 0)
         return; /* (the next claim goes the usual way) */
     s->ahead_pending = 1;
@@ -197,6 +204,7 @@ static int claim_decode(const redisReply *r, struct claim_reply *c)
 int scanner_claim(lapse_scanner *s, int want)
 {
     int poll_ms = s->cfg->scanner_poll_ms;
+    int folded = 0; /* claim.lua dropped this claim's stale twins itself */
     int64_t lock_until;
     redisReply *r;
     if (s->ahead_pending) {
@@ -213,13 +221,14 @@ int scanner_claim(lapse_scanner *s, int want)
         char buf[5][24];
         const char *argv[CLAIM_ARGC];
         size_t argvlen[CLAIM_ARGC];
-        int argc = scanner_claim_argv(s, want, buf, argv, argvlen);
+        int nkeys, argc = scanner_claim_argv(s, want, buf, argv, argvlen, &nkeys);
         /* The lock this claim renews lives 90 % of the lease from (at the
          * latest) now: past that, another scanner may own the shard, so
          * what is left of the batch is not sent (a pause, e.g. SIGSTOP,
          * mid-batch). */
         lock_until = lapse_clock_mono_ms() + s->cfg->scanner_lease_ms * 9 / 10;
-        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, CLAIM_NKEYS, argc, argv, argvlen);
+        r = lapse_redis_eval(s->node, LAPSE_SCRIPT_CLAIM, nkeys, argc, argv, argvlen);
+        folded = nkeys > CLAIM_NKEYS;
         METRIC_SET(s, redis_up, r != NULL);
     }
     enum lapse_fence fence = lapse_script_fence(r, NULL);
@@ -272,8 +281,12 @@ int scanner_claim(lapse_scanner *s, int want)
         for (size_t i = 0; i < claimed; i++)
             fl[i] = (struct flight){.batch = b};
         scanner_claimed(c.ids, fl, deadlines);
-        scanner_twins_check(s, fl, claimed, verdict);
-        scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
+        if (folded) {
+            memset(verdict, 0, claimed);
+        } else {
+            scanner_twins_check(s, fl, claimed, verdict);
+            scanner_twins_drop(s, fl, claimed, verdict, lease->str, lease->len);
+        }
         const redisReply *extras = c.extras, *returned = c.returned;
         size_t x = 0, y = 0; /* the next (k, payload, seq); the next place returned */
         int old_taken = 0;

@@ -75,6 +75,7 @@ struct lapse_scanner {
     struct lapse_layout layout;
     char keys[LAPSE_SHARD_NKEYS][LAPSE_KEY_MAX]; /* the shard's keys (layout.h) */
     char lease_key[LAPSE_KEY_MAX];               /* claim.lua's KEYS[8]: the shard's last lease */
+    char pair_keys[2][LAPSE_KEY_MAX];            /* KEYS[9], [10] in a change (twins.c) */
     char token[96];                              /* ours in the lock: host:pid:random */
     int active;                                  /* we hold the lock */
     uint64_t term; /* bumped on every acquire: stale acks are dropped */
@@ -188,6 +189,10 @@ long scanner_claimed(const redisReply *c, struct flight *fl, long long *deadline
 int scanner_dispatch(lapse_scanner *s, struct flight *f, long long deadline, long long since,
                      const redisReply *payload, long long seq);
 
+/* twins.c: during a split or merge, whether claim.lua can drop the shard's
+ * stale twins itself (its pair on the same server, not a Cluster); if so,
+ * the pair's z and m are in s->pair_keys. */
+int scanner_twins_in_claim(lapse_scanner *s);
 /* twins.c: during a split, sorts an old shard's claimed IDs (see there). */
 void scanner_twins_check(lapse_scanner *s, const struct flight *fl, size_t n, char *verdict);
 void scanner_twins_drop(lapse_scanner *s, const struct flight *fl, size_t n, const char *verdict,

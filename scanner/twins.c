@@ -5,8 +5,12 @@
  * An ID claimed from old shard i that moves (layout.h: its new home is j,
  * i's pair) belongs to j now. If it was written in j since the split began (j's
  * moved set holds it), the copy in i is a stale twin: it is dropped, never
- * fired. Otherwise it fires from i as usual. The check is one pipelined
- * call per new shard, a round trip per node, for the whole claimed batch.
+ * fired. Otherwise it fires from i as usual. When the shard's pair (the
+ * one shard its IDs move to; in a merge, the shard it folds into) is on
+ * the same server and not on a Cluster (where the pair's keys are in
+ * another slot), claim.lua checks and drops them in the claim itself.
+ * Otherwise the check is one pipelined call per new shard, a round trip
+ * per node, for the whole claimed batch, and a drop call for the stale.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,20 @@ static lapse_redis *twins_peer(lapse_scanner *s, uint16_t n)
     if (!s->peers[n])
         s->peers[n] = lapse_node_open(s->cfg, n);
     return s->peers[n];
+}
+
+int scanner_twins_in_claim(lapse_scanner *s)
+{
+    const struct lapse_layout *l = &s->layout;
+    if (!lapse_layout_gives(l, s->shard))
+        return 0;
+    uint32_t pair = lapse_layout_pair(l, s->shard);
+    uint16_t node = l->node_of[s->shard];
+    if (l->node_of[pair] != node || s->cfg->nodes[node].nseeds > 0)
+        return 0; /* another server, or another slot: asked after the claim */
+    lapse_key(s->pair_keys[0], LAPSE_KEY_MAX, s->cfg, LAPSE_KEY_DUE, pair);
+    lapse_key(s->pair_keys[1], LAPSE_KEY_MAX, s->cfg, LAPSE_KEY_MOVED, pair);
+    return 1;
 }
 
 /*

@@ -1,7 +1,9 @@
 -- claim: take up to ARGV[1] due IDs of one shard for dispatch.
 --
 -- KEYS: the shard's keys (see apply.lua); [6] is its lock (acquire.lua);
---   [8] its last lease (string, see below)
+--   [8] its last lease (string, see below); during a layout change, on
+--   the node of its pair, [9] and [10]: the pair's z and m (stale twins
+--   are dropped here, see below)
 -- ARGV[1] token, ARGV[2] batch size (0: only renew the lock), ARGV[3] lease
 -- ms, ARGV[4] fresh ms, ARGV[5] most IDs overdue by more than fresh ms to
 -- take, ARGV[6] the scanner's layout epoch
@@ -48,6 +50,7 @@
 -- the caller can rate-limit the backlog without delaying fresh deadlines.
 -- #include chunks
 -- #include inflight
+-- #include watch
 local z, p, f, r, lock, e = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 local sh = bk_open(z, p, r)
 if redis.call('GET', lock) ~= ARGV[1] then return redis.error_reply('FENCED lock not held') end
@@ -283,6 +286,62 @@ if leased then
     end
     n = ngrouped + #list / 2
     packed = n > 0 and cmsgpack.pack(groups, list) or ''
+end
+
+-- Stale twins, when the caller passes its pair (a layout change, the pair
+-- on this same server: scanner/twins.c): a claimed ID written in the pair
+-- since the change began lives there now, so its copy here is dropped as
+-- drop.lua would drop it, in this same call: it never enters the record,
+-- its payload, repeat and busy watch record go, and the reply leaves it
+-- out. (Only an ID whose home is the pair can be in its markers.) One
+-- round trip a claim where a check after it took two more.
+if KEYS[9] and n > 0 then
+    local pair = bk_open(KEYS[9], KEYS[10])
+    pair.readonly = true
+    local order = {}
+    for g = 2, #groups, 2 do
+        for _, id in ipairs(groups[g]) do order[#order + 1] = id end
+    end
+    for i = 1, #list, 2 do order[#order + 1] = list[i] end
+    local got, gone = bk_moved(pair, order), {}
+    for k = 1, n do
+        if got[k] == 1 then gone[#gone + 1] = order[k] end
+    end
+    if #gone > 0 then
+        local place, kept, g2, l2, back = 0, 0, {}, {}, {}
+        local was_back = {}
+        for _, k in ipairs(returned) do was_back[k] = true end
+        for g = 1, #groups, 2 do
+            local keep = {}
+            for _, id in ipairs(groups[g + 1]) do
+                place = place + 1
+                if got[place] ~= 1 then kept = kept + 1; keep[#keep + 1] = id end
+            end
+            if #keep > 0 then g2[#g2 + 1] = groups[g]; g2[#g2 + 1] = keep end
+        end
+        for i = 1, #list, 2 do
+            place = place + 1
+            if got[place] ~= 1 then
+                kept = kept + 1
+                l2[#l2 + 1] = list[i]
+                l2[#l2 + 1] = list[i + 1]
+                if was_back[place] then back[#back + 1] = kept end
+            end
+        end
+        groups, list, returned, n = g2, l2, back, kept
+        ngrouped = 0
+        for g = 2, #groups, 2 do ngrouped = ngrouped + #groups[g] end
+        packed = n > 0 and cmsgpack.pack(groups, list) or ''
+        bk_write(sh, 'HDEL', 'p', gone)
+        bk_write(sh, 'HDEL', 'r', gone)
+        if bk_has(sh, 'o') then
+            local cur, busy = bk_read(sh, 'HMGET', 'o', gone), {}
+            for k = 1, #gone do
+                if watch_is_busy(cur[k]) then busy[#busy + 1] = gone[k] end
+            end
+            bk_write(sh, 'HDEL', 'o', busy)
+        end
+    end
 end
 
 if n > 0 then
