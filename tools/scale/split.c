@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "hash.h"
 
 /* With redis.wait_replicas, waits until that many replicas of r took what
@@ -227,11 +228,18 @@ fail:
 }
 
 /* Whether the shards giving IDs away in `cur` still hold any (*left), or,
- * in a merge, claims in flight; 0, or -1 with errstr (the reason to wait). */
+ * in a merge, claims in flight; 0, or -1 with errstr (the reason to wait).
+ * Claims of running scanners settle within a Kafka round trip: those are
+ * waited for, up to scanner.lease_ms (a finish run right after a drain
+ * would otherwise meet the last few); a dead scanner's are not settled
+ * until one runs again, so the refusal names them. */
 static int split_all_moved(lapse_redis **nodes, const struct lapse_config *cfg,
                            const struct lapse_layout *cur, uint64_t *left, char *errstr,
                            size_t size)
 {
+    int64_t until = lapse_clock_mono_ms() + cfg->scanner_lease_ms;
+again:
+    *left = 0;
     for (uint32_t i = 0; i < lapse_layout_span(cur); i++) {
         struct lapse_split_left l;
         if (lapse_split_left(nodes, cfg, cur, i, &l, errstr, size) < 0)
@@ -256,6 +264,10 @@ static int split_all_moved(lapse_redis **nodes, const struct lapse_config *cfg,
     if (cur->state == LAPSE_LAYOUT_MERGING &&
         merge_in_flight(nodes, cfg, cur, &claims, errstr, size) < 0)
         return -1;
+    if (claims && lapse_clock_mono_ms() < until) {
+        lapse_clock_sleep_ms(100);
+        goto again;
+    }
     if (claims) {
         snprintf(errstr, size,
                  "%llu claims of the retiring shards are still in flight: their scanners settle "
