@@ -232,6 +232,9 @@ chmod 600 empty-tokens
 write_config empty.conf "console = { port = 9480; writes = true; tokens_file = \"$T/empty-tokens\"; };"
 refused empty.conf "an empty tokens file"
 assert_file_match start.err 'holds no token' "the empty file's message"
+write_config notok.conf "console = { port = 9480; writes = true; };"
+refused notok.conf "writes without a tokens file"
+assert_file_match start.err 'console.tokens_file: missing' "writes without a tokens file: the message"
 chmod 644 tokens
 write_config open.conf "console = { port = 9480; writes = true; tokens_file = \"$T/tokens\"; };"
 refused open.conf "a tokens file others may read"

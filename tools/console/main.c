@@ -83,6 +83,14 @@ int main(int argc, char **argv)
     }
     lapse_log_init("lapse-console", cfg.log_level);
     lapse_tokens *tokens = NULL;
+    if (cfg.console_writes && !cfg.console_tokens_file) {
+        fprintf(stderr,
+                "lapse-console: %s: console.tokens_file: missing (writes = true needs the tokens "
+                "that may write)\n",
+                path);
+        lapse_config_free(&cfg);
+        return 2;
+    }
     if (cfg.console_writes &&
         !(tokens = lapse_tokens_load(cfg.console_tokens_file, err, sizeof err))) {
         fprintf(stderr, "lapse-console: %s: console.tokens_file (writes = true): %s\n", path, err);
