@@ -160,7 +160,7 @@ $(BUILD)/examples/offline: $(BUILD)/examples/offline.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -lrdkafka -ljansson -o $@
 
-$(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(LIBS)
+$(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libconsole.a $(LIBS)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 deps:
