@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 0960-console-api: lapse-console's HTTP API, with curl.
+# timeout: 240 s
 #
 # 4 shards with scanners, IDs pending (one with a payload, one repeating),
 # one offline (watch, timed out); Redis reached as an ACL user with a
@@ -191,6 +192,7 @@ assert_eq "$(post /api/cancel "{\"id\":\"$(head -c 5000 /dev/zero | tr '\0' x)\"
 assert_eq "$(post /api/cancel '{"id":' -H "Authorization: Bearer $TOK")" 400 "malformed JSON"
 assert_eq "$(post /api/deadline '{"id":"a-1","in_ms":"soon"}' -H "Authorization: Bearer $TOK")" 400 "a deadline that is not a number"
 assert_eq "$(post /api/cancel '{"id":"a b"}' -H "Authorization: Bearer $TOK")" 400 "an ID with a space"
+assert_eq "$(post /api/cancel '{"id":"a\u0000b"}' -H "Authorization: Bearer $TOK")" 400 "an ID with a NUL byte"
 # accepted: same-origin (Origin = Host) and a valid token
 assert_eq "$(post /api/cancel '{"id":"a-1"}' -H "Authorization: Bearer $TOK" -H "Origin: http://127.0.0.1:$CONSOLE_PORT" -H 'Sec-Fetch-Site: same-origin')" 200 "cancel with the token"
 assert_eq "$(scale get a-1 --json | jq -c '[.deadline_ms, .found]')" '[null,false]' "a-1 after the console's cancel"

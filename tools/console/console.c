@@ -261,9 +261,12 @@ static enum MHD_Result api_write(lapse_console *c, struct MHD_Connection *conn, 
         json_decref(in);
         return answer_error(conn, 400, "the body is a JSON object with \"id\" (a string)", NULL);
     }
-    if (lapse_inspect_id_check(id, idlen, err, sizeof err) < 0 || strlen(id) != idlen) {
-        json_decref(in);
-        return answer_error(conn, 400, idlen != strlen(id) ? "the ID holds a NUL byte" : err, NULL);
+    /* (a NUL byte first: the check would stop at it) */
+    if (strlen(id) != idlen || lapse_inspect_id_check(id, idlen, err, sizeof err) < 0) {
+        if (strlen(id) != idlen)
+            snprintf(err, sizeof err, "the ID holds a NUL byte");
+        json_decref(in); /* (id is in it: not used past here) */
+        return answer_error(conn, 400, err, NULL);
     }
     json_t *at = json_object_get(in, "at_ms"), *rel = json_object_get(in, "in_ms");
     json_int_t when = 0;

@@ -152,8 +152,9 @@
     });
     return g;
   }
-  function strip(ranges, x) {
-    const total = ranges.reduce((a, r) => a + x[r.name], 0) || 1;
+  // a shard's pending IDs by range, as long as its share of the largest shard's
+  function strip(ranges, x, most) {
+    const total = (most || 1);
     const g = svg('svg', { class: 'chart', viewBox: '0 0 120 12', width: 120, height: 12, role: 'img',
       'aria-label': ranges.map((r) => r.header + ' ' + x[r.name]).join(', ') });
     let at = 0;
@@ -179,10 +180,11 @@
         el('p', { id: 'due-total' }, num(t.pending) + ' pending, ' + num(t.inflight) + ' in flight. Next deadline: ' +
           (t.next_due_ms === null ? 'none to come' : iso(t.next_due_ms) + ' (' + fromNow(t.next_due_ms, Date.now()) + '), shard ' + t.next_due_shard) +
           (t.unread_shards ? '. ' + t.unread_shards + ' shards could not be read.' : '.')));
+      const most = Math.max(1, ...d.shard_info.map((x) => x.error ? 0 : x.pending - x.inflight));
       const rows = d.shard_info.map((x) => x.error
         ? el('tr', {}, td(x.shard), td(x.node, true), el('td', { colspan: ranges.length + 3, class: 'bad text', text: x.error }))
-        : el('tr', {}, td(x.shard), ranges.map((g) => td(num(x[g.name]))), td(num(x.inflight)), td(num(x.pending)), el('td', {}, strip(ranges, x))));
-      kids.push(el('h2', { text: 'Per shard' }), table(null, ['shard'].concat(ranges.map((g) => g.header), ['in flight', 'pending', 'share']), rows));
+        : el('tr', {}, td(x.shard), ranges.map((g) => td(num(x[g.name]))), td(num(x.inflight)), td(num(x.pending)), el('td', {}, strip(ranges, x, most))));
+      kids.push(el('h2', { text: 'Per shard' }), table(null, ['shard'].concat(ranges.map((g) => g.header), ['in flight', 'pending', 'by range']), rows));
       show(...kids);
     });
   }
