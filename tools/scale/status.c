@@ -239,13 +239,14 @@ static void status_replicas(const struct lapse_config *cfg, json_t *node_info, i
  * while no reply comes, within the status's one retry window t. 0, -2 when
  * no reply came, or -1 with err. */
 static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
-                      const struct lapse_layout *l, uint32_t i, struct retry *t,
+                      const struct lapse_layout *l, uint32_t i, int key_bytes, struct retry *t,
                       struct lapse_health *st, struct lapse_split_left *left, char *err,
                       size_t size)
 {
     lapse_redis *r = nodes[l->node_of[i]];
     int rc;
-    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && retry_again(t, r))
+    while ((rc = lapse_health_read_sized(r, cfg, i, key_bytes, st, err, size)) == -2 &&
+           retry_again(t, r))
         ;
     return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
@@ -303,8 +304,8 @@ const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size)
  * also printed for people as it is read. NULL when the layout cannot be
  * read (errstr says why); *failed 1 when a shard could not be read. */
 static json_t *status_run(const struct lapse_config *cfg, lapse_redis **nodes, int text,
-                          lapse_scale_warn_fn *warn, void *ctx, int *failed_out, char *errstr,
-                          size_t size)
+                          int key_bytes, lapse_scale_warn_fn *warn, void *ctx, int *failed_out,
+                          char *errstr, size_t size)
 {
     int as_json = !text;
     struct lapse_layout l;
@@ -361,7 +362,7 @@ static json_t *status_run(const struct lapse_config *cfg, lapse_redis **nodes, i
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        if (shard_read(cfg, nodes, &l, i, &t, &st, &left, err, sizeof err) < 0) {
+        if (shard_read(cfg, nodes, &l, i, key_bytes, &t, &st, &left, err, sizeof err) < 0) {
             lapse_scale_warnf(warn, ctx, "shard %u: %s", i, err);
             failed = 1;
             json_array_append_new(shards, json_pack("{s:i, s:s, s:s}", "shard", (int)i, "node",
@@ -480,19 +481,19 @@ static json_t *status_run(const struct lapse_config *cfg, lapse_redis **nodes, i
     return o;
 }
 
-json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes,
+json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes, int key_bytes,
                                 lapse_scale_warn_fn *warn, void *ctx, int *failed, char *errstr,
                                 size_t size)
 {
-    return status_run(cfg, nodes, 0, warn, ctx, failed, errstr, size);
+    return status_run(cfg, nodes, 0, key_bytes, warn, ctx, failed, errstr, size);
 }
 
 int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
 {
     char err[512];
     int failed = 0;
-    json_t *o =
-        status_run(cfg, nodes, !as_json, lapse_scale_warn_stderr, NULL, &failed, err, sizeof err);
+    json_t *o = status_run(cfg, nodes, !as_json, 1, lapse_scale_warn_stderr, NULL, &failed, err,
+                           sizeof err);
     if (!o) {
         fprintf(stderr, "lapse-scale: %s\n", err);
         return 1;

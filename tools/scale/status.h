@@ -66,8 +66,9 @@ const char *lapse_scale_change_text(const struct lapse_layout *l, char *buf, siz
  * and *failed is set to 1), during a split or merge what is left to move.
  * Reads only; reads that get no reply are tried again for up to
  * redis.retry_timeout_ms. NULL with errstr when the layout cannot be read
- * (or out of memory). */
-json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes,
+ * (or out of memory). key_bytes 0: without each shard's
+ * largest key's MEMORY USAGE (largest_key_bytes null; health.h). */
+json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes, int key_bytes,
                                 lapse_scale_warn_fn *warn, void *ctx, int *failed, char *errstr,
                                 size_t size);
 
