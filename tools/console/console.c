@@ -106,11 +106,26 @@ static enum MHD_Result answer_error(struct MHD_Connection *conn, unsigned status
     return answer_json(conn, status, json_pack("{s:s}", "error", why), allow);
 }
 
+/* The rate limits of what requests log: MHD runs each connection in a
+ * thread of its own, and a limit's counters are not atomic. */
+static pthread_mutex_t limits = PTHREAD_MUTEX_INITIALIZER;
+
 static void req_warn(void *ctx, const char *line)
 {
     static struct lapse_log_limit lim;
     (void)ctx;
+    pthread_mutex_lock(&limits);
     lapse_log_limited(&lim, 2, LAPSE_LOG_WARN, "%s", line);
+    pthread_mutex_unlock(&limits);
+}
+
+/* A refused write, a few lines a second at most. */
+static void refused(const char *action, const char *why)
+{
+    static struct lapse_log_limit lim;
+    pthread_mutex_lock(&limits);
+    lapse_log_limited(&lim, 2, LAPSE_LOG_WARN, "%s refused: %s", action, why);
+    pthread_mutex_unlock(&limits);
 }
 
 static const char *arg(struct MHD_Connection *conn, const char *name)
@@ -235,18 +250,17 @@ static void on_write_error(void *ctx, uint64_t tag, const char *reason)
 static enum MHD_Result api_write(lapse_console *c, struct MHD_Connection *conn, const char *url,
                                  struct req *r)
 {
-    static struct lapse_log_limit refused;
     int cancel = strcmp(url, "/api/cancel") == 0;
     const char *action = cancel ? "cancel" : "deadline";
     if (!c->cfg->console_writes)
         return answer_error(conn, 405, "writes are off (console.writes = false)", "GET, HEAD");
     if (cross_site(conn)) {
-        lapse_log_limited(&refused, 2, LAPSE_LOG_WARN, "%s refused: cross-site request", action);
+        refused(action, "cross-site request");
         return answer_error(conn, 403, "cross-site request refused", NULL);
     }
     const char *who = token_name(c, conn);
     if (!who) {
-        lapse_log_limited(&refused, 2, LAPSE_LOG_WARN, "%s refused: no valid token", action);
+        refused(action, "no valid token");
         return answer_error(conn, 403, "a valid token is required: Authorization: Bearer TOKEN",
                             NULL);
     }
