@@ -21,7 +21,7 @@ WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-format-nonliteral
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -MMD -MP -Icommon -Iproducer/lib -Iproducer/ingress -Iscanner \
-           -Itools/scale
+           -Itools/scale -Itools/console
 LDLIBS  += -lhiredis -lrdkafka -ljansson -lconfig -lxxhash -lssl -lcrypto -lmicrohttpd -lm -lpthread
 
 # Sanitized builds live in their own tree so switching never mixes objects.
@@ -65,6 +65,8 @@ SCANNER_LIB  := $(filter-out scanner/main.c,$(wildcard scanner/*.c))
 DEV_PARTS    := $(wildcard tools/dev/*_*.c)
 DEV_SRC      := $(filter-out $(DEV_PARTS),$(wildcard tools/dev/*.c))
 SCALE_LIB    := $(filter-out tools/scale/main.c,$(wildcard tools/scale/*.c))
+CONSOLE_LIB  := $(filter-out tools/console/main.c,$(wildcard tools/console/*.c))
+CONSOLE_ASSETS := $(wildcard tools/console/assets/*)
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 
 COMMON_OBJ   := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/lua_scripts.o
@@ -72,8 +74,9 @@ PRODUCER_OBJ := $(PRODUCER_LIB:%.c=$(BUILD)/%.o)
 INGRESS_OBJ  := $(INGRESS_SRC:%.c=$(BUILD)/%.o)
 SCANNER_OBJ  := $(SCANNER_LIB:%.c=$(BUILD)/%.o)
 SCALE_OBJ    := $(SCALE_LIB:%.c=$(BUILD)/%.o)
+CONSOLE_OBJ  := $(CONSOLE_LIB:%.c=$(BUILD)/%.o) $(BUILD)/tools/console/assets_data.o
 
-PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner $(BIN)/lapse-scale \
+PROGRAMS := $(BIN)/lapse-producer $(BIN)/lapse-scanner $(BIN)/lapse-scale $(BIN)/lapse-console \
             $(DEV_SRC:tools/dev/%.c=$(BIN)/lapse-%)
 # The library's example (docs/library.md) and the event consumers of examples/:
 # built so they cannot rot, not installed.
@@ -100,6 +103,14 @@ $(BUILD)/common/lua_scripts.c: $(LUA_SRC) $(LUA_LIB) scripts/embed-lua scripts/l
 $(BUILD)/common/lua_scripts.o: $(BUILD)/common/lua_scripts.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# The console's pages, script and style are built into lapse-console the
+# same way: no files to install beside it, no build step for users.
+$(BUILD)/tools/console/assets_data.c: $(CONSOLE_ASSETS) scripts/embed-assets
+	@mkdir -p $(dir $@)
+	$(Q)sh scripts/embed-assets $(CONSOLE_ASSETS) > $@
+$(BUILD)/tools/console/assets_data.o: $(BUILD)/tools/console/assets_data.c
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libproducer.a: $(PRODUCER_OBJ)
@@ -109,6 +120,8 @@ $(BUILD)/libingress.a: $(INGRESS_OBJ)
 $(BUILD)/libscanner.a: $(SCANNER_OBJ)
 	$(Q)$(AR) rcs $@ $^
 $(BUILD)/libscale.a: $(SCALE_OBJ)
+	$(Q)$(AR) rcs $@ $^
+$(BUILD)/libconsole.a: $(CONSOLE_OBJ)
 	$(Q)$(AR) rcs $@ $^
 
 LIBS := $(BUILD)/libscale.a $(BUILD)/libscanner.a $(BUILD)/libingress.a $(BUILD)/libproducer.a \
@@ -123,6 +136,12 @@ $(BIN)/lapse-scanner: $(BUILD)/scanner/main.o $(LIBS)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/lapse-scale: $(BUILD)/tools/scale/main.o $(LIBS)
+	@mkdir -p $(BIN)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# lapse-console: tools/console/ on top of tools/scale/'s readers and the
+# producer library (its writes)
+$(BIN)/lapse-console: $(BUILD)/tools/console/main.o $(BUILD)/libconsole.a $(LIBS)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -141,7 +160,7 @@ $(BUILD)/examples/offline: $(BUILD)/examples/offline.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -lrdkafka -ljansson -o $@
 
-$(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(LIBS)
+$(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libconsole.a $(LIBS)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 deps:

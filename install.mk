@@ -5,7 +5,7 @@
 #   make uninstall (the same variables: removes exactly what install put there)
 #
 # Installed: the operators' programs (lapse-producer, lapse-scanner,
-# lapse-scale) and their man pages, lapse.conf(5), the producer library
+# lapse-scale, lapse-console) and their man pages, lapse.conf(5), the producer library
 # (static, shared with its soname and development link, its headers under
 # include/lapse/, lapse-producer.pc), the documentation (docs/*.md) and the
 # example configs in DOCDIR, and the systemd units with the installed paths
@@ -64,11 +64,11 @@ INSTALL_HEADERS := producer.h line.h
 # include path.
 OLD_HEADERS := config.h lapse_config.h
 
-INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale
-MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1
+INSTALL_PROGRAMS := lapse-producer lapse-scanner lapse-scale lapse-console
+MAN1 := man/lapse-producer.1 man/lapse-scanner.1 man/lapse-scale.1 man/lapse-console.1
 MAN5 := man/lapse.conf.5
 DOCS := lapse.conf.example deploy/lapse.conf.production $(wildcard docs/*.md)
-UNITS := lapse-scanner@.service lapse-ingress@.service lapse-autoscale.service
+UNITS := lapse-scanner@.service lapse-ingress@.service lapse-autoscale.service lapse-console.service
 
 .PHONY: lib lib-build install uninstall
 lib: lib-build $(LIB_PC)

@@ -154,6 +154,15 @@ struct lapse_config {
     int scale_drain_rate;             /* scale.drain_rate: finish --drain's IDs/s */
     int scale_metrics_port;           /* scale.metrics_port: 0 = no endpoint */
     char *scale_metrics_bind;         /* scale.metrics_bind: its address */
+
+    /* console: lapse-console, the web console (tools/console/console.h) */
+    int console_port;          /* console.port: 0 (or no console group) = it refuses to start */
+    char *console_bind;        /* console.bind: the address it listens on */
+    int console_writes;        /* console.writes: cancel / set deadline allowed (with a token) */
+    char *console_tokens_file; /* console.tokens_file: "name token" lines */
+    int console_refresh_ms; /* console.refresh_ms: the shared snapshot is read at most this often */
+    int console_idle_ms;    /* console.idle_ms: ... and only while a page asked this recently */
+    int console_budget_ms;  /* console.budget_ms: a listing page reads Redis this long at most */
 };
 
 /*

@@ -155,6 +155,22 @@ const struct key config_keys[] = {
      "the scaler's /metrics, /healthz and /readyz port; 0 = off"},
     {"scale.metrics_bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(scale_metrics_bind),
      "address the scaler's metrics endpoint listens on"},
+    /* console: lapse-console; docs/operating.md "The web console" */
+    {"console", K_GROUP, 0, 0, NULL, 0, 0, 0, "lapse-console, the web console"},
+    {"console.port", K_INT, 0, 0, NULL, 0, 65535, CFG(console_port),
+     "the console's HTTP port; 0 (or no console group) = lapse-console refuses to start"},
+    {"console.bind", K_STR, 0, 0, "127.0.0.1", 1, 255, CFG(console_bind),
+     "address the console listens on; put a reverse proxy with TLS and auth in front"},
+    {"console.writes", K_BOOL, 0, 0, NULL, 0, 0, CFG(console_writes),
+     "allow cancel and set-deadline from the console, with a token of tokens_file"},
+    {"console.tokens_file", K_STR, 0, 0, NULL, 1, 4096, CFG(console_tokens_file),
+     "required with writes: \"name token\" lines, mode 0600 (e.g. /etc/lapse/console.tokens)"},
+    {"console.refresh_ms", K_INT, 0, 1000, NULL, 100, 60000, CFG(console_refresh_ms),
+     "the shared snapshot (status, due times) is read from Redis at most this often"},
+    {"console.idle_ms", K_INT, 0, 10000, NULL, 1000, 3600000, CFG(console_idle_ms),
+     "... and only while a page asked for it within this long"},
+    {"console.budget_ms", K_INT, 0, 200, NULL, 10, 10000, CFG(console_budget_ms),
+     "a page of the offline list stops reading Redis after this and says how far it got"},
 };
 
 /* One element of ingress.rules; paths are relative to "ingress.rules[i]". */

@@ -331,7 +331,7 @@ free_port() {
 
 # The rest of the library, one file per subject (tests/lib/): its functions
 # and their globals are defined here; nothing else runs until a test calls it.
-for _part in redis programs split cluster; do
+for _part in redis programs split cluster console; do
     . "$LAPSE_ROOT/tests/lib/$_part.sh"
 done
 unset _part

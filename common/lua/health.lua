@@ -4,6 +4,9 @@
 -- primary at any time without changing what the scanners see.
 --
 -- KEYS: [1] z, [2] f the claims' records (lib/inflight.lua), [3] the lock
+-- ARGV: [1] the listpack limit (below), [2] "0": no MEMORY USAGE of the
+-- largest key (-1 for its bytes: it walks a large key whole, O(n), which a
+-- reader that comes back every second must not make Redis do)
 -- Returns { pending, due, in flight, the oldest due score or -1, now, the
 -- lock's holder or "", the earliest deadline being dispatched or -1, keys,
 -- the largest key's IDs and bytes, keys over the listpack limit, IDs
@@ -63,7 +66,7 @@ else
     if sh.old then count(z) end
 end
 local largest_bytes = -1
-if largest_key then
+if largest_key and ARGV[2] ~= '0' then
     local m = redis.pcall('MEMORY', 'USAGE', largest_key, 'SAMPLES', 0)
     if type(m) == 'number' then largest_bytes = m end
 end

@@ -21,7 +21,7 @@ BENCH_DIR := $(BUILD)/bench
 BENCH_GEN := $(BENCH_DIR)/lapse-bench-gen
 
 .PHONY: bench bench-producer bench-ha bench-cluster bench-due bench-keys bench-reshard bench-watch \
-        bench-ingress bench-ingress-soak bench-plan
+        bench-ingress bench-ingress-soak bench-plan bench-console
 bench: bench-producer
 	@$(MAKE) --no-print-directory bench-scanner
 	@$(MAKE) --no-print-directory bench-ha
@@ -49,6 +49,13 @@ bench-cluster: all
 #   make bench-due DUE_N=10000000        the documented figure
 bench-due: all
 	@LAPSE_BIN=$(BIN) tests/bench/due-run
+
+# lapse-console against CONSOLE_N pending IDs over 256 shards: each API
+# answer's time, Redis's CPU with 10 pages polling (tests/bench/console-run):
+#   make bench-console                   1M IDs
+#   make bench-console CONSOLE_N=10000000   the issue's figure
+bench-console: all
+	@LAPSE_BIN=$(BIN) tests/bench/console-run
 
 # A shard as one sorted set against small keys: bytes per ID, the largest
 # key, resets against raw pipelined ZADD (tests/bench/keys-run):

@@ -58,6 +58,7 @@ make_in install
 
 # ---------------------------------------------------------------- the files
 want=$(sort <<EOF
+bin/lapse-console
 bin/lapse-producer
 bin/lapse-scale
 bin/lapse-scanner
@@ -69,10 +70,12 @@ lib/liblapse-producer.so.1
 lib/liblapse-producer.so.1.0
 lib/pkgconfig/lapse-producer.pc
 lib/systemd/system/lapse-autoscale.service
+lib/systemd/system/lapse-console.service
 lib/systemd/system/lapse-ingress@.service
 lib/systemd/system/lapse-scanner@.service
 share/doc/lapse/lapse.conf.example
 share/doc/lapse/lapse.conf.production
+share/man/man1/lapse-console.1
 share/man/man1/lapse-producer.1
 share/man/man1/lapse-scale.1
 share/man/man1/lapse-scanner.1
@@ -82,14 +85,14 @@ EOF
 )
 got=$(cd "$D" && find . ! -type d | sed 's|^\./||' | sort)
 assert_eq "$got" "$(sed "s|^|${P#/}/|" <<<"$want")" "files installed under DESTDIR"
-for p in lapse-producer lapse-scanner lapse-scale; do
+for p in lapse-producer lapse-scanner lapse-scale lapse-console; do
     [[ -x $R/bin/$p ]] || fail "$R/bin/$p is not executable"
 done
 assert_eq "$(readlink "$R/lib/liblapse-producer.so")" liblapse-producer.so.1 "development link"
 assert_eq "$(readlink "$R/lib/liblapse-producer.so.1")" liblapse-producer.so.1.0 "soname link"
 
 # ---------------------------------------------------------------- man pages
-for m in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man5/lapse.conf.5; do
+for m in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man1/lapse-console.1 man5/lapse.conf.5; do
     f=$R/share/man/$m
     LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$f" 2>"$T/groff.err"
     [[ ! -s $T/groff.err ]] || fail "groff warns about $m: $(head -c 600 "$T/groff.err")"
@@ -129,7 +132,7 @@ man_paths() { # STAGE PREFIX SYSCONFDIR
 man_examples() { # STAGE PREFIX SYSCONFDIR
     local m=$1$2/share/man
     assert_file_match "$m/man1/lapse-producer.1" "^lapse\\\\-producer .*-c $3/lapse/devices\\.conf " "lapse-producer(1) EXAMPLES (PREFIX=$2)"
-    for f in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man5/lapse.conf.5; do
+    for f in man1/lapse-producer.1 man1/lapse-scanner.1 man1/lapse-scale.1 man1/lapse-console.1 man5/lapse.conf.5; do
         assert_file_match "$m/$f" "^\\.IR $2/share/doc/lapse/ :\$" "$f SEE ALSO: the installed documentation (PREFIX=$2)"
     done
 }

@@ -37,6 +37,7 @@ U=$R/lib/systemd/system
 scanner_unit=$U/lapse-scanner@.service
 ingress_unit=$U/lapse-ingress@.service
 autoscale_unit=$U/lapse-autoscale.service
+console_unit=$U/lapse-console.service
 
 # ---------------------------------------------------------------- paths
 assert_file_match "$scanner_unit" "^ExecStart=$P/bin/lapse-scanner -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf --shard %i\$"
@@ -45,7 +46,8 @@ assert_file_match "$ingress_unit" "^ExecStart=$P/bin/lapse-producer -c \\\$\\{CR
 assert_file_match "$ingress_unit" "^LoadCredential=lapse.conf:$P/etc/lapse/%i.conf\$"
 assert_file_match "$autoscale_unit" "^ExecStart=$P/bin/lapse-scale -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf autoscale\$"
 assert_file_match "$autoscale_unit" "^LoadCredential=lapse.conf:$P/etc/lapse/lapse.conf\$"
-! grep -n '@[A-Z]*@' "$scanner_unit" "$ingress_unit" "$autoscale_unit" || fail "a placeholder is left in the installed units"
+assert_file_match "$console_unit" "^ExecStart=$P/bin/lapse-console -c \\\$\\{CREDENTIALS_DIRECTORY\\}/lapse.conf\$"
+! grep -n '@[A-Z]*@' "$scanner_unit" "$ingress_unit" "$autoscale_unit" "$console_unit" || fail "a placeholder is left in the installed units"
 
 install_to "$T/stage-usr" /usr
 assert_file_match "$T/stage-usr/usr/lib/systemd/system/lapse-scanner@.service" \
@@ -57,11 +59,11 @@ assert_file_match "$T/stage-usr/usr/lib/systemd/system/lapse-scanner@.service" \
 # systemd-analyze verify checks that ExecStart's program is executable and
 # that the Documentation= man pages exist: the installed files, under DESTDIR.
 mkdir -p units
-for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit"; do
+for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit" "$console_unit"; do
     sed "s|$P/|$R/|g" "$u" >"units/$(basename "$u")"
 done
 for inst in lapse-scanner@0.service lapse-scanner@15.service lapse-ingress@devices.service \
-    lapse-autoscale.service; do
+    lapse-autoscale.service lapse-console.service; do
     rc=0
     MANPATH=$R/share/man systemd-analyze verify "units/$inst" >verify.out 2>&1 || rc=$?
     [[ $rc == 0 && ! -s verify.out ]] || fail "systemd-analyze verify $inst (status $rc): $(head -c 1500 verify.out)"
@@ -73,14 +75,15 @@ mv "$R/bin/lapse-scanner" "$T/lapse-scanner.moved"
 assert_file_match verify.out 'lapse-scanner.*(not executable|No such file)'
 mv "$T/lapse-scanner.moved" "$R/bin/lapse-scanner"
 
-for inst in lapse-scanner@0.service lapse-ingress@devices.service lapse-autoscale.service; do
+for inst in lapse-scanner@0.service lapse-ingress@devices.service lapse-autoscale.service \
+    lapse-console.service; do
     systemd-analyze security --offline=yes --threshold=20 "units/$inst" >security.out 2>&1 ||
         fail "systemd-analyze security $inst: $(tail -n 30 security.out)"
     assert_file_match security.out 'Overall exposure level for .*: (0|1|2)\.[0-9] ' "$inst exposure"
 done
 
 # ---------------------------------------------------------------- sandbox
-for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit"; do
+for u in "$scanner_unit" "$ingress_unit" "$autoscale_unit" "$console_unit"; do
     for d in DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
         PrivateTmp=yes PrivateDevices=yes ProtectKernelTunables=yes ProtectKernelModules=yes \
         ProtectKernelLogs=yes ProtectControlGroups=yes MemoryDenyWriteExecute=yes \

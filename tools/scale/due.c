@@ -281,16 +281,23 @@ static json_t *due_ranges(void)
     return a;
 }
 
-int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
+/* The histogram read whole into one object (status --due --json's); with
+ * `text` also printed for people. NULL with errstr when the layout cannot
+ * be read; *unread_out: how many shards could not be. */
+static json_t *due_run(const struct lapse_config *cfg, lapse_redis **nodes, int text,
+                       lapse_scale_warn_fn *warn, void *ctx, int *unread_out, char *errstr,
+                       size_t size)
 {
+    int as_json = !text;
     struct lapse_layout l;
-    if (lapse_scale_layout(cfg, nodes, &l) < 0)
-        return 1;
+    *unread_out = 0;
+    if (lapse_scale_layout_read(cfg, nodes, &l, warn, ctx, errstr, size) < 0)
+        return NULL;
     struct lapse_scale_due *d = calloc(lapse_layout_span(&l), sizeof *d);
     if (!d) {
-        fprintf(stderr, "lapse-scale: out of memory\n");
+        snprintf(errstr, size, "out of memory");
         lapse_layout_free(&l);
-        return 1;
+        return NULL;
     }
     due_read_all(cfg, nodes, &l, d);
 
@@ -316,7 +323,7 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
         due_where(cfg, r, i, where, sizeof where);
         snprintf(name, sizeof name, "%u", i);
         if (!d[i].read) {
-            fprintf(stderr, "lapse-scale: shard %u: %s\n", i, d[i].error);
+            lapse_scale_warnf(warn, ctx, "shard %u: %s", i, d[i].error);
             unread++;
             json_array_append_new(shards, json_pack("{s:i, s:s, s:s}", "shard", (int)i, "node",
                                                     where, "error", d[i].error));
@@ -341,25 +348,22 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     long long pending = total.inflight;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS; b++)
         pending += total.bucket[b];
-    if (as_json) {
-        json_t *edges = json_array();
-        for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
-            json_array_append_new(edges, json_integer(lapse_scale_due_edge_ms[b]));
-        json_t *tot = due_json(json_object(), &total, pending);
-        json_object_set_new(tot, "unread_shards", json_integer(unread));
-        json_object_set_new(tot, "next_due_shard",
-                            next_shard >= 0 ? json_integer(next_shard) : json_null());
-        json_t *o =
-            json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o, s:o}", "ns", cfg->ns, "shards",
-                      (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state, "epoch",
-                      (json_int_t)l.epoch, "edges_ms", edges, "shard_info", shards, "total", tot);
+    json_t *edges = json_array();
+    for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
+        json_array_append_new(edges, json_integer(lapse_scale_due_edge_ms[b]));
+    json_t *tot = due_json(json_object(), &total, pending);
+    json_object_set_new(tot, "unread_shards", json_integer(unread));
+    json_object_set_new(tot, "next_due_shard",
+                        next_shard >= 0 ? json_integer(next_shard) : json_null());
+    json_t *o =
+        json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o, s:o}", "ns", cfg->ns, "shards",
+                  (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state, "epoch",
+                  (json_int_t)l.epoch, "edges_ms", edges, "shard_info", shards, "total", tot);
+    if (o)
         json_object_set_new(o, "ranges", due_ranges());
-        char *s = json_dumps(o, JSON_COMPACT);
-        printf("%s\n", s);
-        free(s);
-        json_decref(o);
-    } else {
-        json_decref(shards);
+    else
+        snprintf(errstr, size, "out of memory");
+    if (!as_json) {
         due_row("total", unread ? "(shards unread)" : "", &total, pending);
         char iso[40], in[64];
         if (total.next_ms >= 0)
@@ -378,5 +382,32 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
     }
     free(d);
     lapse_layout_free(&l);
+    *unread_out = unread;
+    return o;
+}
+
+json_t *lapse_scale_due_json(const struct lapse_config *cfg, lapse_redis **nodes,
+                             lapse_scale_warn_fn *warn, void *ctx, int *unread, char *errstr,
+                             size_t size)
+{
+    return due_run(cfg, nodes, 0, warn, ctx, unread, errstr, size);
+}
+
+int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
+{
+    char err[512];
+    int unread = 0;
+    json_t *o =
+        due_run(cfg, nodes, !as_json, lapse_scale_warn_stderr, NULL, &unread, err, sizeof err);
+    if (!o) {
+        fprintf(stderr, "lapse-scale: %s\n", err);
+        return 1;
+    }
+    if (as_json) {
+        char *s = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+    }
+    json_decref(o);
     return unread ? 1 : 0;
 }

@@ -17,10 +17,12 @@
 #ifndef LAPSE_SCALE_DUE_H
 #define LAPSE_SCALE_DUE_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "redis.h"
+#include "status.h"
 
 /* The buckets, in order; each one's upper edge is now + this many ms
  * (inclusive), its lower edge the previous one's (exclusive); "overdue"
@@ -50,6 +52,14 @@ struct lapse_scale_due {
  */
 int lapse_scale_due_read(lapse_redis *r, const struct lapse_config *cfg, const uint32_t *shard,
                          size_t nshards, struct lapse_scale_due *out, char *errstr, size_t size);
+
+/* What status --due --json prints, as one object (new reference): per
+ * shard and in total the counts by range, in flight, pending, the next
+ * deadline; a shard that cannot be read has "error" (said to warn, and
+ * counted in *unread). NULL with errstr when the layout cannot be read. */
+json_t *lapse_scale_due_json(const struct lapse_config *cfg, lapse_redis **nodes,
+                             lapse_scale_warn_fn *warn, void *ctx, int *unread, char *errstr,
+                             size_t size);
 
 /* Prints the histogram. Returns the exit status: 0, or 1 when the layout
  * or a shard cannot be read (named on stderr; the others are shown). */

@@ -133,6 +133,74 @@ static void place_print(lapse_redis **nodes, const struct lapse_inspect_place *p
     printf("%sscanner    %s\n", indent, p->holder[0] ? p->holder : "none");
 }
 
+/* Reads the layout and what it says the ID's shard (and twin) hold. 0, or
+ * -1 with the reason in errstr ("get: ..." or the layout's); *l and *in
+ * are to be freed either way (lapse_layout_free on a zeroed one is safe). */
+static int get_read(const struct lapse_config *cfg, lapse_redis **nodes, const char *id, size_t len,
+                    lapse_scale_warn_fn *warn, void *ctx, struct lapse_layout *l,
+                    struct lapse_inspect *in, char *errstr, size_t size)
+{
+    char err[512];
+    memset(l, 0, sizeof *l);
+    memset(in, 0, sizeof *in);
+    if (lapse_inspect_id_check(id, len, err, sizeof err) < 0) {
+        snprintf(errstr, size, "get: %s", err);
+        return -1;
+    }
+    if (lapse_scale_layout_read(cfg, nodes, l, warn, ctx, errstr, size) < 0)
+        return -1;
+    if (lapse_inspect_read(nodes, cfg, l, id, len, in, err, sizeof err) < 0) {
+        snprintf(errstr, size, "get: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* get --json's object for what was read (new reference), NULL when out of memory. */
+static json_t *get_json(lapse_redis **nodes, const struct lapse_layout *l,
+                        const struct lapse_inspect *in, const char *id, size_t len)
+{
+    json_t *o = json_object();
+    json_t *at = place_json(nodes, &in->at);
+    char hash[20];
+    snprintf(hash, sizeof hash, "%016" PRIx64, in->hash);
+    if (!o || !at || put_bytes(o, "id", "id_b64", id, len) < 0) {
+        json_decref(at);
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "hash", json_string(hash));
+    json_object_set_new(o, "shards", json_integer(l->shards));
+    json_object_set_new(o, "state", json_string(lapse_layout_state_name(l->state)));
+    json_object_update(o, at);
+    json_decref(at);
+    json_t *twin = json_null();
+    if (in->has_twin) {
+        twin = place_json(nodes, &in->twin);
+        if (twin) {
+            json_object_set_new(twin, "stale", json_boolean(in->at.moved));
+            json_object_set_new(o, "moved", json_boolean(in->at.moved));
+        }
+    }
+    json_object_set_new(o, "twin", twin ? twin : json_null());
+    return o;
+}
+
+json_t *lapse_scale_get_json(const struct lapse_config *cfg, lapse_redis **nodes, const char *id,
+                             size_t len, lapse_scale_warn_fn *warn, void *ctx, char *errstr,
+                             size_t size)
+{
+    struct lapse_layout l;
+    struct lapse_inspect in;
+    json_t *o = NULL;
+    if (get_read(cfg, nodes, id, len, warn, ctx, &l, &in, errstr, size) == 0 &&
+        !(o = get_json(nodes, &l, &in, id, len)))
+        snprintf(errstr, size, "get: out of memory");
+    lapse_inspect_free(&in);
+    lapse_layout_free(&l);
+    return o;
+}
+
 int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const char *id,
                     int as_json)
 {
@@ -142,49 +210,28 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
         fprintf(stderr, "lapse-scale: get: %s\n", err);
         return 2;
     }
+    if (as_json) {
+        json_t *o = lapse_scale_get_json(cfg, nodes, id, len, lapse_scale_warn_stderr, NULL, err,
+                                         sizeof err);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (s)
+            printf("%s\n", s);
+        else
+            fprintf(stderr, "lapse-scale: %s\n", o ? "get: out of memory" : err);
+        free(s);
+        json_decref(o);
+        return s ? 0 : 1;
+    }
     struct lapse_layout l;
-    if (lapse_scale_layout(cfg, nodes, &l) < 0) /* (it says why) */
-        return 1;
     struct lapse_inspect in;
-    if (lapse_inspect_read(nodes, cfg, &l, id, len, &in, err, sizeof err) < 0) {
-        fprintf(stderr, "lapse-scale: get: %s\n", err);
+    if (get_read(cfg, nodes, id, len, lapse_scale_warn_stderr, NULL, &l, &in, err, sizeof err) <
+        0) {
+        fprintf(stderr, "lapse-scale: %s\n", err);
         lapse_inspect_free(&in);
         lapse_layout_free(&l);
         return 1;
     }
-    int rc = 0;
-    if (as_json) {
-        json_t *o = json_object();
-        json_t *at = place_json(nodes, &in.at);
-        char hash[20];
-        snprintf(hash, sizeof hash, "%016" PRIx64, in.hash);
-        if (!o || !at || put_bytes(o, "id", "id_b64", id, len) < 0) {
-            rc = 1;
-        } else {
-            json_object_set_new(o, "hash", json_string(hash));
-            json_object_set_new(o, "shards", json_integer(l.shards));
-            json_object_set_new(o, "state", json_string(lapse_layout_state_name(l.state)));
-            json_object_update(o, at);
-            json_t *twin = json_null();
-            if (in.has_twin) {
-                twin = place_json(nodes, &in.twin);
-                if (twin) {
-                    json_object_set_new(twin, "stale", json_boolean(in.at.moved));
-                    json_object_set_new(o, "moved", json_boolean(in.at.moved));
-                }
-            }
-            json_object_set_new(o, "twin", twin ? twin : json_null());
-            char *s = json_dumps(o, JSON_COMPACT);
-            if (s)
-                printf("%s\n", s);
-            rc = s ? 0 : 1;
-            free(s);
-        }
-        json_decref(at);
-        json_decref(o);
-        if (rc)
-            fprintf(stderr, "lapse-scale: get: out of memory\n");
-    } else {
+    {
         char idq[4 * PREVIEW_BYTES + 8];
         printf("id         %s\n", lapse_inspect_preview(id, len, PREVIEW_BYTES, idq, sizeof idq));
         printf("shard      %u of %u (hash %016" PRIx64 ")\n", in.at.shard, l.shards, in.hash);
@@ -207,5 +254,5 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
     }
     lapse_inspect_free(&in);
     lapse_layout_free(&l);
-    return rc;
+    return 0;
 }

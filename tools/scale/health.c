@@ -34,12 +34,18 @@ enum {
 int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
                       struct lapse_health *out, char *errstr, size_t size)
 {
+    return lapse_health_read_sized(r, cfg, shard, 1, out, errstr, size);
+}
+
+int lapse_health_read_sized(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                            int key_bytes, struct lapse_health *out, char *errstr, size_t size)
+{
     char z[LAPSE_KEY_MAX], f[LAPSE_KEY_MAX], l[LAPSE_KEY_MAX];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
     lapse_key(l, sizeof l, cfg, LAPSE_KEY_LOCK, shard);
-    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s %d", lapse_lua_health, z, f, l,
-                                          LAPSE_HEALTH_LISTPACK);
+    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s %d %d", lapse_lua_health, z, f, l,
+                                          LAPSE_HEALTH_LISTPACK, key_bytes ? 1 : 0);
     if (!rep) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;

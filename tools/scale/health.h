@@ -45,6 +45,12 @@ struct lapse_health {
 int lapse_health_read(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
                       struct lapse_health *out, char *errstr, size_t size);
 
+/* The same, with key_bytes 0: without the largest key's MEMORY USAGE
+ * (largest_bytes -1), which walks that key whole; for a reader that comes
+ * back every second whatever the shard's size (lapse-console). */
+int lapse_health_read_sized(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
+                            int key_bytes, struct lapse_health *out, char *errstr, size_t size);
+
 /* How late the shard's oldest undelivered deadline is, in ms (pending and
  * due, or in flight): the larger of the two ages, -1 when nothing is due. */
 int64_t lapse_health_overdue_ms(const struct lapse_health *h);

@@ -6,6 +6,8 @@
  */
 #include "offline.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,21 +98,23 @@ static void gather_free(struct gather *g)
 }
 
 /* One page of shard i's offline IDs from cursor (updated; "0" when done),
- * added to g. 0, or -1 with the reason on stderr. */
+ * about `want` records looked at ("1000" a slice), added to g. 0, or -1
+ * with the reason passed to warn. */
 static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t i, char *cursor,
-                        const char *prefix, struct gather *g)
+                        const char *want, const char *prefix, struct gather *g,
+                        lapse_scale_warn_fn *warn, void *ctx)
 {
     char z[LAPSE_KEY_MAX], e[LAPSE_KEY_MAX];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, i);
     lapse_key(e, sizeof e, cfg, LAPSE_KEY_EPOCH, i);
-    const char *argv[] = {"EVAL", lapse_lua_offline, "2", z, e, cursor, OFFLINE_SLICE, prefix};
+    const char *argv[] = {"EVAL", lapse_lua_offline, "2", z, e, cursor, want, prefix};
     size_t lens[8];
     for (int k = 0; k < 8; k++)
         lens[k] = strlen(argv[k]);
     redisReply *rep;
     if (lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, i), 8, argv, lens) < 0 ||
         lapse_redis_get_reply(r, &rep) < 0) {
-        fprintf(stderr, "lapse-scale: offline: shard %u: %s\n", i, lapse_redis_errstr(r));
+        lapse_scale_warnf(warn, ctx, "offline: shard %u: %s", i, lapse_redis_errstr(r));
         return -1;
     }
     int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements % 3 == 1 &&
@@ -118,9 +122,9 @@ static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t
     for (size_t k = 1; ok && k < rep->elements; k++)
         ok = rep->element[k]->type == REDIS_REPLY_STRING;
     if (!ok) {
-        fprintf(stderr, "lapse-scale: offline: shard %u: unexpected reply%s%.200s\n", i,
-                rep->type == REDIS_REPLY_ERROR ? ": " : "",
-                rep->type == REDIS_REPLY_ERROR ? rep->str : "");
+        lapse_scale_warnf(warn, ctx, "offline: shard %u: unexpected reply%s%.200s", i,
+                          rep->type == REDIS_REPLY_ERROR ? ": " : "",
+                          rep->type == REDIS_REPLY_ERROR ? rep->str : "");
         freeReplyObject(rep);
         return -1;
     }
@@ -129,7 +133,7 @@ static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t
     for (size_t k = 1; k + 2 < rep->elements; k += 3)
         if (gather_add(g, i, rep->element[k], rep->element[k + 1]->str, rep->element[k + 2]->str) <
             0) {
-            fprintf(stderr, "lapse-scale: offline: out of memory\n");
+            lapse_scale_warnf(warn, ctx, "offline: out of memory");
             freeReplyObject(rep);
             return -1;
         }
@@ -137,7 +141,8 @@ static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t
     return 0;
 }
 
-static void offline_json(const struct lapse_config *cfg, const struct gather *g)
+/* The records as offline --json lists them (new reference). */
+static json_t *offline_list(const struct gather *g)
 {
     json_t *list = json_array();
     for (size_t k = 0; k < g->n; k++) {
@@ -149,13 +154,7 @@ static void offline_json(const struct lapse_config *cfg, const struct gather *g)
                                         (int)e->shard, "deadline_ms", (json_int_t)e->deadline,
                                         "since_ms", (json_int_t)e->since));
     }
-    json_t *out = json_pack("{s:s, s:o, s:I, s:b}", "ns", cfg->ns, "offline", list, "total",
-                            (json_int_t)g->total, "truncated", g->total > (long long)g->n);
-    char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
-    if (s)
-        puts(s);
-    free(s);
-    json_decref(out);
+    return list;
 }
 
 static void offline_text(const struct lapse_config *cfg, const struct gather *g, const char *prefix,
@@ -202,29 +201,141 @@ static void offline_text(const struct lapse_config *cfg, const struct gather *g,
     free(ids);
 }
 
-int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int as_json,
-                        long limit, const char *prefix)
+/* Walks every shard of layout l into g. 0, or 1 when a shard could not
+ * be read (said to warn; the others are walked). */
+static int offline_gather(const struct lapse_config *cfg, lapse_redis **nodes,
+                          const struct lapse_layout *l, const char *prefix, struct gather *g,
+                          lapse_scale_warn_fn *warn, void *ctx)
 {
-    struct lapse_layout l;
-    if (lapse_scale_layout(cfg, nodes, &l) < 0)
-        return 1;
-    struct gather g = {.limit = limit};
     int rc = 0;
-    for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
-        lapse_redis *r = nodes[l.node_of[i]];
+    for (uint32_t i = 0; i < lapse_layout_span(l); i++) {
+        lapse_redis *r = nodes[l->node_of[i]];
         char cursor[24] = "0";
         do {
-            if (offline_page(cfg, r, i, cursor, prefix, &g) < 0) {
+            if (offline_page(cfg, r, i, cursor, OFFLINE_SLICE, prefix, g, warn, ctx) < 0) {
                 rc = 1;
                 break;
             }
         } while (strcmp(cursor, "0") != 0);
     }
+    gather_trim(g);
+    return rc;
+}
+
+json_t *lapse_scale_offline_json(const struct lapse_config *cfg, lapse_redis **nodes, long limit,
+                                 const char *prefix, lapse_scale_warn_fn *warn, void *ctx,
+                                 int *failed, char *errstr, size_t size)
+{
+    struct lapse_layout l;
+    *failed = 0;
+    if (lapse_scale_layout_read(cfg, nodes, &l, warn, ctx, errstr, size) < 0)
+        return NULL;
+    struct gather g = {.limit = limit};
+    *failed = offline_gather(cfg, nodes, &l, prefix, &g, warn, ctx);
+    json_t *out = json_pack("{s:s, s:o, s:I, s:b}", "ns", cfg->ns, "offline", offline_list(&g),
+                            "total", (json_int_t)g.total, "truncated", g.total > (long long)g.n);
+    if (!out)
+        snprintf(errstr, size, "offline: out of memory");
+    gather_free(&g);
+    lapse_layout_free(&l);
+    return out;
+}
+
+/* "SHARD:CURSOR" into its parts; 0, or -1 when it is not one. */
+static int page_cursor_parse(const char *s, uint32_t *shard, char *cursor, size_t size)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || end == s || *end != ':' || v > LAPSE_MAX_SHARDS || !isdigit((unsigned char)end[1]))
+        return -1;
+    const char *c = end + 1;
+    size_t n = strspn(c, "0123456789");
+    if (c[n] != '\0' || n == 0 || n >= size || n > 20)
+        return -1;
+    memcpy(cursor, c, n + 1);
+    *shard = (uint32_t)v;
+    return 0;
+}
+
+json_t *lapse_scale_offline_page_json(const struct lapse_config *cfg, lapse_redis **nodes,
+                                      const char *cursor_in, const char *prefix, long limit,
+                                      int budget_ms, lapse_scale_warn_fn *warn, void *ctx,
+                                      char *errstr, size_t size)
+{
+    uint32_t shard = 0;
+    char cursor[24] = "0";
+    if (cursor_in && cursor_in[0] &&
+        page_cursor_parse(cursor_in, &shard, cursor, sizeof cursor) < 0) {
+        snprintf(errstr, size, "offline: a cursor is SHARD:N, as a page's \"cursor\" gives it");
+        return NULL;
+    }
+    struct lapse_layout l;
+    if (lapse_scale_layout_read(cfg, nodes, &l, warn, ctx, errstr, size) < 0)
+        return NULL;
+    struct gather g = {.limit = 0};
+    int64_t give_up = lapse_clock_mono_ms() + budget_ms;
+    int failed = 0;
+    uint32_t first = shard;
+    while (shard < lapse_layout_span(&l) && g.n < (size_t)limit &&
+           lapse_clock_mono_ms() < give_up) {
+        char want[24];
+        /* (a slice looks at about `want` records: a page about limit long) */
+        long w = limit - (long)g.n;
+        snprintf(want, sizeof want, "%ld", w < 10 ? 10 : w > 1000 ? 1000 : w);
+        if (offline_page(cfg, nodes[l.node_of[shard]], shard, cursor, want, prefix, &g, warn, ctx) <
+            0) {
+            failed = 1;
+            snprintf(cursor, sizeof cursor, "0");
+        }
+        if (strcmp(cursor, "0") == 0)
+            shard++;
+    }
     gather_trim(&g);
-    if (as_json)
-        offline_json(cfg, &g);
-    else
-        offline_text(cfg, &g, prefix, rc == 0);
+    char next[48];
+    int more = shard < lapse_layout_span(&l);
+    snprintf(next, sizeof next, "%u:%s", shard, cursor);
+    json_t *out = json_pack("{s:s, s:o, s:I, s:b}", "ns", cfg->ns, "offline", offline_list(&g),
+                            "total", (json_int_t)g.total, "truncated", more);
+    if (out) {
+        json_object_set_new(out, "cursor", more ? json_string(next) : json_null());
+        json_object_set_new(out, "shards_scanned", json_integer(shard - first));
+        json_object_set_new(out, "shards_from", json_integer(first));
+        json_object_set_new(out, "shards", json_integer(lapse_layout_span(&l)));
+        json_object_set_new(out, "unread_shards", json_integer(failed));
+    } else {
+        snprintf(errstr, size, "offline: out of memory");
+    }
+    gather_free(&g);
+    lapse_layout_free(&l);
+    return out;
+}
+
+int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int as_json,
+                        long limit, const char *prefix)
+{
+    if (as_json) {
+        char err[512];
+        int failed = 0;
+        json_t *out = lapse_scale_offline_json(cfg, nodes, limit, prefix, lapse_scale_warn_stderr,
+                                               NULL, &failed, err, sizeof err);
+        if (!out && strncmp(err, "offline:", 8) != 0) {
+            fprintf(stderr, "lapse-scale: %s\n", err); /* the layout */
+            return 1;
+        }
+        char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
+        if (s)
+            puts(s);
+        free(s);
+        json_decref(out);
+        return failed;
+    }
+    struct lapse_layout l;
+    if (lapse_scale_layout(cfg, nodes, &l) < 0)
+        return 1;
+    struct gather g = {.limit = limit};
+    int rc = offline_gather(cfg, nodes, &l, prefix, &g, lapse_scale_warn_stderr, NULL);
+    offline_text(cfg, &g, prefix, rc == 0);
     gather_free(&g);
     lapse_layout_free(&l);
     return rc;

@@ -6,6 +6,7 @@
 #include "status.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,35 @@
  * up to redis.retry_timeout_ms. */
 struct retry {
     struct lapse_backoff backoff;
-    int64_t start, give_up; /* monotonic ms */
-    int wait_s;             /* redis.retry_timeout_ms, in s */
-    int said;               /* the waiting line was written */
+    int64_t start, give_up;    /* monotonic ms */
+    int wait_s;                /* redis.retry_timeout_ms, in s */
+    int said;                  /* the waiting line was written */
+    lapse_scale_warn_fn *warn; /* where that line goes */
+    void *warn_ctx;
 };
 
-static void retry_init(struct retry *t, const struct lapse_config *cfg)
+void lapse_scale_warn_stderr(void *ctx, const char *line)
 {
+    (void)ctx;
+    fprintf(stderr, "lapse-scale: %s\n", line);
+}
+
+void lapse_scale_warnf(lapse_scale_warn_fn *warn, void *ctx, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (warn)
+        warn(ctx, line);
+}
+
+static void retry_init(struct retry *t, const struct lapse_config *cfg, lapse_scale_warn_fn *warn,
+                       void *ctx)
+{
+    t->warn = warn;
+    t->warn_ctx = ctx;
     lapse_backoff_init(&t->backoff, 10, 500);
     t->start = lapse_clock_mono_ms();
     t->give_up = t->start + cfg->redis_retry_timeout_ms;
@@ -46,30 +69,38 @@ static int retry_again(struct retry *t, const lapse_redis *r)
     if (lapse_redis_refused(r) || now >= t->give_up)
         return 0;
     if (!t->said && now - t->start >= 1000) {
-        fprintf(stderr, "lapse-scale: waiting up to %d s (redis.retry_timeout_ms) for %s: %s\n",
-                t->wait_s, lapse_redis_name(r), lapse_redis_errstr(r));
+        lapse_scale_warnf(t->warn, t->warn_ctx,
+                          "waiting up to %d s (redis.retry_timeout_ms) for %s: %s", t->wait_s,
+                          lapse_redis_name(r), lapse_redis_errstr(r));
         t->said = 1;
     }
     lapse_clock_sleep_ms(lapse_backoff_next(&t->backoff));
     return 1;
 }
 
-int lapse_scale_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
+int lapse_scale_layout_read(const struct lapse_config *cfg, lapse_redis **nodes,
+                            struct lapse_layout *l, lapse_scale_warn_fn *warn, void *ctx,
+                            char *errstr, size_t size)
 {
-    char err[512];
     struct retry t;
     int rc;
-    retry_init(&t, cfg);
-    while ((rc = lapse_layout_load(nodes[0], cfg, l, err, sizeof err)) == -2 &&
+    retry_init(&t, cfg, warn, ctx);
+    while ((rc = lapse_layout_load(nodes[0], cfg, l, errstr, size)) == -2 &&
            retry_again(&t, nodes[0]))
         ;
     if (rc == 1)
-        fprintf(stderr,
-                "lapse-scale: namespace \"%s\" is not initialised: run lapse-scale -c %s init N\n",
-                cfg->ns, cfg->path);
-    else if (rc < 0)
-        fprintf(stderr, "lapse-scale: %s\n", err);
+        snprintf(errstr, size, "namespace \"%s\" is not initialised: run lapse-scale -c %s init N",
+                 cfg->ns, cfg->path);
     return rc == 0 ? 0 : -1;
+}
+
+int lapse_scale_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l)
+{
+    char err[512];
+    if (lapse_scale_layout_read(cfg, nodes, l, lapse_scale_warn_stderr, NULL, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "lapse-scale: %s\n", err);
+    return -1;
 }
 
 /* Replicas online and the largest lag from an INFO replication reply;
@@ -92,11 +123,12 @@ static void replication_of(const redisReply *rep, long *online, long *lag)
 
 /* The cluster's primaries, as node_status shows a node: each one's
  * address, replicas online and lag, and how many slots it serves. */
-static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_t *out, int as_json)
+static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_t *out, int as_json,
+                           const struct retry *t)
 {
     const struct lapse_cluster_map *m = lapse_redis_cluster_map(r);
     if (!m) {
-        fprintf(stderr, "lapse-scale: %s\n", lapse_redis_errstr(r));
+        lapse_scale_warnf(t->warn, t->warn_ctx, "%s", lapse_redis_errstr(r));
         return;
     }
     for (size_t p = 0; p < m->nprimaries; p++) {
@@ -139,12 +171,12 @@ static void cluster_status(const struct lapse_config *cfg, lapse_redis *r, json_
  * from WAIT (lag -1: unknown; it takes a second). Adds it to `out` and
  * prints a line. */
 static void node_status(const struct lapse_config *cfg, size_t n, lapse_redis *r, json_t *out,
-                        int as_json)
+                        int as_json, const struct retry *t)
 {
     const struct lapse_redis_node *nc = &cfg->nodes[n];
     long online, lag;
     if (!lapse_redis_one_server(r)) {
-        cluster_status(cfg, r, out, as_json);
+        cluster_status(cfg, r, out, as_json, t);
         return;
     }
     redisReply *rep = lapse_redis_command(r, "INFO replication");
@@ -207,13 +239,14 @@ static void status_replicas(const struct lapse_config *cfg, json_t *node_info, i
  * while no reply comes, within the status's one retry window t. 0, -2 when
  * no reply came, or -1 with err. */
 static int shard_read(const struct lapse_config *cfg, lapse_redis **nodes,
-                      const struct lapse_layout *l, uint32_t i, struct retry *t,
+                      const struct lapse_layout *l, uint32_t i, int key_bytes, struct retry *t,
                       struct lapse_health *st, struct lapse_split_left *left, char *err,
                       size_t size)
 {
     lapse_redis *r = nodes[l->node_of[i]];
     int rc;
-    while ((rc = lapse_health_read(r, cfg, i, st, err, size)) == -2 && retry_again(t, r))
+    while ((rc = lapse_health_read_sized(r, cfg, i, key_bytes, st, err, size)) == -2 &&
+           retry_again(t, r))
         ;
     return rc == 0 ? lapse_split_left(nodes, cfg, l, i, left, err, size) : rc;
 }
@@ -267,12 +300,19 @@ const char *lapse_scale_overdue_text(int64_t overdue_ms, char *buf, size_t size)
     return buf;
 }
 
-int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
+/* The status read whole into one object (status --json's); with `text`
+ * also printed for people as it is read. NULL when the layout cannot be
+ * read (errstr says why); *failed 1 when a shard could not be read. */
+static json_t *status_run(const struct lapse_config *cfg, lapse_redis **nodes, int text,
+                          int key_bytes, lapse_scale_warn_fn *warn, void *ctx, int *failed_out,
+                          char *errstr, size_t size)
 {
+    int as_json = !text;
     struct lapse_layout l;
     char err[512];
-    if (lapse_scale_layout(cfg, nodes, &l) < 0)
-        return 1;
+    *failed_out = 0;
+    if (lapse_scale_layout_read(cfg, nodes, &l, warn, ctx, errstr, size) < 0)
+        return NULL;
     json_t *shards = json_array();
     const char *state = lapse_layout_state_name(l.state);
     char change[64];
@@ -294,10 +334,12 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     uint64_t to_move = 0;
     int64_t last_due = -1;
     json_t *node_info = json_array();
+    struct retry t;
+    retry_init(&t, cfg, warn, ctx);
     if (!as_json)
         printf("%-22s %-19s %-22s %8s %8s\n", "node", "reached", "primary", "replicas", "lag");
     for (size_t n = 0; n < cfg->nnodes; n++)
-        node_status(cfg, n, nodes[n], node_info, as_json);
+        node_status(cfg, n, nodes[n], node_info, as_json, &t);
     status_replicas(cfg, node_info, as_json);
     struct lapse_scale_memory *mem = NULL;
     size_t nmem = lapse_scale_memory_read(cfg, nodes, &mem);
@@ -315,14 +357,13 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     int failed = 0;
     long long keys = 0, over = 0, largest_ids = 0, largest_bytes = -1, largest_shard = -1;
     long long offline = 0;
-    struct retry t;
-    retry_init(&t, cfg);
+    retry_init(&t, cfg, warn, ctx);
     for (uint32_t i = 0; i < lapse_layout_span(&l); i++) {
         lapse_redis *r = nodes[l.node_of[i]];
         struct lapse_health st;
         struct lapse_split_left left;
-        if (shard_read(cfg, nodes, &l, i, &t, &st, &left, err, sizeof err) < 0) {
-            fprintf(stderr, "lapse-scale: shard %u: %s\n", i, err);
+        if (shard_read(cfg, nodes, &l, i, key_bytes, &t, &st, &left, err, sizeof err) < 0) {
+            lapse_scale_warnf(warn, ctx, "shard %u: %s", i, err);
             failed = 1;
             json_array_append_new(shards, json_pack("{s:i, s:s, s:s}", "shard", (int)i, "node",
                                                     lapse_redis_name(r), "error", err));
@@ -375,11 +416,10 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
                    st.holder[0] ? st.holder : "none");
         }
     }
-    if (as_json) {
-        json_t *o =
-            json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o}", "ns", cfg->ns, "shards", (int)l.shards,
-                      "prev_shards", (int)l.prev_shards, "state", state, "epoch",
-                      (json_int_t)l.epoch, "shard_info", shards, "nodes", node_info);
+    json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:I, s:o, s:o}", "ns", cfg->ns, "shards",
+                          (int)l.shards, "prev_shards", (int)l.prev_shards, "state", state, "epoch",
+                          (json_int_t)l.epoch, "shard_info", shards, "nodes", node_info);
+    if (o) {
         json_object_set_new(o, "memory", mem_info);
         if (has_pending)
             json_object_set_new(o, "interrupted",
@@ -393,14 +433,11 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
             json_object_set_new(o, "last_to_move_due_ms",
                                 to_move && !failed ? json_integer(last_due) : json_null());
         }
-        char *s = json_dumps(o, JSON_COMPACT);
-        printf("%s\n", s);
-        free(s);
-        json_decref(o);
     } else {
-        json_decref(shards);
-        json_decref(node_info);
         json_decref(mem_info);
+        snprintf(errstr, size, "out of memory");
+    }
+    if (!as_json) {
         if (largest_shard >= 0) {
             char bytes[48] = "";
             if (largest_bytes >= 0)
@@ -440,5 +477,32 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
     lapse_layout_free(&l);
     if (has_pending)
         lapse_layout_free(&pending);
+    *failed_out = failed;
+    return o;
+}
+
+json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes, int key_bytes,
+                                lapse_scale_warn_fn *warn, void *ctx, int *failed, char *errstr,
+                                size_t size)
+{
+    return status_run(cfg, nodes, 0, key_bytes, warn, ctx, failed, errstr, size);
+}
+
+int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int as_json)
+{
+    char err[512];
+    int failed = 0;
+    json_t *o = status_run(cfg, nodes, !as_json, 1, lapse_scale_warn_stderr, NULL, &failed, err,
+                           sizeof err);
+    if (!o) {
+        fprintf(stderr, "lapse-scale: %s\n", err);
+        return 1;
+    }
+    if (as_json) {
+        char *s = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+    }
+    json_decref(o);
     return failed;
 }

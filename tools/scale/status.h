@@ -16,9 +16,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "config.h"
 #include "layout.h"
 #include "redis.h"
+
+/* Where the readers below send what goes wrong on the way (a shard that
+ * cannot be read, a wait for a node that does not answer): one line each,
+ * without a program name, the rest still read. The readers themselves
+ * never print: lapse-scale passes lapse_scale_warn_stderr ("lapse-scale:
+ * LINE" on stderr), lapse-console its log. NULL: dropped. */
+typedef void lapse_scale_warn_fn(void *ctx, const char *line);
+void lapse_scale_warn_stderr(void *ctx, const char *line);
+/* Formats a line and passes it to warn (NULL: nothing). */
+void lapse_scale_warnf(lapse_scale_warn_fn *warn, void *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The shard table's header and row, shared by status and status --watch
  * so both say the same in the same columns. A row's arguments: shard,
@@ -48,6 +61,17 @@ const char *lapse_scale_pending_cmd(const struct lapse_layout *next);
  * displays print after the shard count. Returns buf. */
 const char *lapse_scale_change_text(const struct lapse_layout *l, char *buf, size_t size);
 
+/* What status --json prints, as one object (new reference): the layout,
+ * nodes, memory, every shard (a shard that cannot be read has "error",
+ * and *failed is set to 1), during a split or merge what is left to move.
+ * Reads only; reads that get no reply are tried again for up to
+ * redis.retry_timeout_ms. NULL with errstr when the layout cannot be read
+ * (or out of memory). key_bytes 0: without each shard's
+ * largest key's MEMORY USAGE (largest_key_bytes null; health.h). */
+json_t *lapse_scale_status_json(const struct lapse_config *cfg, lapse_redis **nodes, int key_bytes,
+                                lapse_scale_warn_fn *warn, void *ctx, int *failed, char *errstr,
+                                size_t size);
+
 /* Prints the status (status --due is due.h's). Returns the exit status: 0,
  * or 1 when the layout or a shard cannot be read (the reason on stderr;
  * the other shards are shown all the same). */
@@ -55,7 +79,11 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
 
 /* The layout, read again while no reply comes (up to
  * redis.retry_timeout_ms); status, get and finish read it through this. 0, or -1 with the reason printed on stderr (an
- * uninitialised namespace: how to initialise it). */
+ * uninitialised namespace: how to initialise it). lapse_scale_layout_read
+ * is the same without printing: the reason in errstr, a wait's line to warn. */
+int lapse_scale_layout_read(const struct lapse_config *cfg, lapse_redis **nodes,
+                            struct lapse_layout *l, lapse_scale_warn_fn *warn, void *ctx,
+                            char *errstr, size_t size);
 int lapse_scale_layout(const struct lapse_config *cfg, lapse_redis **nodes, struct lapse_layout *l);
 
 #endif
