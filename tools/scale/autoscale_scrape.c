@@ -387,7 +387,8 @@ void lapse_autoscale_scanners_read(const struct lapse_config *cfg,
             snprintf(line, sizeof line, "%sshard %u (%s)", unread[0] ? "; " : "", i, err);
             append(unread, size, line);
             r->scanners_unread++;
-            s->prev_at[i] = 0; /* the next answer starts a new interval */
+            /* its last page is kept: the next answer counts from it (a
+             * restart in between shows as counters gone back) */
             continue;
         }
         r->scanners_read++;
