@@ -16,7 +16,8 @@
 #  - with scanner_hosts = ("127.0.0.1"): once it has a first page of both
 #    scanners, the same load makes it say "would split 2 -> 4: lateness p99
 #    N ms > up_lateness_ms 1000"; its readings name the scanner figures (2
-#    scanners read, a busy fraction known);
+#    scanners read, a busy fraction known), and so do its own metrics
+#    (lapse_autoscale_scanner_busy_ratio, scanners_unread 0);
 #  - a host where nothing listens, listed first, costs nothing but a
 #    refused connection: the scanners are found on the next host;
 #  - scanner_hosts without scanner.metrics_port is refused (status 2).
@@ -72,8 +73,10 @@ proc_stop plain 10
 assert_eq "$PROC_RC" 0 "exit status after SIGTERM (without scanner_hosts)"
 
 # ---- with scanner_hosts: the lateness p99 calls for a split
-free_port >/dev/null # nobody listens there: the first host refuses
-LOG_LEVEL=debug write_config hosts.conf "scale = { $SCALE_KEYS scanner_hosts = ( \"127.0.0.2\", \"127.0.0.1\" ); };"
+free_port >/dev/null
+sp=$FREE_PORT # the scaler's own metrics
+LOG_LEVEL=debug write_config hosts.conf "scale = { $SCALE_KEYS metrics_port = $sp;
+  scanner_hosts = ( \"127.0.0.2\", \"127.0.0.1\" ); };"
 # (127.0.0.2 is loopback too, but the scanners listen on 127.0.0.1 only)
 SPAWN_OUT=$T/hosts.out spawn hosts "$LAPSE_SCRIPTS/lapse-scale" -c hosts.conf autoscale --dry-run
 # two readings: the second has a busy fraction between the first page and it
@@ -86,6 +89,9 @@ line=$(grep -m1 'would split' hosts.out)
 note "$line"
 assert_match "$line" '^autoscale: would split 2 -> 4: lateness p99 ([0-9]+ ms|above the last bucket) > up_lateness_ms 1000 for ' "the decision names the lateness p99"
 assert_match "$line" 'scanner busy [0-9]+ % \(up 95, down 40\), lateness p99 [^(]+\(up 1000 ms\)' "the figures behind it"
+body=$(metrics_get "$sp")
+assert_match "$(awk '$1 == "lapse_autoscale_scanner_busy_ratio{ns=\"demo\"}" { print $2 }' <<<"$body")" '^[0-9.e-]+$' "scaler metric: scanner busy ratio"
+assert_eq "$(awk '$1 == "lapse_autoscale_scanners_unread{ns=\"demo\"}" { print $2 }' <<<"$body")" 0 "scaler metric: scanners unread"
 proc_stop hosts 10
 assert_eq "$PROC_RC" 0 "exit status after SIGTERM (with scanner_hosts)"
 assert_eq "$(scale status --json | jq -r '[.state, .shards] | @tsv' | tr '\t' ' ')" "stable 2" "the layout after dry runs"
