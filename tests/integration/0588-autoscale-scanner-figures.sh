@@ -18,8 +18,10 @@
 #    N ms > up_lateness_ms 1000"; its readings name the scanner figures (2
 #    scanners read, a busy fraction known), and so do its own metrics
 #    (lapse_autoscale_scanner_busy_ratio, scanners_unread 0);
-#  - a host where nothing listens, listed first, costs nothing but a
-#    refused connection: the scanners are found on the next host;
+#  - the first host listed, 127.0.0.2, has a standby scanner for shard 0
+#    (lease_held 0, busy_seconds_total staying 0: a standby is not busy)
+#    and nothing for shard 1 (a refused connection): both shards are read
+#    on 127.0.0.1, where their active scanners are, and the log says so;
 #  - scanner_hosts without scanner.metrics_port is refused (status 2).
 #
 # Catches: a scaler that ignores the scanners (no split in the second part),
@@ -73,11 +75,22 @@ proc_stop plain 10
 assert_eq "$PROC_RC" 0 "exit status after SIGTERM (without scanner_hosts)"
 
 # ---- with scanner_hosts: the lateness p99 calls for a split
+# a standby for shard 0 on 127.0.0.2, same port: the scaler, which tries
+# 127.0.0.2 first, must read shard 0 on 127.0.0.1, where the active one is
+SCANNER_CFG="poll_ms = 10; max_inflight = 1; metrics_port = $mp; metrics_bind = \"127.0.0.2\";" \
+    write_config standby.conf
+spawn scanner-0 "$LAPSE_BIN/lapse-scanner" -c standby.conf --shard 0
+printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.2\r\n\r\n' >standby.req # (one write: metrics_get's way)
+standby_get() { # the standby's /metrics body
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.2/$1" && cat "$2" >&3 && cat <&3' _ "$mp" "$T/standby.req" 2>/dev/null |
+        sed '1,/^\r$/d'
+}
+standby_val() { standby_get | awk -v n="lapse_scanner_$1" '{ split($1, a, "{") } a[1] == n { print $2; exit }'; }
+wait_until 10000 '[[ $(standby_val lease_held) == 0 ]]' || fail "the standby's metrics did not answer on 127.0.0.2:$mp"
 free_port >/dev/null
 sp=$FREE_PORT # the scaler's own metrics
 LOG_LEVEL=debug write_config hosts.conf "scale = { $SCALE_KEYS metrics_port = $sp;
   scanner_hosts = ( \"127.0.0.2\", \"127.0.0.1\" ); };"
-# (127.0.0.2 is loopback too, but the scanners listen on 127.0.0.1 only)
 SPAWN_OUT=$T/hosts.out spawn hosts "$LAPSE_SCRIPTS/lapse-scale" -c hosts.conf autoscale --dry-run
 # two readings: the second has a busy fraction between the first page and it
 wait_until 10000 'grep -Eq "reading: 2 shards, .*scanner busy [0-9]+ %, .*2 scanners read, 0 not" hosts.log' ||
@@ -89,6 +102,11 @@ line=$(grep -m1 'would split' hosts.out)
 note "$line"
 assert_match "$line" '^autoscale: would split 2 -> 4: lateness p99 ([0-9]+ ms|above the last bucket) > up_lateness_ms 1000 for ' "the decision names the lateness p99"
 assert_match "$line" 'scanner busy [0-9]+ % \(up 95, down 40\), lateness p99 [^(]+\(up 1000 ms\)' "the figures behind it"
+assert_file_match hosts.log "autoscale: shard 0: scanner read on 127\\.0\\.0\\.1 port $mp( |$)" "shard 0 read where its active scanner is"
+assert_file_match hosts.log "autoscale: shard 1: scanner read on 127\\.0\\.0\\.1 port $((mp + 1))( |$)" "shard 1 read past the host that refuses"
+if grep -q 'scanner read on 127.0.0.2' hosts.log; then fail "a standby's page was read: $(grep -m1 'scanner read on 127.0.0.2' hosts.log)"; fi
+assert_eq "$(standby_val busy_seconds_total)" 0.000000 "the standby's busy_seconds_total (a standby is not busy)"
+assert_eq "$(standby_val lease_held)" 0 "the standby still stands by"
 body=$(metrics_get "$sp")
 assert_match "$(awk '$1 == "lapse_autoscale_scanner_busy_ratio{ns=\"demo\"}" { print $2 }' <<<"$body")" '^[0-9.e-]+$' "scaler metric: scanner busy ratio"
 assert_eq "$(awk '$1 == "lapse_autoscale_scanners_unread{ns=\"demo\"}" { print $2 }' <<<"$body")" 0 "scaler metric: scanners unread"

@@ -106,6 +106,20 @@ static void wait_until(int64_t until)
         lapse_clock_sleep_ms(until - now > 200 ? 200 : (int)(until - now));
 }
 
+/* Where each shard's scanner was found, when that changed (at start, after
+ * a takeover by a scanner on another host): which host is read is no
+ * guess for the operator. */
+static void log_hosts(const struct lapse_config *cfg, struct lapse_autoscale_scanners *sc)
+{
+    for (uint32_t i = 0; i < sc->shards; i++) {
+        if (sc->host[i] < 0 || sc->host[i] == sc->said[i])
+            continue;
+        log_info("autoscale: shard %u: scanner read on %s port %d", i,
+                 cfg->scale_scanner_hosts[sc->host[i]], cfg->scanner_metrics_port + (int)i);
+        sc->said[i] = sc->host[i];
+    }
+}
+
 int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, int dry_run)
 {
     lapse_log_init("lapse-scale", cfg->log_level);
@@ -168,9 +182,11 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
         lapse_autoscale_read(cfg, nodes, &cpu, now, &h[n]);
         char unread[1024];
         lapse_autoscale_scanners_read(cfg, &scanners, now, &h[n], unread, sizeof unread);
-        if (cfg->nscale_scanner_hosts)
+        if (cfg->nscale_scanner_hosts) {
             log_unread(&unread_said, unread, h[n].scanners_unread,
                        h[n].scanners_read + h[n].scanners_unread, now);
+            log_hosts(cfg, &scanners);
+        }
         log_reading(&h[n]);
         lapse_autoscale_metrics_reading(&m, &h[n]);
         n++;

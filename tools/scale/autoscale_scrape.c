@@ -295,6 +295,7 @@ void lapse_autoscale_scanners_free(struct lapse_autoscale_scanners *s)
     free(s->host);
     free(s->prev);
     free(s->prev_at);
+    free(s->said);
     memset(s, 0, sizeof *s);
 }
 
@@ -306,12 +307,13 @@ static int scanners_reset(struct lapse_autoscale_scanners *s, uint32_t shards)
     s->host = malloc(shards * sizeof *s->host);
     s->prev = calloc(shards, sizeof *s->prev);
     s->prev_at = calloc(shards, sizeof *s->prev_at);
-    if (!s->host || !s->prev || !s->prev_at) {
+    s->said = malloc(shards * sizeof *s->said);
+    if (!s->host || !s->prev || !s->prev_at || !s->said) {
         lapse_autoscale_scanners_free(s);
         return -1;
     }
     for (uint32_t i = 0; i < shards; i++)
-        s->host[i] = -1;
+        s->host[i] = s->said[i] = -1;
     s->shards = shards;
     return 0;
 }

@@ -69,6 +69,7 @@ struct lapse_autoscale_scanners {
     int *host;                      /* per shard: the index of the host that answered, -1 */
     struct lapse_scrape_page *prev; /* per shard: its page at the last reading */
     int64_t *prev_at;               /* ... when (monotonic ms), 0: none */
+    int *said; /* per shard: the host last named in the log (the caller's to keep), -1 */
 };
 
 void lapse_autoscale_scanners_free(struct lapse_autoscale_scanners *s); /* accepts zeros */
