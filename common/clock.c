@@ -18,6 +18,13 @@ int64_t lapse_clock_mono_ms(void)
     return clock_read(CLOCK_MONOTONIC);
 }
 
+int64_t lapse_clock_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void lapse_clock_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -12,6 +12,9 @@
 
 int64_t lapse_clock_ms(void);      /* unix time in ms (CLOCK_REALTIME) */
 int64_t lapse_clock_mono_ms(void); /* CLOCK_MONOTONIC in ms, for intervals */
+/* CLOCK_MONOTONIC in microseconds: for sums of intervals much shorter than a
+ * millisecond (a scanner's loop pass), which ms would round away. */
+int64_t lapse_clock_mono_us(void);
 
 /* Sleeps ms milliseconds (an interrupting signal ends it early: callers
  * re-check their stop flag). For back-off outside event loops only. */

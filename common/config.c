@@ -285,6 +285,9 @@ void lapse_config_free(struct lapse_config *cfg)
     for (size_t k = 0; k < cfg->ncluster_seeds; k++)
         free(cfg->cluster_seeds[k]);
     free(cfg->cluster_seeds);
+    for (size_t k = 0; k < cfg->nscale_scanner_hosts; k++)
+        free(cfg->scale_scanner_hosts[k]);
+    free(cfg->scale_scanner_hosts);
     for (size_t i = 0; i < cfg->ningress_rules; i++)
         free_strings(config_rule_keys, config_nrule_keys, &cfg->ingress_rules[i]);
     for (size_t i = 0; i < cfg->nkafka_props; i++) {

@@ -139,10 +139,15 @@ struct lapse_config {
     int scale_up_due_per_shard;       /* scale.up_due_per_shard: due IDs/s; 0 = not a reason */
     int scale_up_pending_per_shard;   /* scale.up_pending_per_shard: 0 = not a reason */
     int scale_up_overdue_ms;          /* scale.up_overdue_ms: oldest overdue; 0 = not a reason */
+    int scale_up_busy_pct;            /* scale.up_busy_pct: busiest scanner; 0 = not a reason */
+    int scale_up_lateness_ms;         /* scale.up_lateness_ms: worst p99; 0 = not a reason */
     int scale_down_due_per_shard;     /* scale.down_due_per_shard: merge at or below */
     int scale_down_pending_per_shard; /* scale.down_pending_per_shard: merge at or below */
     int scale_down_memory_pct;        /* scale.down_memory_pct: no merge above */
     int scale_down_cpu_pct;           /* scale.down_cpu_pct: no merge above */
+    int scale_down_busy_pct;          /* scale.down_busy_pct: merge at or below */
+    char **scale_scanner_hosts;       /* scale.scanner_hosts: where the scanners' /metrics are */
+    size_t nscale_scanner_hosts;      /* ... how many (0: their figures are not read) */
     int scale_tolerance_pct;          /* scale.tolerance_pct: the hysteresis margin */
     int scale_up_window_ms;           /* scale.up_window_ms: hot this long to split */
     int scale_down_window_ms;         /* scale.down_window_ms: cold this long to merge */

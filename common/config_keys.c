@@ -10,7 +10,7 @@
  * and compare with these defaults).
  *
  * Invariants: each table fits in SEEN_MAX entries (checked at compile time);
- * each entry's off (and def for K_PROPS and K_ADDRS) is a field of the struct
+ * each entry's off (and def for K_PROPS, K_ADDRS and K_HOSTS) is a field of the struct
  * its table describes.
  */
 #include "config_priv.h"
@@ -125,6 +125,10 @@ const struct key config_keys[] = {
      "split when pending IDs per shard stay above this; 0 = not a reason"},
     {"scale.up_overdue_ms", K_INT, 0, 30000, NULL, 0, 86400000, CFG(scale_up_overdue_ms),
      "split when a served shard's oldest overdue ID stays older than this; 0 = not a reason"},
+    {"scale.up_busy_pct", K_INT, 0, 80, NULL, 0, 100, CFG(scale_up_busy_pct),
+     "split when the busiest scanner stays busy more than this % of the time; 0 = not a reason"},
+    {"scale.up_lateness_ms", K_INT, 0, 1000, NULL, 0, 86400000, CFG(scale_up_lateness_ms),
+     "split when the worst scanner's lateness p99 stays above this; 0 = not a reason"},
     {"scale.down_due_per_shard", K_INT, 0, 2000, NULL, 0, 100000000, CFG(scale_down_due_per_shard),
      "merge only with IDs due per second per shard at most this"},
     {"scale.down_pending_per_shard", K_INT, 0, 800000, NULL, 0, 2000000000,
@@ -133,6 +137,11 @@ const struct key config_keys[] = {
      "no merge while a node's used memory is above this % of its maxmemory"},
     {"scale.down_cpu_pct", K_INT, 0, 50, NULL, 1, 100, CFG(scale_down_cpu_pct),
      "no merge while a node's Redis uses more than this % of a core"},
+    {"scale.down_busy_pct", K_INT, 0, 30, NULL, 0, 100, CFG(scale_down_busy_pct),
+     "merge only with every scanner busy at most this % of the time"},
+    {"scale.scanner_hosts", K_HOSTS, 0, CFG(nscale_scanner_hosts), NULL, 0, 64,
+     CFG(scale_scanner_hosts),
+     "hosts whose scanners' /metrics (metrics_port + shard) give busy and lateness; () = unread"},
     {"scale.tolerance_pct", K_INT, 0, 10, NULL, 0, 50, CFG(scale_tolerance_pct),
      "hysteresis: down_* <= up_* / 2 * (1 - tolerance_pct / 100)"},
     {"scale.up_window_ms", K_INT, 0, 60000, NULL, 0, 86400000, CFG(scale_up_window_ms),

@@ -29,18 +29,42 @@ static int addr_ok(const char *a)
     return *end == '\0' && port >= 1 && port <= 65535 && colon - a <= 255;
 }
 
-/* A list of "host:port" strings (K_ADDRS) into the char ** at k->off of
- * base, its count at k->def. */
+/* A host name or address without a port (K_HOSTS): letters, digits, '.',
+ * '-', '_' and, for an IPv6 address, at least two ':' (one ':' is a
+ * "host:port", whose port this key does not take). */
+static int host_ok(const char *h)
+{
+    size_t len = strlen(h), colons = 0;
+    if (len == 0 || len > 255)
+        return 0;
+    for (const char *p = h; *p; p++) {
+        if (*p == ':')
+            colons++;
+        else if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
+            return 0;
+    }
+    return colons != 1;
+}
+
+/* A list of "host:port" strings (K_ADDRS), or of hosts (K_HOSTS), into the
+ * char ** at k->off of base, its count at k->def. */
 int config_load_addrs(struct ctx *x, const config_setting_t *s, const struct key *k, void *base,
                       const char *full)
 {
     char ***list = (char ***)((char *)base + k->off);
     size_t *count = (size_t *)((char *)base + k->def);
+    int hosts = k->type == K_HOSTS;
     if (!is_list(s))
-        return config_fail(x, s, full, "expected a list ( \"host:port\", ... )");
+        return config_fail(x, s, full,
+                           hosts ? "expected a list ( \"host\", ... )"
+                                 : "expected a list ( \"host:port\", ... )");
     int n = config_setting_length(s);
     if (n < k->min || n > k->max)
-        return config_fail(x, s, full, "must list %lld..%lld addresses", k->min, k->max);
+        return config_fail(x, s, full, "must list %lld..%lld %s", k->min, k->max,
+                           hosts ? "hosts" : "addresses");
+    if (n == 0)
+        return 0; /* (a list the key allows empty: nothing to hold) */
     if ((*list = calloc((size_t)n, sizeof **list)) == NULL)
         return config_oom(x, full);
     *count = (size_t)n;
@@ -49,7 +73,9 @@ int config_load_addrs(struct ctx *x, const config_setting_t *s, const struct key
         const char *v = config_setting_get_string(e);
         char path[CONFIG_PATH_MAX];
         config_index_path(path, full, i);
-        if (v == NULL || !addr_ok(v))
+        if (hosts && (v == NULL || !host_ok(v)))
+            return config_fail(x, e, path, "expected a host name or address, without a port");
+        if (!hosts && (v == NULL || !addr_ok(v)))
             return config_fail(x, e, path, "expected \"host:port\" (port 1..65535)");
         if (((*list)[i] = strdup(v)) == NULL)
             return config_oom(x, path);

@@ -37,6 +37,7 @@ enum ktype {
     K_BOOL,  /* true or false, stored as an int 0/1 (def: the default) */
     K_ADDRS, /* a list of "host:port" strings: off = the char ** field, def =
               * the offset of its size_t count, min..max = how many */
+    K_HOSTS, /* K_ADDRS of host names or addresses without a port */
 };
 
 struct key {
@@ -108,7 +109,7 @@ void config_index_path(char *out, const char *full, int i);
 /* config_walk.c: the index of `path` in table `tab` (n entries), or -1. */
 int config_find(const struct key *tab, size_t n, const char *path);
 
-/* config_lists.c: the settings that are lists (K_ADDRS, K_NODES, K_PROPS,
+/* config_lists.c: the settings that are lists (K_ADDRS, K_HOSTS, K_NODES, K_PROPS,
  * K_RULES), checked element by element and stored. 0, or -1 with errstr. */
 int config_load_addrs(struct ctx *x, const config_setting_t *s, const struct key *k, void *base,
                       const char *full);

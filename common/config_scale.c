@@ -10,8 +10,10 @@
  *
  *     2 * down <= up * (1 - tolerance_pct / 100)
  *
- * An up threshold of 0 is no reason to split, and then its down threshold
- * is free. Shard bounds are powers of two (the only counts a split or a
+ * That holds for the due and pending figures and for the scanners' busy
+ * fraction (twice the IDs, twice the work). An up threshold of 0 is no
+ * reason to split, and then its down threshold is free. (Lateness has no
+ * down key: a merge needs p99 at most up_lateness_ms / 2.) Shard bounds are powers of two (the only counts a split or a
  * merge reaches) with min_shards <= max_shards.
  */
 #include "config_priv.h"
@@ -57,5 +59,7 @@ int config_check_scale(struct ctx *x, const config_t *lc)
                       c->scale_up_due_per_shard, tol);
     bad |= check_pair(x, lc, "down_pending_per_shard", c->scale_down_pending_per_shard,
                       "up_pending_per_shard", c->scale_up_pending_per_shard, tol);
+    bad |= check_pair(x, lc, "down_busy_pct", c->scale_down_busy_pct, "up_busy_pct",
+                      c->scale_up_busy_pct, tol);
     return bad ? -1 : 0;
 }

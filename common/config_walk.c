@@ -276,6 +276,7 @@ static int set_one(struct ctx *x, const config_setting_t *s, const struct key *k
     case K_PROPS:
         return config_load_props(x, s, k, full);
     case K_ADDRS:
+    case K_HOSTS:
         return config_load_addrs(x, s, k, base, full);
     case K_RULES:
         return config_load_rules(x, s, full);

@@ -77,6 +77,12 @@ int lapse_metrics_render(struct lapse_metrics *m, char *buf, size_t size)
       offline_forgotten);
 #undef C
 #undef G
+    lapse_prom_family(&o, "lapse_scanner_busy_seconds_total", "counter",
+                      "Time the loop worked while holding the shard: its passes less their "
+                      "waits (for Kafka or the next deadline, the idle nap). Its rate is the "
+                      "busy fraction: near 1, no headroom for a burst.");
+    lapse_prom_printf(&o, "lapse_scanner_busy_seconds_total{%s} %.6f\n", labels,
+                      (double)LOAD(m->busy_us) / 1e6);
     lapse_prom_family(&o, "lapse_scanner_oldest_overdue_seconds", "gauge",
                       "Age of the oldest due ID after the last claim; 0 when none is due.");
     lapse_prom_printf(&o, "lapse_scanner_oldest_overdue_seconds{%s} %.3f\n", labels,

@@ -32,9 +32,13 @@ struct lapse_metrics {
     atomic_uint_fast64_t recovered;    /* IDs a takeover took back from a dead holder */
     atomic_uint_fast64_t redis_errors; /* failed Redis calls */
     atomic_uint_fast64_t redis_reconnects;
-    atomic_uint_fast64_t kafka_errors;     /* librdkafka error callbacks */
-    atomic_uint_fast64_t naps;             /* idle naps begun (wake.c) */
-    atomic_uint_fast64_t woken;            /* naps a producer's write ended (the bell) */
+    atomic_uint_fast64_t kafka_errors; /* librdkafka error callbacks */
+    atomic_uint_fast64_t naps;         /* idle naps begun (wake.c) */
+    atomic_uint_fast64_t woken;        /* naps a producer's write ended (the bell) */
+    /* µs the loop worked while holding the shard: its passes less their
+     * waits (for Kafka or the next deadline, the nap); µs because a pass
+     * often takes less than a ms, rendered in seconds */
+    atomic_uint_fast64_t busy_us;
     atomic_int_fast64_t inflight;          /* sent, not yet answered */
     atomic_int_fast64_t due;               /* due IDs left after the last claim */
     atomic_int_fast64_t oldest_overdue_ms; /* age of the oldest due ID, 0 if none */

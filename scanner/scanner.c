@@ -231,6 +231,29 @@ static int scanner_new_sink(lapse_scanner *s, const char *why)
     return 0;
 }
 
+/*
+ * The busy figure (lapse_scanner_busy_seconds_total): the loop's time while
+ * it holds the shard, less its waits. busy_from opens a stretch of work at
+ * the top of a pass (only when active: a standby is not busy), busy_until
+ * closes it before each wait and adds it. The waits themselves (Kafka or the
+ * next deadline, the idle nap, the standby's lock poll) are never counted.
+ */
+static void busy_from(lapse_scanner *s)
+{
+    if (!s->busy_since_us)
+        s->busy_since_us = lapse_clock_mono_us();
+}
+
+static void busy_until(lapse_scanner *s)
+{
+    if (!s->busy_since_us)
+        return;
+    int64_t d = lapse_clock_mono_us() - s->busy_since_us;
+    if (d > 0)
+        METRIC_ADD(s, busy_us, (uint64_t)d);
+    s->busy_since_us = 0;
+}
+
 int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
 {
     char err[512];
@@ -251,6 +274,10 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
     int rc = LAPSE_SCANNER_OK;
     uint64_t reconnects = 0;
     while (!*stop && !s->retired) {
+        if (s->active)
+            busy_from(s);
+        else
+            busy_until(s);
         lapse_sink_poll(s->sink, 0);
         if (lapse_sink_fatal(s->sink, err, sizeof err) && scanner_new_sink(s, err) < 0) {
             rc = LAPSE_SCANNER_FATAL;
@@ -283,17 +310,24 @@ int lapse_scanner_serve(lapse_scanner *s, volatile sig_atomic_t *stop)
          * woken (wake.c). A busy shard (the next deadline sooner) waits as
          * before: a nap would cost it one more call per claim. */
         if (wait >= s->cfg->scanner_poll_ms && room > 0 && s->cfg->scanner_idle_ms > 0 &&
-            s->inflight == 0 && !s->settle && !s->ahead_pending && scanner_nap(s, stop) == 0)
-            continue;
+            s->inflight == 0 && !s->settle && !s->ahead_pending) {
+            busy_until(s);
+            if (scanner_nap(s, stop) == 0)
+                continue;
+            busy_from(s); /* it did not nap: the pass goes on */
+        }
         if (!s->active)
             continue;
         if (room == 0 || wait > max_wait)
             wait = max_wait;
         /* Nothing more due for `wait` ms: what this pass claimed goes to
          * Kafka now rather than after linger.ms (which batches a backlog). */
-        if (wait > 0)
+        if (wait > 0) {
+            busy_until(s);
             lapse_sink_push(s->sink, wait);
+        }
     }
+    busy_until(s);
     if (s->active && s->ahead_pending && s->sink && rc == LAPSE_SCANNER_OK) {
         s->no_ahead = 1; /* its IDs are ours: send them too */
         scanner_claim(s, 0);

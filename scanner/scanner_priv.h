@@ -126,6 +126,8 @@ struct lapse_scanner {
     char standby_holder[96];       /* the holder last logged while standing by; "" when active */
     int64_t standby_logged_ms;     /* monotonic time of that line or the last summary */
     uint64_t standby_polls;        /* lock polls since then */
+    int64_t busy_since_us;         /* monotonic µs: the loop's work since then is not counted
+                                      yet in metrics.busy_us; 0 while waiting or standing by */
 };
 
 /* The scanner s's metrics (metrics.h), updated from its loop and read by the

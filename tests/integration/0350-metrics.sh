@@ -15,7 +15,8 @@
 #    due 0, events_failed_total 0; the lateness histogram counts every event
 #    (_count = produced, cumulative buckets never decrease, +Inf = _count,
 #    bounds in seconds), the 40 on-time IDs land in low buckets (le="0.25"
-#    holds at least 40); `promtool check metrics` finds nothing to say;
+#    holds at least 40); busy_seconds_total grew from the idle reading;
+#    `promtool check metrics` finds nothing to say;
 #  - after `lapse-scale split`: splitting 1 and layout_epoch the new epoch
 #    (after finish and `merge`: merging 1, splitting 0),
 #    without a restart (the scanner follows the layout).
@@ -39,7 +40,8 @@ assert_eq "$(listen_addrs "$mp" | paste -sd' ')" 127.0.0.1 \
 metrics_get "$mp" >idle.txt
 for name in claimed_total events_produced_total events_acked_total events_failed_total settled_total \
     inflight due oldest_overdue_seconds lease_held takeovers_total recovered_total fenced_total \
-    redis_errors_total redis_reconnects_total redis_up kafka_errors_total splitting merging layout_epoch; do
+    redis_errors_total redis_reconnects_total redis_up kafka_errors_total splitting merging layout_epoch \
+    busy_seconds_total; do
     assert_file_match idle.txt "^# HELP lapse_scanner_$name " "HELP of $name"
     assert_file_match idle.txt "^# TYPE lapse_scanner_$name (counter|gauge)\$" "TYPE of $name"
     assert_file_match idle.txt "^lapse_scanner_$name\\{ns=\"$NS\",shard=\"0\"\\} [0-9]+(\\.[0-9]+)?\$" "sample of $name"
@@ -97,6 +99,10 @@ assert_eq "$(val after.txt inflight)" 0 "inflight after the deliveries"
 assert_eq "$(val after.txt due)" 0 "due after the deliveries"
 assert_eq "$(val after.txt lease_held)" 1 "lease_held"
 assert_eq "$(val after.txt lateness_seconds_count)" "$produced" "lateness_seconds_count"
+busy0=$(val idle.txt busy_seconds_total) busy1=$(val after.txt busy_seconds_total)
+note "busy_seconds_total: $busy0 idle, $busy1 after the deliveries"
+awk -v a="$busy0" -v b="$busy1" 'BEGIN { exit !(b > a) }' ||
+    fail "busy_seconds_total did not grow while the scanner worked ($busy0 -> $busy1)"
 for f in idle.txt after.txt; do
     promtool check metrics <$f >promtool.txt 2>&1 || fail "promtool check metrics ($f): $(head -c 600 promtool.txt)"
 done

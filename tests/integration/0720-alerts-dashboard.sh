@@ -47,6 +47,7 @@ lapse_scanner_kafka_errors_total
 lapse_scanner_inflight
 lapse_scanner_due
 lapse_scanner_oldest_overdue_seconds
+lapse_scanner_busy_seconds_total
 lapse_scanner_lease_held
 lapse_scanner_redis_up
 lapse_scanner_splitting

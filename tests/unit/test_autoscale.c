@@ -52,6 +52,8 @@ static struct lapse_autoscale_reading at(int64_t at_ms, uint32_t shards, double 
     r.overdue_ms = -1;
     r.memory_pct = -1;
     r.cpu_pct = -1;
+    r.busy = -1;
+    r.lateness_p99_ms = -1;
     return r;
 }
 
@@ -188,6 +190,85 @@ TEST(autoscale_after_a_merge_no_split)
     CHECK(!lapse_autoscale_hot(&c, &r));
 }
 
+/* The scanners' figures: busy 80 / 30 %, lateness p99 1000 ms. */
+static struct lapse_config scanner_rules(void)
+{
+    struct lapse_config c = rules();
+    c.scale_up_busy_pct = 80;
+    c.scale_down_busy_pct = 30;
+    c.scale_up_lateness_ms = 1000;
+    return c;
+}
+
+TEST(autoscale_scanner_figures_hot)
+{
+    struct lapse_config c = scanner_rules();
+    struct lapse_autoscale_decision d;
+    size_t n = 0;
+    fill(hist, &n, 0, 3000, 2, 2); /* Redis figures alone: quiet */
+    for (size_t i = 0; i < n; i++)
+        hist[i].busy = 0.9;
+    lapse_autoscale_decide(&c, hist, n, -100000, 3000, &d);
+    CHECK(d.action == LAPSE_AUTOSCALE_SPLIT);
+    CHECK(strncmp(d.reason, "split 2 -> 4: scanner busy 90 % > up_busy_pct 80 for 3.0 s", 58) == 0);
+    CHECK(strstr(d.reason, "scanner busy 90 % (up 80, down 30)") != NULL);
+    /* lateness: a p99 above up_lateness_ms, or above the histogram's last bound */
+    n = 0;
+    fill(hist, &n, 0, 3000, 2, 2);
+    for (size_t i = 0; i < n; i++)
+        hist[i].lateness_p99_ms = i % 2 ? 5000 : INT64_MAX;
+    lapse_autoscale_decide(&c, hist, n, -100000, 3000, &d);
+    CHECK(d.action == LAPSE_AUTOSCALE_SPLIT);
+    CHECK(strstr(d.reason, "lateness p99 above the last bucket > up_lateness_ms 1000") != NULL);
+    struct lapse_autoscale_reading r = at(0, 2, 2);
+    r.lateness_p99_ms = 1000; /* at the threshold: not above */
+    CHECK(!lapse_autoscale_hot(&c, &r));
+    r.lateness_p99_ms = 5000;
+    CHECK(lapse_autoscale_hot(&c, &r));
+    c.scale_up_lateness_ms = 0; /* 0: not a reason */
+    CHECK(!lapse_autoscale_hot(&c, &r));
+    r = at(0, 2, 2);
+    r.busy = 0.99;
+    c.scale_up_busy_pct = 0;
+    CHECK(!lapse_autoscale_hot(&c, &r));
+}
+
+TEST(autoscale_scanner_figures_cold_and_unknown)
+{
+    struct lapse_config c = scanner_rules();
+    struct lapse_autoscale_reading r = at(0, 4, 1);
+    /* unknown (no scanner_hosts, no scanner answered, no event): neither
+     * heats nor holds back */
+    CHECK(lapse_autoscale_cold(&c, &r));
+    struct lapse_autoscale_reading q = at(0, 4, 2);
+    CHECK(!lapse_autoscale_hot(&c, &q));
+    r.busy = 0.3, r.lateness_p99_ms = 500; /* at both down limits */
+    CHECK(lapse_autoscale_cold(&c, &r));
+    r.busy = 0.4;
+    CHECK(!lapse_autoscale_cold(&c, &r) && !lapse_autoscale_hot(&c, &r));
+    r.busy = 0.1, r.lateness_p99_ms = 1000; /* above up_lateness_ms / 2 */
+    CHECK(!lapse_autoscale_cold(&c, &r) && !lapse_autoscale_hot(&c, &r));
+    /* the reason names what holds the merge back */
+    struct lapse_autoscale_decision d;
+    size_t n = 0;
+    fill(hist, &n, 0, 9000, 4, 1);
+    hist[n - 1].busy = 0.45;
+    hist[n - 1].lateness_p99_ms = 600;
+    lapse_autoscale_decide(&c, hist, n, -100000, 9000, &d);
+    CHECK(d.action == LAPSE_AUTOSCALE_NONE);
+    CHECK(strstr(d.reason, "scanner busy 45 % > down_busy_pct 30; lateness p99 600 ms > "
+                           "up_lateness_ms / 2") != NULL);
+    /* a scanner not read is said in the figures */
+    hist[n - 1].scanners_read = 3;
+    hist[n - 1].scanners_unread = 1;
+    lapse_autoscale_decide(&c, hist, n, -100000, 9000, &d);
+    CHECK(strstr(d.reason, "(1 of 4 scanners not read)") != NULL);
+    /* after a merge at the down limit, twice the work is not hot */
+    r = at(0, 2, 1);
+    r.busy = 2.0 * c.scale_down_busy_pct / 100;
+    CHECK(!lapse_autoscale_hot(&c, &r));
+}
+
 TEST(autoscale_sawtooth_changes_nothing)
 {
     /* hot 2 s, cold 2 s, for a minute: shorter than either window */
@@ -226,10 +307,30 @@ TEST(autoscale_config_defaults_and_refusals)
     CHECK(c.scale_min_shards == 1 && c.scale_max_shards == 64);
     CHECK(c.scale_start_cmd == NULL && c.scale_stop_cmd == NULL);
     CHECK_STR(c.scale_metrics_bind, "127.0.0.1");
+    CHECK(c.scale_up_busy_pct == 80 && c.scale_down_busy_pct == 30);
+    CHECK(c.scale_up_lateness_ms == 1000);
+    CHECK(c.nscale_scanner_hosts == 0 && c.scale_scanner_hosts == NULL);
     lapse_config_free(&c);
     REQUIRE(lapse_config_load(&c, "lapse.conf.example", msg, sizeof msg) == 0);
     CHECK(c.scale_up_due_per_shard == 5000 && c.scale_drain_rate == 5000);
+    CHECK(c.scale_up_busy_pct == 80 && c.scale_down_busy_pct == 30);
+    CHECK(c.scale_up_lateness_ms == 1000 && c.nscale_scanner_hosts == 0);
     lapse_config_free(&c);
+    expect_err(MIN "scale = {\n up_busy_pct = 80;\n down_busy_pct = 40;\n};\n",
+               "FILE:6: scale.down_busy_pct: 40 is more than up_busy_pct / 2 * (1 - "
+               "tolerance_pct / 100) = 36: after a merge each shard carries twice the load, "
+               "which would call for a split again (raise up_busy_pct or lower down_busy_pct)");
+    REQUIRE(load_text(&c, MIN "scale = { scanner_hosts = ( \"127.0.0.1\", \"::1\", "
+                              "\"scan-1.example\" ); };\n") == 0);
+    REQUIRE(c.nscale_scanner_hosts == 3);
+    CHECK_STR(c.scale_scanner_hosts[0], "127.0.0.1");
+    CHECK_STR(c.scale_scanner_hosts[1], "::1");
+    CHECK_STR(c.scale_scanner_hosts[2], "scan-1.example");
+    lapse_config_free(&c);
+    expect_err(MIN "scale = { scanner_hosts = ( \"10.0.0.1:9100\" ); };\n",
+               "FILE:4: scale.scanner_hosts[0]: expected a host name or address, without a port");
+    expect_err(MIN "scale = { scanner_hosts = \"10.0.0.1\"; };\n",
+               "FILE:4: scale.scanner_hosts: expected a list ( \"host\", ... )");
     expect_err(MIN "scale = {\n up_due_per_shard = 1000;\n down_due_per_shard = 460;\n};\n",
                "FILE:6: scale.down_due_per_shard: 460 is more than up_due_per_shard / 2 * (1 - "
                "tolerance_pct / 100) = 450: after a merge each shard carries twice the load, "
@@ -255,6 +356,8 @@ TEST(autoscale_example_documents_every_key)
         "up_window_ms",    "down_window_ms",     "cooldown_ms",
         "min_shards",      "max_shards",         "start_cmd",
         "stop_cmd",        "drain_rate",         "scale",
+        "up_busy_pct",     "down_busy_pct",      "up_lateness_ms",
+        "scanner_hosts",
     };
     FILE *f = fopen("lapse.conf.example", "r");
     REQUIRE(f != NULL);

@@ -78,6 +78,7 @@ TEST(metrics_render_names_units_and_values)
     atomic_store(&m->splitting, 1);
     atomic_store(&m->layout_epoch, 7);
     atomic_store(&m->oldest_overdue_ms, 1500);
+    atomic_store(&m->busy_us, 2500123);
     lapse_metrics_lateness(m, 0);        /* le 0.001 */
     lapse_metrics_lateness(m, 200);      /* le 0.25 */
     lapse_metrics_lateness(m, -5);       /* clamped to 0 */
@@ -93,6 +94,8 @@ TEST(metrics_render_names_units_and_values)
     CHECK_STR(S("splitting"), "1");
     CHECK_STR(S("layout_epoch"), "7");
     CHECK_STR(S("oldest_overdue_seconds"), "1.500");
+    CHECK_STR(S("busy_seconds_total"), "2.500123");
+    CHECK(strstr(buf, "# TYPE lapse_scanner_busy_seconds_total counter\n"));
     CHECK_STR(S("lateness_seconds_count"), "4");
     CHECK_STR(S("lateness_seconds_sum"), "10000.200000");
 #undef S

@@ -7,6 +7,7 @@
 #include "autoscale.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,12 +37,26 @@ __attribute__((format(printf, 3, 4))) static void add(char *buf, size_t size, co
     va_end(ap);
 }
 
+/* A lateness p99 as the log shows it, into buf: "250 ms", "above the last
+ * bucket", "-" unknown. Returns buf. */
+static const char *p99_text(int64_t ms, char *buf, size_t size)
+{
+    if (ms < 0)
+        snprintf(buf, size, "-");
+    else if (ms == INT64_MAX)
+        snprintf(buf, size, "above the last bucket");
+    else
+        snprintf(buf, size, "%lld ms", (long long)ms);
+    return buf;
+}
+
 /* Which up figures of r are above their thresholds, as "due/s per shard
  * 15.0 > up_due_per_shard 10; ..." into buf (when buf is not NULL).
  * Returns how many. */
 static int hot_figures(const struct lapse_config *cfg, const struct lapse_autoscale_reading *r,
                        char *buf, size_t size)
 {
+    char p99[32];
     int n = 0;
     if (cfg->scale_up_due_per_shard > 0 && r->due_per_s > cfg->scale_up_due_per_shard) {
         if (buf)
@@ -61,6 +76,18 @@ static int hot_figures(const struct lapse_config *cfg, const struct lapse_autosc
                 (long long)r->overdue_ms, cfg->scale_up_overdue_ms);
         n++;
     }
+    if (cfg->scale_up_busy_pct > 0 && r->busy >= 0 && r->busy * 100 > cfg->scale_up_busy_pct) {
+        if (buf)
+            add(buf, size, "%sscanner busy %.0f %% > up_busy_pct %d", n ? "; " : "", r->busy * 100,
+                cfg->scale_up_busy_pct);
+        n++;
+    }
+    if (cfg->scale_up_lateness_ms > 0 && r->lateness_p99_ms > cfg->scale_up_lateness_ms) {
+        if (buf)
+            add(buf, size, "%slateness p99 %s > up_lateness_ms %d", n ? "; " : "",
+                p99_text(r->lateness_p99_ms, p99, sizeof p99), cfg->scale_up_lateness_ms);
+        n++;
+    }
     return n;
 }
 
@@ -68,6 +95,7 @@ static int hot_figures(const struct lapse_config *cfg, const struct lapse_autosc
 static int warm_figures(const struct lapse_config *cfg, const struct lapse_autoscale_reading *r,
                         char *buf, size_t size)
 {
+    char p99[32];
     int n = 0;
     if (r->due_per_s > cfg->scale_down_due_per_shard) {
         if (buf)
@@ -97,6 +125,18 @@ static int warm_figures(const struct lapse_config *cfg, const struct lapse_autos
         if (buf)
             add(buf, size, "%sRedis CPU %.0f %% > down_cpu_pct %d", n ? "; " : "", r->cpu_pct,
                 cfg->scale_down_cpu_pct);
+        n++;
+    }
+    if (r->busy >= 0 && r->busy * 100 > cfg->scale_down_busy_pct) {
+        if (buf)
+            add(buf, size, "%sscanner busy %.0f %% > down_busy_pct %d", n ? "; " : "",
+                r->busy * 100, cfg->scale_down_busy_pct);
+        n++;
+    }
+    if (cfg->scale_up_lateness_ms > 0 && r->lateness_p99_ms > cfg->scale_up_lateness_ms / 2) {
+        if (buf)
+            add(buf, size, "%slateness p99 %s > up_lateness_ms / 2", n ? "; " : "",
+                p99_text(r->lateness_p99_ms, p99, sizeof p99));
         n++;
     }
     return n;
@@ -138,7 +178,13 @@ static int64_t run_ms(const struct lapse_config *cfg, const struct lapse_autosca
 static void figures(const struct lapse_config *cfg, const struct lapse_autoscale_reading *r,
                     char *buf, size_t size)
 {
-    char mem[24] = "-", cpu[24] = "-", over[32] = "none";
+    char mem[24] = "-", cpu[24] = "-", over[32] = "none", busy[24] = "-", scanners[48] = "";
+    char p99[32];
+    if (r->busy >= 0)
+        snprintf(busy, sizeof busy, "%.0f %%", r->busy * 100);
+    if (r->scanners_unread)
+        snprintf(scanners, sizeof scanners, " (%u of %u scanners not read)", r->scanners_unread,
+                 r->scanners_read + r->scanners_unread);
     if (r->memory_pct >= 0)
         snprintf(mem, sizeof mem, "%.0f %%", r->memory_pct);
     if (r->cpu_pct >= 0)
@@ -147,10 +193,13 @@ static void figures(const struct lapse_config *cfg, const struct lapse_autoscale
         snprintf(over, sizeof over, "%lld ms", (long long)r->overdue_ms);
     add(buf, size,
         "due/s per shard %.1f (up %d, down %d), pending per shard %.0f (up %d, down %d), "
-        "oldest overdue %s (up %d ms), memory %s (down %d), Redis CPU %s (down %d)",
+        "oldest overdue %s (up %d ms), memory %s (down %d), Redis CPU %s (down %d), "
+        "scanner busy %s (up %d, down %d), lateness p99 %s (up %d ms)%s",
         r->due_per_s, cfg->scale_up_due_per_shard, cfg->scale_down_due_per_shard, r->pending,
         cfg->scale_up_pending_per_shard, cfg->scale_down_pending_per_shard, over,
-        cfg->scale_up_overdue_ms, mem, cfg->scale_down_memory_pct, cpu, cfg->scale_down_cpu_pct);
+        cfg->scale_up_overdue_ms, mem, cfg->scale_down_memory_pct, cpu, cfg->scale_down_cpu_pct,
+        busy, cfg->scale_up_busy_pct, cfg->scale_down_busy_pct,
+        p99_text(r->lateness_p99_ms, p99, sizeof p99), cfg->scale_up_lateness_ms, scanners);
 }
 
 void lapse_autoscale_decide(const struct lapse_config *cfg, const struct lapse_autoscale_reading *h,
@@ -178,7 +227,7 @@ void lapse_autoscale_decide(const struct lapse_config *cfg, const struct lapse_a
         snprintf(d->reason, sizeof d->reason, "figures not read (%s): no change on them", cur->why);
         return;
     }
-    char figs[512] = "", why[384] = "";
+    char figs[640] = "", why[384] = "";
     figures(cfg, cur, figs, sizeof figs);
     size_t hot_n, cold_n;
     int64_t hot = run_ms(cfg, h, n, now_ms, lapse_autoscale_hot, &hot_n);

@@ -13,11 +13,15 @@
  *     started it: nothing else is done meanwhile.
  *  2. A reading is hot when any up figure is above its threshold (due IDs
  *     per second per shard, pending IDs per shard, the oldest overdue ID of
- *     a shard that has an active scanner), cold when every down figure is
- *     at or below its threshold (due and pending per shard, overdue at most
- *     half of up_overdue_ms, no node above down_memory_pct or
- *     down_cpu_pct). A reading that failed, or was taken while the layout
- *     was changing or had another shard count, is neither.
+ *     a shard that has an active scanner, the busiest scanner's busy
+ *     fraction, the worst scanner's lateness p99), cold when every down
+ *     figure is at or below its threshold (due and pending per shard,
+ *     overdue at most half of up_overdue_ms, no node above down_memory_pct
+ *     or down_cpu_pct, no scanner busy above down_busy_pct, lateness p99 at
+ *     most half of up_lateness_ms). A scanner figure not read (no
+ *     scale.scanner_hosts, no scanner answered, no event fired) neither
+ *     heats nor holds back. A reading that failed, or was taken while the
+ *     layout was changing or had another shard count, is neither.
  *  3. Split (N -> 2N) when the readings have been hot without a break for
  *     up_window_ms; merge (N -> N/2) when cold for down_window_ms. One step
  *     at a time: the windows start again after any change.
@@ -50,7 +54,15 @@ struct lapse_autoscale_reading {
                            scanner, -1 when none is due there */
     double memory_pct;  /* the fullest node's used / maxmemory in %, -1 unknown */
     double cpu_pct;     /* the busiest node's Redis CPU, % of a core, -1 unknown */
-    char why[256];      /* without ok: what could not be read */
+    /* the scanners' own figures (scale.scanner_hosts), between this reading
+     * and the shard's previous one; a shard whose scanner did not answer
+     * leaves them to the others (and does not make the reading fail) */
+    double busy;              /* the busiest scanner's busy fraction 0..1, -1 unknown */
+    int64_t lateness_p99_ms;  /* the worst scanner's lateness p99 (a bucket's upper bound,
+                                INT64_MAX above the last), -1 unknown or no event */
+    uint32_t scanners_read;   /* shards whose scanner answered */
+    uint32_t scanners_unread; /* shards whose scanner did not (scanner_hosts set) */
+    char why[256];            /* without ok: what could not be read */
 };
 
 enum lapse_autoscale_action {
@@ -63,7 +75,7 @@ enum lapse_autoscale_action {
 struct lapse_autoscale_decision {
     enum lapse_autoscale_action action;
     uint32_t from, to; /* the shard counts (from == to for none) */
-    char reason[768];  /* one line: the figures, the thresholds, the windows */
+    char reason[1024]; /* one line: the figures, the thresholds, the windows */
 };
 
 /* The action's name: "none", "split", "merge", "finish". */

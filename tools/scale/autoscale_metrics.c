@@ -1,6 +1,7 @@
 /* autoscale_metrics — see autoscale_metrics.h. */
 #include "autoscale_metrics.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +97,26 @@ int lapse_autoscale_metrics_render(struct lapse_autoscale_metrics *m, char *buf,
                 "The busiest node's Redis CPU (system + user) in % of one core, between the "
                 "last two readings.",
                 r->cpu_pct);
+        if (r->busy >= 0)
+            one(&o, labels, "lapse_autoscale_scanner_busy_ratio", "gauge",
+                "The busiest scanner's busy fraction between the last two readings "
+                "(scale.scanner_hosts).",
+                r->busy);
+        if (r->lateness_p99_ms >= 0) {
+            const char *name = "lapse_autoscale_scanner_lateness_p99_seconds";
+            lapse_prom_family(&o, name, "gauge",
+                              "The worst scanner's lateness p99 between the last two readings "
+                              "(a bucket's upper bound; +Inf above the last).");
+            if (r->lateness_p99_ms == INT64_MAX)
+                lapse_prom_printf(&o, "%s{%s} +Inf\n", name, labels);
+            else
+                lapse_prom_printf(&o, "%s{%s} %.3f\n", name, labels,
+                                  (double)r->lateness_p99_ms / 1000);
+        }
+        if (r->scanners_read + r->scanners_unread)
+            one(&o, labels, "lapse_autoscale_scanners_unread", "gauge",
+                "Shards whose scanner's /metrics did not answer at the last reading.",
+                r->scanners_unread);
     }
     pthread_mutex_unlock(&m->lock);
     return lapse_prom_end(&o);

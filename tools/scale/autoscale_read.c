@@ -145,6 +145,8 @@ void lapse_autoscale_read(const struct lapse_config *cfg, lapse_redis **nodes,
     r->overdue_ms = -1;
     r->memory_pct = -1;
     r->cpu_pct = -1;
+    r->busy = -1;
+    r->lateness_p99_ms = -1;
     struct lapse_layout l;
     char err[256];
     int rc = lapse_layout_load(nodes[0], cfg, &l, err, sizeof err);

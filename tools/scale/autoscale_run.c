@@ -22,6 +22,7 @@
 #include "autoscale.h"
 #include "autoscale_metrics.h"
 #include "autoscale_read.h"
+#include "autoscale_scrape.h"
 #include "clock.h"
 #include "httpd.h"
 #include "log.h"
@@ -39,9 +40,40 @@ static void log_reading(const struct lapse_autoscale_reading *r)
         return;
     }
     log_debug("autoscale: reading: %u shards%s, due/s per shard %.1f, pending per shard %.0f, "
-              "oldest overdue %lld ms, memory %.0f %%, Redis CPU %.0f %% (-1: unknown)",
+              "oldest overdue %lld ms, memory %.0f %%, Redis CPU %.0f %%, scanner busy %.0f %%, "
+              "lateness p99 %lld ms (-1: unknown; %u scanners read, %u not)",
               r->shards, r->changing ? (r->merging ? " (merging)" : " (splitting)") : "",
-              r->due_per_s, r->pending, (long long)r->overdue_ms, r->memory_pct, r->cpu_pct);
+              r->due_per_s, r->pending, (long long)r->overdue_ms, r->memory_pct, r->cpu_pct,
+              r->busy >= 0 ? r->busy * 100 : -1, (long long)r->lateness_p99_ms, r->scanners_read,
+              r->scanners_unread);
+}
+
+/*
+ * The scanners not read, said at warn when the set changes and at most once
+ * a minute while it stays the same (a scanner down for an hour is a line a
+ * minute, not one per reading); said again at info when all answer.
+ */
+struct unread_log {
+    char last[1024]; /* what was said last ("" when all answered) */
+    int64_t at_ms;   /* when (monotonic) */
+};
+
+static void log_unread(struct unread_log *u, const char *unread, uint32_t n, uint32_t of,
+                       int64_t now)
+{
+    if (!unread[0]) {
+        if (u->last[0])
+            log_info("autoscale: every scanner answered again (%u)", of);
+        u->last[0] = '\0';
+        return;
+    }
+    if (strcmp(unread, u->last) == 0 && now - u->at_ms < 60000)
+        return;
+    log_warn("autoscale: %u of %u scanners not read (their figures left to the others; the "
+             "Redis figures stand): %s",
+             n, of, unread);
+    snprintf(u->last, sizeof u->last, "%s", unread);
+    u->at_ms = now;
 }
 
 /* Carries decision d out. 0, or the failing command's status. */
@@ -74,6 +106,20 @@ static void wait_until(int64_t until)
         lapse_clock_sleep_ms(until - now > 200 ? 200 : (int)(until - now));
 }
 
+/* Where each shard's scanner was found, when that changed (at start, after
+ * a takeover by a scanner on another host): which host is read is no
+ * guess for the operator. */
+static void log_hosts(const struct lapse_config *cfg, struct lapse_autoscale_scanners *sc)
+{
+    for (uint32_t i = 0; i < sc->shards; i++) {
+        if (sc->host[i] < 0 || sc->host[i] == sc->said[i])
+            continue;
+        log_info("autoscale: shard %u: scanner read on %s port %d", i,
+                 cfg->scale_scanner_hosts[sc->host[i]], cfg->scanner_metrics_port + (int)i);
+        sc->said[i] = sc->host[i];
+    }
+}
+
 int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, int dry_run)
 {
     lapse_log_init("lapse-scale", cfg->log_level);
@@ -82,9 +128,18 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
                 cfg->path, cfg->scale_metrics_bind);
         return 2;
     }
+    if (cfg->nscale_scanner_hosts && !cfg->scanner_metrics_port) {
+        fprintf(stderr,
+                "%s: scale.scanner_hosts is set but scanner.metrics_port is 0: the scanners "
+                "serve no figures (set scanner.metrics_port, or remove scanner_hosts)\n",
+                cfg->path);
+        return 2;
+    }
     lapse_stop_on_signals(1);
     struct lapse_autoscale_reading *h = calloc(HISTORY_MAX, sizeof *h);
     struct lapse_autoscale_cpu cpu = {0};
+    struct lapse_autoscale_scanners scanners = {0};
+    struct unread_log unread_said = {0};
     if (!h || lapse_autoscale_cpu_init(&cpu, cfg->nnodes) < 0) {
         fprintf(stderr, "lapse-scale: out of memory\n");
         free(h);
@@ -95,10 +150,12 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
     lapse_httpd *httpd = NULL;
     int httpd_said = 0;
     log_info("autoscale: started%s: every %d ms; split when hot for %d ms, merge when cold for "
-             "%d ms, cooldown %d ms, %d..%d shards",
+             "%d ms, cooldown %d ms, %d..%d shards; scanners' figures %s",
              dry_run ? " (dry run: changes nothing)" : "", cfg->scale_interval_ms,
              cfg->scale_up_window_ms, cfg->scale_down_window_ms, cfg->scale_cooldown_ms,
-             cfg->scale_min_shards, cfg->scale_max_shards);
+             cfg->scale_min_shards, cfg->scale_max_shards,
+             cfg->nscale_scanner_hosts ? "read (scale.scanner_hosts)"
+                                       : "not read (no scale.scanner_hosts)");
 
     size_t n = 0;
     int64_t last_change = lapse_clock_mono_ms();
@@ -123,6 +180,13 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
         memmove(h, h + keep, (n - keep) * sizeof *h);
         n -= keep;
         lapse_autoscale_read(cfg, nodes, &cpu, now, &h[n]);
+        char unread[1024];
+        lapse_autoscale_scanners_read(cfg, &scanners, now, &h[n], unread, sizeof unread);
+        if (cfg->nscale_scanner_hosts) {
+            log_unread(&unread_said, unread, h[n].scanners_unread,
+                       h[n].scanners_read + h[n].scanners_unread, now);
+            log_hosts(cfg, &scanners);
+        }
         log_reading(&h[n]);
         lapse_autoscale_metrics_reading(&m, &h[n]);
         n++;
@@ -166,6 +230,7 @@ int lapse_scale_autoscale(const struct lapse_config *cfg, lapse_redis **nodes, i
     lapse_httpd_stop(httpd);
     lapse_autoscale_metrics_destroy(&m);
     lapse_autoscale_cpu_free(&cpu);
+    lapse_autoscale_scanners_free(&scanners);
     free(h);
     return 0;
 }
