@@ -129,3 +129,19 @@ assert_eq "$(jq -c '[.state, .shards, .prev_shards, .total.pending, .shard_info[
     "[\"splitting\",4,2,$left,0,0]" "state, shards, total and new shards while splitting"
 assert_file_match due3.txt '^split: an ID not moved yet is counted in the old shard that holds it$' \
     "the text says where IDs of a split are counted"
+
+# the scripts go by SHA1 (tools/scale/evalsha.h): each is ~34 KB, and an
+# EVAL sends and hashes it whole every call. Known to this server by now,
+# another status --due and status send none of them whole again (every
+# command logged: SLOWLOG at 0 us; an EVAL shows its script's first line).
+scale status --json >/dev/null || fail "status: exit status $?" # (health.lua's first call here)
+rcli CONFIG SET slowlog-max-len 100000 >/dev/null
+rcli CONFIG SET slowlog-log-slower-than 0 >/dev/null
+rcli SLOWLOG RESET >/dev/null
+scale status --due --json >/dev/null || fail "status --due again: exit status $?"
+scale status --json >/dev/null || fail "status again: exit status $?"
+rcli CONFIG SET slowlog-log-slower-than 10000 >/dev/null
+redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --json SLOWLOG GET 100000 >slow.json
+assert_eq "$(jq '[.[] | select(.[3][0] == "EVALSHA")] | length > 0' slow.json)" true "status calls its scripts by SHA1"
+assert_eq "$(jq -r '[.[] | select(.[3][0] == "EVAL") | .[3][1] | split("\n")[0]] | unique | join(", ")' slow.json)" "" \
+    "scripts a status --due and a status sent whole to a server that knows them"

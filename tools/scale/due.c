@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "inspect.h"
 #include "layout.h"
+#include "evalsha.h"
 #include "status.h"
 
 const int64_t lapse_scale_due_edge_ms[LAPSE_SCALE_DUE_BUCKETS - 1] = {
@@ -45,16 +46,25 @@ extern const char lapse_lua_due[];
 #define DUE_RESTARTS 3
 
 /* Appends one call of due_lua for shard `shard` from bucket `from`, at
- * `now` ("" for the first call). 0, or -1 (not connected). */
+ * `now` ("" for the first call): by its SHA1, or with `eval` the script
+ * itself (after a NOSCRIPT: tools/scale/evalsha.h). 0, or -1 (not
+ * connected). */
 static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard,
-                      long long from, const char *now, char edges[][24])
+                      long long from, const char *now, char edges[][24], int eval)
 {
     char z[LAPSE_KEY_MAX], f[LAPSE_KEY_MAX], start[24];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
     snprintf(start, sizeof start, "%lld", from);
-    const char *argv[8 + LAPSE_SCALE_DUE_BUCKETS - 1] = {"EVAL", lapse_lua_due, "2",       z,
-                                                         f,      start,         DUE_CHUNK, now};
+    const char *argv[8 + LAPSE_SCALE_DUE_BUCKETS - 1] = {
+        eval ? "EVAL" : "EVALSHA",
+        eval ? lapse_lua_due : lapse_scale_script_sha(lapse_lua_due),
+        "2",
+        z,
+        f,
+        start,
+        DUE_CHUNK,
+        now};
     size_t lens[8 + LAPSE_SCALE_DUE_BUCKETS - 1];
     int argc = 8;
     for (int b = 0; b < LAPSE_SCALE_DUE_BUCKETS - 1; b++)
@@ -62,6 +72,22 @@ static int due_append(lapse_redis *r, const struct lapse_config *cfg, uint32_t s
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     return lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, shard), argc, argv, lens);
+}
+
+/* One call of due_lua (due_append) and its reply: by SHA1, again as EVAL
+ * after a NOSCRIPT. 0, or -1 (no reply). */
+static int due_call(lapse_redis *r, const struct lapse_config *cfg, uint32_t shard, long long from,
+                    const char *now, char edges[][24], redisReply **rep)
+{
+    for (int eval = 0; eval < 2; eval++) {
+        if (due_append(r, cfg, shard, from, now, edges, eval) < 0 ||
+            lapse_redis_get_reply(r, rep) < 0)
+            return -1;
+        if (eval || !lapse_scale_noscript(*rep))
+            break;
+        freeReplyObject(*rep);
+    }
+    return 0;
 }
 
 /* Adds a reply of due_lua to d (the first call of a shard: sets now and
@@ -116,7 +142,7 @@ static int due_rest(lapse_redis *r, const struct lapse_config *cfg, uint32_t sha
         char now[24];
         snprintf(now, sizeof now, "%lld", (long long)d->now_ms);
         redisReply *rep;
-        if (due_append(r, cfg, shard, next, now, edges) < 0 || lapse_redis_get_reply(r, &rep) < 0) {
+        if (due_call(r, cfg, shard, next, now, edges, &rep) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
             return -2;
         }
@@ -128,7 +154,7 @@ static int due_rest(lapse_redis *r, const struct lapse_config *cfg, uint32_t sha
         if (buckets != was && restarts++ < DUE_RESTARTS) {
             /* a split moved IDs under the read: from bucket 0 again */
             memset(d, 0, sizeof *d);
-            if (due_append(r, cfg, shard, 0, "", edges) < 0 || lapse_redis_get_reply(r, &rep) < 0) {
+            if (due_call(r, cfg, shard, 0, "", edges, &rep) < 0) {
                 snprintf(errstr, size, "%s", lapse_redis_errstr(r));
                 return -2;
             }
@@ -154,7 +180,7 @@ int lapse_scale_due_read(lapse_redis *r, const struct lapse_config *cfg, const u
     /* every shard's first call in one pipeline: a one-key shard is whole
      * in it, a shard in small keys has its first DUE_CHUNK buckets there */
     for (size_t k = 0; k < nshards; k++)
-        if (due_append(r, cfg, shard[k], 0, "", edges) < 0) {
+        if (due_append(r, cfg, shard[k], 0, "", edges, 0) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
             return -2;
         }
@@ -169,6 +195,22 @@ int lapse_scale_due_read(lapse_redis *r, const struct lapse_config *cfg, const u
         memset(&out[k], 0, sizeof out[k]);
         next[k] = -1;
         if (lapse_redis_get_reply(r, &rep) < 0) {
+            snprintf(errstr, size, "%s", lapse_redis_errstr(r));
+            free(next);
+            return -2;
+        }
+        if (lapse_scale_noscript(rep))
+            next[k] = -2; /* asked again below, as EVAL (the pipeline's replies first) */
+        else
+            due_decode(rep, &out[k], &next[k], &buckets[k]);
+        freeReplyObject(rep);
+    }
+    for (size_t k = 0; k < nshards; k++) {
+        redisReply *rep;
+        if (next[k] != -2)
+            continue;
+        next[k] = -1;
+        if (due_call(r, cfg, shard[k], 0, "", edges, &rep) < 0) {
             snprintf(errstr, size, "%s", lapse_redis_errstr(r));
             free(next);
             return -2;

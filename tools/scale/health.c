@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "evalsha.h"
 
 /* common/lua/health.lua (embedded by scripts/embed-lua: it pastes in
  * lib/bucket.lua, which reads a shard in small keys bucket by bucket). */
@@ -44,8 +45,22 @@ int lapse_health_read_sized(lapse_redis *r, const struct lapse_config *cfg, uint
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, shard);
     lapse_key(f, sizeof f, cfg, LAPSE_KEY_INFLIGHT, shard);
     lapse_key(l, sizeof l, cfg, LAPSE_KEY_LOCK, shard);
-    redisReply *rep = lapse_redis_command(r, "EVAL %s 3 %s %s %s %d %d", lapse_lua_health, z, f, l,
-                                          LAPSE_HEALTH_LISTPACK, key_bytes ? 1 : 0);
+    char listpack[16];
+    snprintf(listpack, sizeof listpack, "%d", LAPSE_HEALTH_LISTPACK);
+    const char *argv[] = {"EVALSHA", lapse_scale_script_sha(lapse_lua_health),
+                          "3",       z,
+                          f,         l,
+                          listpack,  key_bytes ? "1" : "0"};
+    size_t lens[8];
+    for (int k = 0; k < 8; k++)
+        lens[k] = strlen(argv[k]);
+    redisReply *rep = lapse_redis_command_argv(r, 8, argv, lens);
+    if (lapse_scale_noscript(rep)) { /* this server does not know it yet */
+        freeReplyObject(rep);
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = lapse_lua_health, lens[1] = strlen(lapse_lua_health);
+        rep = lapse_redis_command_argv(r, 8, argv, lens);
+    }
     if (!rep) {
         snprintf(errstr, size, "%s", lapse_redis_errstr(r));
         return -2;

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "inspect.h"
 #include "layout.h"
+#include "evalsha.h"
 #include "status.h"
 
 /* common/lua/offline.lua (embedded, lib/watch.lua pasted in): KEYS z, e;
@@ -107,15 +108,25 @@ static int offline_page(const struct lapse_config *cfg, lapse_redis *r, uint32_t
     char z[LAPSE_KEY_MAX], e[LAPSE_KEY_MAX];
     lapse_key(z, sizeof z, cfg, LAPSE_KEY_DUE, i);
     lapse_key(e, sizeof e, cfg, LAPSE_KEY_EPOCH, i);
-    const char *argv[] = {"EVAL", lapse_lua_offline, "2", z, e, cursor, want, prefix};
+    const char *argv[] = {
+        "EVALSHA", lapse_scale_script_sha(lapse_lua_offline), "2", z, e, cursor, want, prefix};
     size_t lens[8];
     for (int k = 0; k < 8; k++)
         lens[k] = strlen(argv[k]);
-    redisReply *rep;
-    if (lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, i), 8, argv, lens) < 0 ||
-        lapse_redis_get_reply(r, &rep) < 0) {
-        lapse_scale_warnf(warn, ctx, "offline: shard %u: %s", i, lapse_redis_errstr(r));
-        return -1;
+    redisReply *rep = NULL;
+    for (int by_sha = 1; by_sha >= 0; by_sha--) {
+        if (!by_sha) { /* NOSCRIPT: this server does not know it yet */
+            freeReplyObject(rep);
+            argv[0] = "EVAL", lens[0] = 4;
+            argv[1] = lapse_lua_offline, lens[1] = strlen(lapse_lua_offline);
+        }
+        if (lapse_redis_append_slot(r, lapse_shard_slot(cfg->ns, i), 8, argv, lens) < 0 ||
+            lapse_redis_get_reply(r, &rep) < 0) {
+            lapse_scale_warnf(warn, ctx, "offline: shard %u: %s", i, lapse_redis_errstr(r));
+            return -1;
+        }
+        if (!lapse_scale_noscript(rep))
+            break;
     }
     int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements % 3 == 1 &&
              rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len < 24;
