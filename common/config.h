@@ -166,6 +166,7 @@ struct lapse_config {
     int console_writes;        /* console.writes: cancel / set deadline allowed (with a token) */
     char *console_tokens_file; /* console.tokens_file: "name token" lines */
     int console_refresh_ms; /* console.refresh_ms: the shared snapshot is read at most this often */
+    int console_read_pct;   /* console.read_pct: ... its reads take at most this % of the time */
     int console_idle_ms;    /* console.idle_ms: ... and only while a page asked this recently */
     int console_budget_ms;  /* console.budget_ms: a listing page reads Redis this long at most */
 };

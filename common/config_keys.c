@@ -176,6 +176,9 @@ const struct key config_keys[] = {
      "required with writes: \"name token\" lines, mode 0600 (e.g. /etc/lapse/console.tokens)"},
     {"console.refresh_ms", K_INT, 0, 1000, NULL, 100, 60000, CFG(console_refresh_ms),
      "the shared snapshot (status, due times) is read from Redis at most this often"},
+    {"console.read_pct", K_INT, 0, 1, NULL, 1, 100, CFG(console_read_pct),
+     "... and spaced so that its reads take at most this % of the time (a large namespace's "
+     "read is read less often)"},
     {"console.idle_ms", K_INT, 0, 10000, NULL, 1000, 3600000, CFG(console_idle_ms),
      "... and only while a page asked for it within this long"},
     {"console.budget_ms", K_INT, 0, 200, NULL, 10, 10000, CFG(console_budget_ms),

@@ -24,6 +24,7 @@ struct view {
     size_t len;       /* its bytes */
     int http_status;  /* 200, or 503 for an error */
     int64_t read_at;  /* monotonic ms of that read */
+    int64_t took_ms;  /* how long that read took */
     int64_t asked_at; /* monotonic ms a page last asked; -1: never */
 };
 
@@ -48,9 +49,12 @@ static void cache_warn(void *ctx, const char *line)
     lapse_log_limited(&lim, 2, LAPSE_LOG_WARN, "%s", line);
 }
 
-/* Reads view v from Redis: its JSON (malloc'd) and status. */
-static char *view_read(lapse_cache *c, enum lapse_cache_view v, size_t *len, int *status)
+/* Reads view v from Redis: its JSON (malloc'd), status and how long the
+ * read took (ms, also in the JSON: read_took_ms). */
+static char *view_read(lapse_cache *c, enum lapse_cache_view v, size_t *len, int *status,
+                       int64_t *took_ms)
 {
+    int64_t t0 = lapse_clock_mono_ms();
     char err[512] = "";
     int failed = 0;
     json_t *o = NULL;
@@ -71,12 +75,36 @@ static char *view_read(lapse_cache *c, enum lapse_cache_view v, size_t *len, int
     *status = o ? 200 : 503;
     if (!o)
         o = json_pack("{s:s}", "error", err[0] ? err : "unread");
-    if (o)
+    *took_ms = lapse_clock_mono_ms() - t0;
+    if (o) {
         json_object_set_new(o, "read_ms", json_integer(lapse_clock_ms()));
+        json_object_set_new(o, "read_took_ms", json_integer(*took_ms));
+    }
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     *len = s ? strlen(s) : 0;
     return s;
+}
+
+/* A view asked for within idle_ms. */
+static int view_open(const lapse_cache *c, const struct view *w, int64_t now)
+{
+    return w->asked_at >= 0 && now - w->asked_at <= c->cfg->console_idle_ms;
+}
+
+/* How long after its last read a view is read again: refresh_ms, or longer
+ * where the open views' reads, together, would take more than read_pct of
+ * the time (a read's wall time, Redis's and the round trips': it bounds
+ * what Redis spends). With 256 shards a view takes ~30 ms to read: at
+ * 1 %, one every ~6 s, where every second would be ~6 % of a core. */
+static int64_t view_gap(const lapse_cache *c, int64_t now)
+{
+    int64_t took = 0;
+    for (int v = 0; v < LAPSE_CACHE_VIEWS; v++)
+        if (view_open(c, &c->v[v], now))
+            took += c->v[v].took_ms;
+    int64_t gap = took * 100 / c->cfg->console_read_pct;
+    return gap > c->cfg->console_refresh_ms ? gap : c->cfg->console_refresh_ms;
 }
 
 /* The view to read now (the asked one whose snapshot is oldest), or -1 with
@@ -84,12 +112,13 @@ static char *view_read(lapse_cache *c, enum lapse_cache_view v, size_t *len, int
 static int next_view(const lapse_cache *c, int64_t now, int64_t *wait_ms)
 {
     int best = -1;
+    int64_t gap = view_gap(c, now);
     *wait_ms = -1;
     for (int v = 0; v < LAPSE_CACHE_VIEWS; v++) {
         const struct view *w = &c->v[v];
-        if (w->asked_at < 0 || now - w->asked_at > c->cfg->console_idle_ms)
+        if (!view_open(c, w, now))
             continue;
-        int64_t due = w->json ? w->read_at + c->cfg->console_refresh_ms : now;
+        int64_t due = w->json ? w->read_at + gap : now;
         if (due <= now) {
             if (best < 0 || !w->json || (c->v[best].json && w->read_at < c->v[best].read_at))
                 best = v;
@@ -129,11 +158,13 @@ static void *reader(void *arg)
         pthread_mutex_unlock(&c->lock);
         size_t len;
         int status;
-        char *json = view_read(c, (enum lapse_cache_view)v, &len, &status);
+        int64_t took;
+        char *json = view_read(c, (enum lapse_cache_view)v, &len, &status, &took);
         pthread_mutex_lock(&c->lock);
         c->reads++;
         struct view *w = &c->v[v];
         w->read_at = lapse_clock_mono_ms();
+        w->took_ms = took;
         if (json) {
             free(w->json);
             w->json = json, w->len = len, w->http_status = status;

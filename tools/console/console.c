@@ -202,10 +202,10 @@ static enum MHD_Result api_console(lapse_console *c, struct MHD_Connection *conn
 {
     const struct lapse_config *cfg = c->cfg;
     return answer_json(conn, 200,
-                       json_pack("{s:s, s:b, s:i, s:i, s:i, s:I}", "ns", cfg->ns, "writes",
+                       json_pack("{s:s, s:b, s:i, s:i, s:i, s:i, s:I}", "ns", cfg->ns, "writes",
                                  cfg->console_writes, "refresh_ms", cfg->console_refresh_ms,
-                                 "idle_ms", cfg->console_idle_ms, "budget_ms",
-                                 cfg->console_budget_ms, "snapshot_reads",
+                                 "read_pct", cfg->console_read_pct, "idle_ms", cfg->console_idle_ms,
+                                 "budget_ms", cfg->console_budget_ms, "snapshot_reads",
                                  (json_int_t)lapse_cache_reads(c->cache)),
                        NULL);
 }
