@@ -332,15 +332,7 @@ if KEYS[9] and n > 0 then
         ngrouped = 0
         for g = 2, #groups, 2 do ngrouped = ngrouped + #groups[g] end
         packed = n > 0 and cmsgpack.pack(groups, list) or ''
-        bk_write(sh, 'HDEL', 'p', gone)
-        bk_write(sh, 'HDEL', 'r', gone)
-        if bk_has(sh, 'o') then
-            local cur, busy = bk_read(sh, 'HMGET', 'o', gone), {}
-            for k = 1, #gone do
-                if watch_is_busy(cur[k]) then busy[#busy + 1] = gone[k] end
-            end
-            bk_write(sh, 'HDEL', 'o', busy)
-        end
+        watch_drop_twins(sh, gone)
     end
 end
 

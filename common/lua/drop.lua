@@ -133,14 +133,6 @@ for l, set in pairs(out) do
     end
 end
 bk_write(sh, 'ZREM', 'z', ids)
-bk_write(sh, 'HDEL', 'p', ids)
-bk_write(sh, 'HDEL', 'r', ids)
-if #ids > 0 and bk_has(sh, 'o') then
-    local cur, busy = bk_read(sh, 'HMGET', 'o', ids), {}
-    for k = 1, #ids do
-        if watch_is_busy(cur[k]) then busy[#busy + 1] = ids[k] end
-    end
-    bk_write(sh, 'HDEL', 'o', busy)
-end
+watch_drop_twins(sh, ids)
 inflight_forget(sh, f, leases)
 return n

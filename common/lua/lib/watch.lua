@@ -46,6 +46,21 @@ local function watch_is_busy(rec)
     return rec ~= nil and rec ~= false and string.byte(rec, 1) == 66 -- 'B'
 end
 
+-- Stale twins ids (out of the zset already) leave the shard: their
+-- payloads, repeat records and busy watch records (their timeouts are
+-- never sent: drop.lua, and claim.lua when it drops them itself).
+local function watch_drop_twins(sh, ids)
+    bk_write(sh, 'HDEL', 'p', ids)
+    bk_write(sh, 'HDEL', 'r', ids)
+    if #ids > 0 and bk_has(sh, 'o') then
+        local cur, busy = bk_read(sh, 'HMGET', 'o', ids), {}
+        for k = 1, #ids do
+            if watch_is_busy(cur[k]) then busy[#busy + 1] = ids[k] end
+        end
+        bk_write(sh, 'HDEL', 'o', busy)
+    end
+end
+
 -- The deadline and fire time of an offline record, or nil ("": online).
 -- (A second number of 10^12 or more is a fire time itself: lapse wrote
 -- "D F" until the compact form; an offset that large would need a deadline
