@@ -159,10 +159,7 @@ int lapse_scale_check(const struct lapse_config *cfg, lapse_redis **nodes, int64
             json_object_set_new(o, "max_memory_pct", json_integer(max_memory_pct));
             json_object_set(o, "memory", memory);
         }
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (s)
-            printf("%s\n", s);
-        free(s);
+        lapse_scale_print_json(o);
         json_decref(o);
     } else if (status == LAPSE_CHECK_OK) {
         printf("ok: namespace %s, %u shards, each with an active scanner, nothing overdue beyond "

@@ -445,11 +445,8 @@ int lapse_scale_due(const struct lapse_config *cfg, lapse_redis **nodes, int as_
         fprintf(stderr, "lapse-scale: %s\n", err);
         return 1;
     }
-    if (as_json) {
-        char *s = json_dumps(o, JSON_COMPACT);
-        printf("%s\n", s);
-        free(s);
-    }
+    if (as_json)
+        lapse_scale_print_json(o);
     json_decref(o);
     return unread ? 1 : 0;
 }

@@ -213,14 +213,11 @@ int lapse_scale_get(const struct lapse_config *cfg, lapse_redis **nodes, const c
     if (as_json) {
         json_t *o = lapse_scale_get_json(cfg, nodes, id, len, lapse_scale_warn_stderr, NULL, err,
                                          sizeof err);
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (s)
-            printf("%s\n", s);
-        else
+        int rc = lapse_scale_print_json(o);
+        if (rc < 0)
             fprintf(stderr, "lapse-scale: %s\n", o ? "get: out of memory" : err);
-        free(s);
         json_decref(o);
-        return s ? 0 : 1;
+        return rc < 0 ? 1 : 0;
     }
     struct lapse_layout l;
     struct lapse_inspect in;

@@ -334,10 +334,7 @@ int lapse_scale_offline(const struct lapse_config *cfg, lapse_redis **nodes, int
             fprintf(stderr, "lapse-scale: %s\n", err); /* the layout */
             return 1;
         }
-        char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
-        if (s)
-            puts(s);
-        free(s);
+        lapse_scale_print_json(out);
         json_decref(out);
         return failed;
     }

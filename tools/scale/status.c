@@ -36,6 +36,15 @@ void lapse_scale_warn_stderr(void *ctx, const char *line)
     fprintf(stderr, "lapse-scale: %s\n", line);
 }
 
+int lapse_scale_print_json(const json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    return s ? 0 : -1;
+}
+
 void lapse_scale_warnf(lapse_scale_warn_fn *warn, void *ctx, const char *fmt, ...)
 {
     char line[1024];
@@ -498,11 +507,8 @@ int lapse_scale_status(const struct lapse_config *cfg, lapse_redis **nodes, int 
         fprintf(stderr, "lapse-scale: %s\n", err);
         return 1;
     }
-    if (as_json) {
-        char *s = json_dumps(o, JSON_COMPACT);
-        printf("%s\n", s);
-        free(s);
-    }
+    if (as_json)
+        lapse_scale_print_json(o);
     json_decref(o);
     return failed;
 }

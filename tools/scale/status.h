@@ -29,6 +29,9 @@
  * LINE" on stderr), lapse-console its log. NULL: dropped. */
 typedef void lapse_scale_warn_fn(void *ctx, const char *line);
 void lapse_scale_warn_stderr(void *ctx, const char *line);
+/* Prints o as one line of compact JSON on stdout, where every --json of
+ * lapse-scale goes. 0, or -1 (o NULL, or out of memory: nothing printed). */
+int lapse_scale_print_json(const json_t *o);
 /* Formats a line and passes it to warn (NULL: nothing). */
 void lapse_scale_warnf(lapse_scale_warn_fn *warn, void *ctx, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
