@@ -27,11 +27,12 @@
 --     W  (no argument) recovery on: the ID gets a watch record (lib/watch.lua)
 --     O  with M: the ID's watch record in the old shard (take.lua), kept
 --        here unless this shard has one
---     G  (no argument; repeat only) sent again: an application of it was
---        answered before (its WAIT fell short). If the ID still repeats
---        with this period on the grid from this first point (pending or in
---        flight), it is left as it is: applied again, the repeat would
---        start its count over (seq 1 again) and give a seq two deadlines.
+--     G  (no argument; repeat only) sent again: a copy of it was sent
+--        before and may have run (its answer lost, or its WAIT fell
+--        short). If the ID holds this very repeat (repeats_on: period,
+--        first point and fires, payload), it is left as it is: applied
+--        again, the repeat would start its count over (seq 1 again) and
+--        give a seq two deadlines.
 -- Most operations are therefore two arguments: Redis turns every argument
 -- into a Lua string, and that, not the writes, was most of the cost.
 -- Returns the number of operations that changed something (with KEYS[8..14]:
@@ -377,14 +378,24 @@ local function extends(id, at, moving)
     return not (moving and moving ~= '' and at <= tonumber(moving))
 end
 
--- Whether the ID repeats every `per` ms on the grid from `first`: its
--- repeat record has that period, and its pending deadline (or the one in
--- flight) is on the grid (a repeat sent again, flag G).
-local function repeats_on(id, first, per)
+-- Whether this repeat (every `per` ms from `first`, payload `pl` or nil)
+-- is the one the ID has, fired as often as its record says (a repeat sent
+-- again, flag G): the record has that period; the pending deadline (or the
+-- one in flight) is `first` itself if it never fired, else on the grid and
+-- at least `fired` periods on (the scanner skips missed fires, never goes
+-- back); and the payload, if it brings one, is the stored one. An earlier
+-- repeat of the ID with the same period and a grid through `first` is not
+-- taken for it: the copy sent first may never have run (held by a pause,
+-- its client killed), and keeping the earlier one would lose this op.
+local function repeats_on(id, first, per, pl)
     local rec = has_r and bk_one(sh, 'HGET', 'r', id)
-    if not rec or tonumber(string.match(rec, '^(%d+):')) ~= per then return false end
+    if not rec then return false end
+    local rper, fired = string.match(rec, '^(%d+):(%d+)$')
+    if tonumber(rper) ~= per then return false end
     local d = pending(id)
-    return d ~= nil and d >= first and (d - first) % per == 0
+    if d == nil or d < first + tonumber(fired) * per or (d - first) % per ~= 0 then return false end
+    if tonumber(fired) == 0 and d ~= first then return false end
+    return pl == nil or bk_one(sh, 'HGET', 'p', id) == pl
 end
 
 -- A moving ID's busy twin (M "D", I) counts until an op of the call
@@ -428,7 +439,7 @@ for k = 1, n do
         else
             local at = AT[k] or tonumber(ATS[k])
             if op == 'e' then set = extends(id, at, moving) end
-            if op == 'r' and AGAIN[k] then set = not repeats_on(id, at, tonumber(PER[k])) end
+            if op == 'r' and AGAIN[k] then set = not repeats_on(id, at, tonumber(PER[k]), PL[k]) end
             if set then
                 bk_write(sh, 'ZADD', 'z', { ATS[k], id })
                 if PL[k] then
