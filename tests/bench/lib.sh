@@ -49,6 +49,18 @@ redis_cpu() { # Redis CPU seconds so far (user + sys, main and background thread
         END { printf "%.6f", s }'
 }
 
+redis_calls() { # "CALLS USEC" so far: every command's calls and Redis µs in them (INFO commandstats)
+    rc INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_/ { c += $2; u += $4 }
+        END { printf "%d %d", c, u }'
+}
+
+calls_since() { # "CALLS USEC" of a redis_calls earlier: "N calls, U µs each" since
+    local now
+    now=$(redis_calls)
+    awk -v a="$now" -v b="$1" 'BEGIN { split(a, x, " "); split(b, y, " "); n = x[1] - y[1]
+        printf "%d calls, %.0f us each", n, (n > 0 ? (x[2] - y[2]) / n : 0) }'
+}
+
 self_cpu() { # SELF_CPU = CPU s of this shell and the children it waited for
     times >"$tmp/times" # call it not in $(...): a subshell's times start at zero
     SELF_CPU=$(tr 'ms\n' '   ' <"$tmp/times" |
