@@ -2,9 +2,12 @@
 #include "conn.h"
 
 #include <hiredis/sds.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "resp.h"
 
 struct lapse_conn {
     redisContext *c;        /* hiredis: the socket, output buffer and reader */
@@ -74,9 +77,20 @@ int lapse_conn_append(lapse_conn *k, const char *fmt, ...)
     return rc;
 }
 
+/* The command written straight into the output buffer: redisAppendCommandArgv
+ * formats a string per argument and copies the result (resp.h). */
 int lapse_conn_append_argv(lapse_conn *k, int argc, const char **argv, const size_t *argvlen)
 {
-    return redisAppendCommandArgv(k->c, argc, argv, argvlen) == REDIS_OK ? 0 : conn_oom(k);
+    size_t len = lapse_resp_len(argc, argvlen);
+    if (len > INT_MAX) /* (sdsIncrLen's bound; hiredis's way takes it) */
+        return redisAppendCommandArgv(k->c, argc, argv, argvlen) == REDIS_OK ? 0 : conn_oom(k);
+    sds ob = sdsMakeRoomFor(k->c->obuf, len);
+    if (!ob)
+        return conn_oom(k);
+    k->c->obuf = ob;
+    lapse_resp_write(ob + sdslen(ob), argc, argv, argvlen);
+    sdsIncrLen(ob, (int)len);
+    return 0;
 }
 
 /* hiredis's reason for a failed call of its own I/O. */

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
+
 /*
  * Length of the valid UTF-8 sequence starting at s[0] (1..4 bytes, at most
  * n), or 0 when s[0] does not start one. Strict (RFC 3629): no overlongs, no
@@ -171,23 +173,6 @@ static char *put_lit(char *o, const char *lit)
     return o + n;
 }
 
-/* A decimal integer, as jansson's "%lld"; returns the end. */
-static char *put_int(char *o, int64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *o++ = '-';
-    while (n)
-        *o++ = tmp[--n];
-    return o;
-}
-
 /*
  * ,"key":"<bytes>" and, when they are not valid UTF-8 and b64key is not
  * NULL, ,"b64key":"<base64>". `lead` is the separator before the key.
@@ -232,21 +217,21 @@ size_t lapse_event_write(const struct lapse_event *ev, char *buf)
     char *o = put_lit(buf, back ? "{\"type\":\"recovered\"" : "{\"type\":\"timeout\"");
     o = put_bytes(o, ",\"", "ns", NULL, ev->ns, strlen(ev->ns));
     o = put_bytes(o, ",\"", "id", "id_b64", ev->id, ev->id_len);
-    o = put_int(put_lit(o, ",\"deadline_ms\":"), ev->deadline_ms);
-    o = put_int(put_lit(o, ",\"fired_ms\":"), ev->fired_ms);
+    o = lapse_decimal(put_lit(o, ",\"deadline_ms\":"), ev->deadline_ms);
+    o = lapse_decimal(put_lit(o, ",\"fired_ms\":"), ev->fired_ms);
     if (back) {
-        o = put_int(put_lit(o, ",\"recovered_ms\":"), ev->recovered_ms);
-        o = put_int(put_lit(o, ",\"down_ms\":"), ev->recovered_ms - ev->deadline_ms);
-        o = put_int(put_lit(o, ",\"shard\":"), ev->shard);
+        o = lapse_decimal(put_lit(o, ",\"recovered_ms\":"), ev->recovered_ms);
+        o = lapse_decimal(put_lit(o, ",\"down_ms\":"), ev->recovered_ms - ev->deadline_ms);
+        o = lapse_decimal(put_lit(o, ",\"shard\":"), ev->shard);
         *o++ = '}';
         *o = '\0';
         return (size_t)(o - buf);
     }
-    o = put_int(put_lit(o, ",\"shard\":"), ev->shard);
+    o = lapse_decimal(put_lit(o, ",\"shard\":"), ev->shard);
     if (ev->payload)
         o = put_bytes(o, ",\"", "payload", "payload_b64", ev->payload, ev->payload_len);
     if (ev->seq > 0)
-        o = put_int(put_lit(o, ",\"seq\":"), ev->seq);
+        o = lapse_decimal(put_lit(o, ",\"seq\":"), ev->seq);
     *o++ = '}';
     *o = '\0';
     return (size_t)(o - buf);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "decimal.h"
 #include "hash.h"
 #include "producer_priv.h"
 
@@ -183,19 +184,20 @@ static int send_apply_args(const lapse_producer *p, const struct producer_op *op
         h[hl++] = 'O'; /* (a cancel's or repeat's would be forgotten at once) */
     if (op->op == LAPSE_APPLY_REPEAT && op->sent)
         h[hl++] = 'G'; /* (takes no argument) */
-    if (op->op != LAPSE_APPLY_CANCEL)
-        hl += (size_t)snprintf(h + hl, 32 - hl, "%c%lld", op->kind == LAPSE_WHEN_REL ? '+' : '@',
-                               (long long)op->when_ms);
+    if (op->op != LAPSE_APPLY_CANCEL) {
+        h[hl++] = op->kind == LAPSE_WHEN_REL ? '+' : '@';
+        hl = (size_t)(lapse_decimal(h + hl, op->when_ms) - h);
+    }
     v[n] = h, l[n++] = hl;
     v[n] = p->arena + op->id_off, l[n++] = op->id_len;
     if (op->op == LAPSE_APPLY_REPEAT)
-        l[n] = (size_t)snprintf(nums[1], 32, "%lld", (long long)op->period_ms), v[n++] = nums[1];
+        l[n] = (size_t)(lapse_decimal(nums[1], op->period_ms) - nums[1]), v[n++] = nums[1];
     if (op->has_payload)
         v[n] = p->arena + op->pl_off, l[n++] = op->pl_len;
     if (op->local)
         v[n] = "?", l[n++] = 1;
     else if (op->moving)
-        l[n] = busy ? (size_t)snprintf(nums[2], 32, "%lld", (long long)op->twin_deadline) : 0,
+        l[n] = busy ? (size_t)(lapse_decimal(nums[2], op->twin_deadline) - nums[2]) : 0,
         v[n++] = nums[2];
     if (inherit) /* kept as "1" + payload */
         v[n] = p->arena + op->inherit_off + 1, l[n++] = op->inherit_len - 1;
@@ -225,12 +227,12 @@ static int send_build_apply(struct send *s, const struct send_call *c, const cha
         const struct producer_op *op = &p->ops[c->ops[i]];
         if (!send_plain(op))
             continue;
-        l[n] = (size_t)snprintf(s->nums[i][0], 32, "%lld", (long long)op->when_ms);
+        l[n] = (size_t)(lapse_decimal(s->nums[i][0], op->when_ms) - s->nums[i][0]);
         v[n++] = s->nums[i][0];
         v[n] = p->arena + op->id_off, l[n++] = op->id_len;
         plain++;
     }
-    l[count_at] = (size_t)snprintf(s->plain, sizeof s->plain, "%zu", plain);
+    l[count_at] = (size_t)(lapse_decimal_u(s->plain, plain) - s->plain);
     v[count_at] = s->plain;
     for (size_t i = 0; i < c->count; i++) {
         struct producer_op *op = &p->ops[c->ops[i]];
