@@ -246,8 +246,9 @@ void lapse_ingress_get_stats(const lapse_ingress *ing, struct lapse_ingress_stat
 
 /* ---------------------------------------------------------------- the batch */
 
-/* Appends `m` to the batch and submits what it means (or marks it bad). */
-static void take(lapse_ingress *ing, rd_kafka_message_t *m)
+/* Appends `m` to the batch and submits what it means (or marks it bad).
+ * key_hash: lapse_hash of m's key, or NULL (not hashed yet). */
+static void take(lapse_ingress *ing, rd_kafka_message_t *m, const uint64_t *key_hash)
 {
     if (ingress_reserve(ing) < 0) { /* stop without committing it: read again after a restart */
         log_error("ingress: out of memory");
@@ -302,9 +303,14 @@ static void take(lapse_ingress *ing, rd_kafka_message_t *m)
         ingress_lap(ing, LAPSE_STAGE_RULE);
         return;
     }
-    uint64_t id_hash = lapse_hash(cmd.id, cmd.id_len); /* (cmd.id may point into j) */
+    /* (cmd.id may point into j) a device's signals are keyed by its ID:
+     * its key's hash, taken for the prefetch, is the ID's */
+    uint64_t id_hash =
+        key_hash && m->key_len == cmd.id_len && memcmp(m->key, cmd.id, cmd.id_len) == 0
+            ? *key_hash
+            : lapse_hash(cmd.id, cmd.id_len);
     ingress_lap(ing, LAPSE_STAGE_RULE);
-    rc = lapse_producer_submit(ing->p, &cmd, ing->base + i, why, sizeof why);
+    rc = lapse_producer_submit_hashed(ing->p, &cmd, id_hash, ing->base + i, why, sizeof why);
     ingress_lap(ing, LAPSE_STAGE_WRITE);
     if (j) {
         json_decref(j); /* submit copied the bytes */
@@ -512,6 +518,8 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
              ing->cfg->ingress_dead_letter_topic ? ing->cfg->ingress_dead_letter_topic : "off");
 
     rd_kafka_message_t *msgs[READ_MAX];
+    uint64_t key_hash[READ_MAX]; /* msgs[k]'s key hashed for the prefetch (with slack) */
+    int slack = ing->cfg->producer_slack_ms > 0;
     while (!*stop && !ing->fatal) {
         int error = 0;
         const char *note;
@@ -538,14 +546,16 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
              * guess costs one hash. */
             const rd_kafka_message_t *ahead =
                 k + PREFETCH_AHEAD < got ? msgs[k + PREFETCH_AHEAD] : NULL;
-            if (ahead && !ahead->err && ahead->key_len)
-                lapse_producer_prefetch(p, ahead->key, ahead->key_len);
+            if (slack && ahead && !ahead->err && ahead->key_len) {
+                key_hash[k + PREFETCH_AHEAD] = lapse_hash(ahead->key, ahead->key_len);
+                lapse_producer_prefetch_hashed(p, key_hash[k + PREFETCH_AHEAD]);
+            }
             if (m->err) {
                 consumer_error(ing, m);
                 rd_kafka_message_destroy(m);
                 continue;
             }
-            take(ing, m);
+            take(ing, m, slack && k >= PREFETCH_AHEAD && m->key_len ? &key_hash[k] : NULL);
             if (ing->send_failed || ing->n - ing->first >= max)
                 ingress_settle(ing, 0);
             else if (lapse_producer_settled(p) != ing->seen_settled)

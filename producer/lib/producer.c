@@ -431,12 +431,24 @@ void lapse_producer_prefetch(const lapse_producer *p, const char *id, size_t id_
         lapse_slack_prefetch(p->slack, lapse_hash(id, id_len));
 }
 
+void lapse_producer_prefetch_hashed(const lapse_producer *p, uint64_t hash)
+{
+    if (p->slack)
+        lapse_slack_prefetch(p->slack, hash);
+}
+
 int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t tag,
                           char *errstr, size_t size)
 {
+    return lapse_producer_submit_hashed(p, cmd, lapse_hash(cmd->id, cmd->id_len), tag, errstr,
+                                        size);
+}
+
+int lapse_producer_submit_hashed(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
+                                 uint64_t tag, char *errstr, size_t size)
+{
     if (lapse_cmd_check(cmd, errstr, size) < 0)
         return -1;
-    uint64_t hash = lapse_hash(cmd->id, cmd->id_len);
     int64_t when = cmd->when_ms;
     p->stats.submitted++;
     int absorbed = p->slack ? producer_slack(p, cmd, hash, tag, &when) : 0;

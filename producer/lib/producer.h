@@ -132,6 +132,14 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
  * without slack. */
 void lapse_producer_prefetch(const lapse_producer *p, const char *id, size_t id_len);
 
+/* lapse_producer_submit and lapse_producer_prefetch for a caller that has
+ * hashed the ID already (`hash` = lapse_hash of it, hash.h): the same,
+ * without hashing it again (the Kafka ingress hashes a message's key once
+ * for the prefetch, its ID and the submit). */
+int lapse_producer_submit_hashed(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
+                                 uint64_t tag, char *errstr, size_t size);
+void lapse_producer_prefetch_hashed(const lapse_producer *p, uint64_t hash);
+
 /* Shorthands for lapse_producer_submit (same returns). `payload` may be
  * NULL (none). */
 int lapse_producer_touch(lapse_producer *p, const char *id, size_t id_len,
