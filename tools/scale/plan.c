@@ -15,6 +15,7 @@
  *             memory.
  */
 #include "plan.h"
+#include "plan_fit.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,10 +95,26 @@ double lapse_plan_bytes_per_id(const struct lapse_plan_costs *costs, int form, i
     return b > id_bytes ? b : id_bytes; /* (an ID costs its own bytes at least) */
 }
 
-/* The Redis CPU of the load with `shards` shards, into p's cores_*. */
-static void plan_cpu(const struct lapse_plan_form_costs *c, const struct lapse_plan_load *load,
+struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
+                                                 double ids_per_shard)
+{
+    struct lapse_plan_form_costs k = costs->form[form];
+    k.new_us = lapse_plan_fit_at(k.new_us, k.new_per_doubling, k.size_ids, ids_per_shard);
+    k.reset_us = lapse_plan_fit_at(k.reset_us, k.reset_per_doubling, k.size_ids, ids_per_shard);
+    k.extend_us = lapse_plan_fit_at(k.extend_us, k.extend_per_doubling, k.size_ids, ids_per_shard);
+    return k;
+}
+
+/* The Redis CPU of the load with `shards` shards, into p's cores_*: the
+ * writes charged at the set each shard then holds (more shards, smaller
+ * sets, cheaper writes). */
+static void plan_cpu(const struct lapse_plan_costs *costs, const struct lapse_plan_load *load,
                      const struct lapse_plan_limits *lim, long shards, struct lapse_plan *p)
 {
+    struct lapse_plan_form_costs k =
+        lapse_plan_costs_at(costs, load->form, load->ids / (double)shards);
+    const struct lapse_plan_form_costs *c = &k;
+    p->new_us = c->new_us, p->reset_us = c->reset_us, p->extend_us = c->extend_us;
     p->news = load->news < 0 ? load->fires : load->news;
     p->cores_new = p->news * c->new_us / 1e6;
     p->cores_signals = load->signals * c->extend_us / 1e6;
@@ -183,13 +200,13 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
      * so that whole shards placed round-robin fill the nodes evenly enough
      * and a node never waits on one shard alone */
     double node_bytes = lim->node_memory * lim->memory_share;
-    plan_cpu(c, load, lim, s0, &p);
+    plan_cpu(costs, load, lim, s0, &p);
     long s = s0;
     int s_why = s0_why;
     while (!load->shards && s < LAPSE_PLAN_MAX_SHARDS &&
            (p.cores / (double)s > lim->node_cores / 2 || p.bytes / (double)s > node_bytes / 2)) {
         s *= 2, s_why = LAPSE_PLAN_BY_NODES;
-        plan_cpu(c, load, lim, s, &p);
+        plan_cpu(costs, load, lim, s, &p);
     }
 
     /* the fewest nodes whose busiest one fits */
@@ -262,15 +279,44 @@ static json_t *num(double v)
     return json_real(round(v * mag) / mag);
 }
 
-static const char *const cost_names[] = {"new_us",       "reset_us",           "extend_us",
-                                         "fire_us",      "claim_us",           "zadd_us",
-                                         "bytes_per_id", "payload_extra_bytes"};
+/* The costs' names in --json, in their order; the first NCOSTS_REQUIRED
+ * every costs file has, the rest came with the set-size fit (files from
+ * before it lack them: 0, flat). */
+static const char *const cost_names[] = {"new_us",
+                                         "reset_us",
+                                         "extend_us",
+                                         "fire_us",
+                                         "claim_us",
+                                         "zadd_us",
+                                         "bytes_per_id",
+                                         "payload_extra_bytes",
+                                         "new_us_per_doubling",
+                                         "reset_us_per_doubling",
+                                         "extend_us_per_doubling",
+                                         "size_ids",
+                                         "new_spread_pct",
+                                         "reset_spread_pct",
+                                         "extend_spread_pct"};
 #define NCOSTS (sizeof cost_names / sizeof cost_names[0])
+#define NCOSTS_REQUIRED 8
 
 static double *cost_field(struct lapse_plan_form_costs *c, size_t i)
 {
-    double *f[NCOSTS] = {&c->new_us,   &c->reset_us, &c->extend_us,    &c->fire_us,
-                         &c->claim_us, &c->zadd_us,  &c->bytes_per_id, &c->payload_extra};
+    double *f[NCOSTS] = {&c->new_us,
+                         &c->reset_us,
+                         &c->extend_us,
+                         &c->fire_us,
+                         &c->claim_us,
+                         &c->zadd_us,
+                         &c->bytes_per_id,
+                         &c->payload_extra,
+                         &c->new_per_doubling,
+                         &c->reset_per_doubling,
+                         &c->extend_per_doubling,
+                         &c->size_ids,
+                         &c->new_spread_pct,
+                         &c->reset_spread_pct,
+                         &c->extend_spread_pct};
     return f[i];
 }
 
@@ -308,6 +354,13 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
                                   "signals", num(p->cores_signals), "resets", num(p->cores_resets),
                                   "new", num(p->cores_new), "fires", num(p->cores_fires), "claims",
                                   num(p->cores_claims), "claims_per_s", num(p->claims_per_s)));
+    /* the per-op costs charged, the writes at ids_per_shard (the costs
+     * object holds them at the size measured, and how they grow) */
+    const struct lapse_plan_form_costs *k = &costs->form[load->form];
+    json_object_set_new(o, "per_op_us",
+                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "new", num(p->new_us), "reset",
+                                  num(p->reset_us), "extend", num(p->extend_us), "fire",
+                                  num(k->fire_us), "claim", num(k->claim_us)));
     json_object_set_new(o, "memory",
                         json_pack("{s:o, s:o, s:o}", "bytes", num(p->bytes), "gb",
                                   num(p->bytes / 1e9), "bytes_per_id", num(p->bytes / load->ids)));
@@ -396,9 +449,19 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
         fprintf(f, "no payload\n");
     fprintf(f, "costs: %s\n", costs->origin);
     fprintf(f,
-            "  Redis CPU per op: new ID %.2f µs, reset %.2f, extend %.2f, fired ID %.2f "
-            "(+%.1f a claim); ZADD %.2f\n",
-            k->new_us, k->reset_us, k->extend_us, k->fire_us, k->claim_us, k->zadd_us);
+            "  Redis CPU per op at %s IDs a shard: new ID %.2f µs, reset %.2f, extend %.2f, "
+            "fired ID %.2f (+%.1f a claim); ZADD %.2f\n",
+            grouped(p->ids_per_shard, a, sizeof a), p->new_us, p->reset_us, p->extend_us,
+            k->fire_us, k->claim_us, k->zadd_us);
+    if (k->new_per_doubling > 0 || k->reset_per_doubling > 0 || k->extend_per_doubling > 0)
+        fprintf(f, "  writes grow with the set: +%.2f, +%.2f, +%.2f µs each doubling past %s IDs\n",
+                k->new_per_doubling, k->reset_per_doubling, k->extend_per_doubling,
+                grouped(k->size_ids, a, sizeof a));
+    if (k->new_spread_pct > 0 || k->reset_spread_pct > 0 || k->extend_spread_pct > 0)
+        fprintf(f,
+                "  the calibration's repeats fell within %.0f, %.0f, %.0f %% of these (new, "
+                "reset, extend)\n",
+                k->new_spread_pct, k->reset_spread_pct, k->extend_spread_pct);
     fprintf(f, "\n");
     fprintf(
         f,
@@ -466,6 +529,8 @@ int lapse_plan_costs_read(const char *path, struct lapse_plan_costs *c, char *er
         }
         for (size_t i = 0; i < NCOSTS; i++) {
             json_t *x = json_object_get(e, cost_names[i]);
+            if (!x && i >= NCOSTS_REQUIRED)
+                continue; /* (memset: 0) */
             double d = json_is_number(x) ? json_number_value(x) : -1;
             if (!(d >= 0) || !isfinite(d)) {
                 plan_err(errstr, size, "%s: costs.%s.%s: missing or not a number >= 0", path,

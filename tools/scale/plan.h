@@ -31,11 +31,19 @@ enum lapse_plan_form {
 };
 
 /* What one shard form costs Redis, per operation (Redis CPU in µs of
- * used_cpu_user + used_cpu_sys, bytes of used_memory). */
+ * used_cpu_user + used_cpu_sys, bytes of used_memory). The three writes
+ * grow with the shard's set (plan_fit.h says why and how): each is its cost
+ * at size_ids IDs plus per_doubling µs each time the set doubles past it;
+ * a slope of 0 (small keys, costs files from before the slopes) is flat. */
 struct lapse_plan_form_costs {
-    double new_us;        /* a touch of an ID not pending (it becomes pending) */
-    double reset_us;      /* a touch of a pending ID (a reset) */
-    double extend_us;     /* an extend of a pending ID to a later deadline */
+    double new_us;    /* a touch of an ID not pending (it becomes pending) */
+    double reset_us;  /* a touch of a pending ID (a reset) */
+    double extend_us; /* an extend of a pending ID to a later deadline */
+    double new_per_doubling, reset_per_doubling, extend_per_doubling; /* µs, >= 0 */
+    double size_ids; /* the set the write costs are at (0: not known; flat) */
+    /* how far the calibration's repeats of each write fell from its fit, %
+     * (0: not known): the costs are no surer than this */
+    double new_spread_pct, reset_spread_pct, extend_spread_pct;
     double fire_us;       /* a fired ID in full claims: claim.lua + ack.lua, per ID */
     double claim_us;      /* what a claim and its ack cost beyond their IDs, per claim */
     double zadd_us;       /* the reference: a pipelined ZADD of the same IDs, one zset */
@@ -117,6 +125,7 @@ struct lapse_plan {
     double claims_per_s;  /* claim calls per second, all shards */
     double ids_per_shard; /* IDs per shard */
     double fires_per_shard;
+    double new_us, reset_us, extend_us; /* the write costs charged: at ids_per_shard */
 };
 
 /* The defaults of docs/benchmarks.md ("Per-operation costs"): measured by
@@ -137,6 +146,11 @@ void lapse_plan_limits_default(struct lapse_plan_limits *l);
 int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_plan_load *load,
                     const struct lapse_plan_limits *limits, struct lapse_plan *out, char *errstr,
                     size_t size);
+
+/* costs->form[form] with its three writes at a set of ids_per_shard IDs
+ * (plan_fit.h): what lapse_plan_make charges. */
+struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
+                                                 double ids_per_shard);
 
 /* Redis memory per pending ID of `form` for IDs of id_bytes, from costs
  * measured with costs->id_bytes (the difference charged at the slope the
@@ -159,8 +173,10 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
                       const struct lapse_plan_limits *limits, const struct lapse_plan *p);
 
 /* Reads back the costs of a plan's --json output (its "costs" object, as
- * --calibrate --json wrote them) from `path`. 0, or -1 with errstr naming
- * the file and what is wrong; *c is then unspecified. */
+ * --calibrate --json wrote them) from `path`. The slopes, size_ids and
+ * spreads may be missing (files written before they were measured): then
+ * 0, flat costs as those files meant. 0, or -1 with errstr naming the file
+ * and what is wrong; *c is then unspecified. */
 int lapse_plan_costs_read(const char *path, struct lapse_plan_costs *c, char *errstr, size_t size);
 
 /*

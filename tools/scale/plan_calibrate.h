@@ -30,10 +30,11 @@
 #include "plan.h"
 #include "redis.h"
 
-/* IDs a phase (one zset; small keys take fewer: plan_calibrate.c) and the
- * longest the whole run may take before it gives up. */
-#define LAPSE_PLAN_CALIBRATE_IDS 100000
-#define LAPSE_PLAN_CALIBRATE_MAX_MS 30000
+/* IDs a measurement of a write (one zset, at sets of this many and ten
+ * times as many; small keys take fewer: plan_calibrate.c) and the longest
+ * the whole run may take before it gives up. */
+#define LAPSE_PLAN_CALIBRATE_IDS 30000
+#define LAPSE_PLAN_CALIBRATE_MAX_MS 60000
 
 /*
  * Measures both forms' costs on `node` (cfg->nodes[0]'s handle, connected
