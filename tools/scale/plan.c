@@ -96,24 +96,26 @@ double lapse_plan_bytes_per_id(const struct lapse_plan_costs *costs, int form, i
 }
 
 struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
-                                                 double ids_per_shard)
+                                                 double node_ids)
 {
     struct lapse_plan_form_costs k = costs->form[form];
-    k.new_us = lapse_plan_fit_at(k.new_us, k.new_per_doubling, k.size_ids, ids_per_shard);
-    k.reset_us = lapse_plan_fit_at(k.reset_us, k.reset_per_doubling, k.size_ids, ids_per_shard);
-    k.extend_us = lapse_plan_fit_at(k.extend_us, k.extend_per_doubling, k.size_ids, ids_per_shard);
+    k.new_us = lapse_plan_fit_at(k.new_us, k.new_per_doubling, k.size_ids, node_ids);
+    k.reset_us = lapse_plan_fit_at(k.reset_us, k.reset_per_doubling, k.size_ids, node_ids);
+    k.extend_us = lapse_plan_fit_at(k.extend_us, k.extend_per_doubling, k.size_ids, node_ids);
     return k;
 }
 
 /* The Redis CPU of the load with `shards` shards, into p's cores_*: the
- * writes charged at the set each shard then holds (more shards, smaller
- * sets, cheaper writes). */
+ * writes charged at node_ids, the IDs the node holds (its shards' sets
+ * together: what the writes' memory accesses spread over; fewer IDs a
+ * node, cheaper writes). */
 static void plan_cpu(const struct lapse_plan_costs *costs, const struct lapse_plan_load *load,
-                     const struct lapse_plan_limits *lim, long shards, struct lapse_plan *p)
+                     const struct lapse_plan_limits *lim, long shards, double node_ids,
+                     struct lapse_plan *p)
 {
-    struct lapse_plan_form_costs k =
-        lapse_plan_costs_at(costs, load->form, load->ids / (double)shards);
+    struct lapse_plan_form_costs k = lapse_plan_costs_at(costs, load->form, node_ids);
     const struct lapse_plan_form_costs *c = &k;
+    p->node_ids = node_ids;
     p->new_us = c->new_us, p->reset_us = c->reset_us, p->extend_us = c->extend_us;
     p->news = load->news < 0 ? load->fires : load->news;
     p->cores_new = p->news * c->new_us / 1e6;
@@ -200,29 +202,36 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
      * so that whole shards placed round-robin fill the nodes evenly enough
      * and a node never waits on one shard alone */
     double node_bytes = lim->node_memory * lim->memory_share;
-    plan_cpu(costs, load, lim, s0, &p);
+    /* (the IDs a node may hold at most: the writes' cost for this rule,
+     * before the nodes are known; the nodes' own below) */
+    double node_ids_max = fmin(load->ids, node_bytes / (p.bytes / load->ids));
+    plan_cpu(costs, load, lim, s0, fmax(node_ids_max, load->ids / (double)s0), &p);
     long s = s0;
     int s_why = s0_why;
     while (!load->shards && s < LAPSE_PLAN_MAX_SHARDS &&
            (p.cores / (double)s > lim->node_cores / 2 || p.bytes / (double)s > node_bytes / 2)) {
         s *= 2, s_why = LAPSE_PLAN_BY_NODES;
-        plan_cpu(costs, load, lim, s, &p);
+        plan_cpu(costs, load, lim, s, fmax(node_ids_max, load->ids / (double)s), &p);
     }
 
-    /* the fewest nodes whose busiest one fits */
-    double by_cpu = ceil(p.cores / lim->node_cores);
-    double by_mem = ceil(p.bytes / node_bytes);
-    long n0 = (long)fmax(1, fmax(by_cpu, by_mem));
-    int n0_why = n0 == 1            ? LAPSE_PLAN_BY_MINIMUM
-                 : by_cpu >= by_mem ? LAPSE_PLAN_BY_CPU
-                                    : LAPSE_PLAN_BY_MEMORY;
-    for (long n = n0; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
+    /* the fewest nodes whose busiest one fits, its writes charged at the
+     * IDs it holds (more nodes, fewer each: the first that fits is the
+     * fewest) */
+    for (long n = 1; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
+        long k = (s + n - 1) / n;
+        plan_cpu(costs, load, lim, s, load->ids * (double)k / (double)s, &p);
         if (!plan_fits(lim, s, n, &p))
             continue;
+        double by_cpu = ceil(p.cores / lim->node_cores - 1e-9);
+        double by_mem = ceil(p.bytes / node_bytes - 1e-9);
+        long n0 = (long)fmax(1, fmax(by_cpu, by_mem));
         p.shards = s;
         p.shards_why = s_why;
         p.nodes = n;
-        p.nodes_why = n == n0 ? n0_why : LAPSE_PLAN_BY_BALANCE;
+        p.nodes_why = n > n0             ? LAPSE_PLAN_BY_BALANCE
+                      : n == 1           ? LAPSE_PLAN_BY_MINIMUM
+                      : by_cpu >= by_mem ? LAPSE_PLAN_BY_CPU
+                                         : LAPSE_PLAN_BY_MEMORY;
         p.scanners = s;
         p.scanner_cores = load->fires * lim->scanner_us / 1e6;
         p.ids_per_shard = load->ids / (double)s;
@@ -358,9 +367,10 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
      * object holds them at the size measured, and how they grow) */
     const struct lapse_plan_form_costs *k = &costs->form[load->form];
     json_object_set_new(o, "per_op_us",
-                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "new", num(p->new_us), "reset",
-                                  num(p->reset_us), "extend", num(p->extend_us), "fire",
-                                  num(k->fire_us), "claim", num(k->claim_us)));
+                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "node_ids", num(p->node_ids),
+                                  "new", num(p->new_us), "reset", num(p->reset_us), "extend",
+                                  num(p->extend_us), "fire", num(k->fire_us), "claim",
+                                  num(k->claim_us)));
     json_object_set_new(o, "memory",
                         json_pack("{s:o, s:o, s:o}", "bytes", num(p->bytes), "gb",
                                   num(p->bytes / 1e9), "bytes_per_id", num(p->bytes / load->ids)));
@@ -449,10 +459,10 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
         fprintf(f, "no payload\n");
     fprintf(f, "costs: %s\n", costs->origin);
     fprintf(f,
-            "  Redis CPU per op at %s IDs a shard: new ID %.2f µs, reset %.2f, extend %.2f, "
+            "  Redis CPU per op at %s IDs a node: new ID %.2f µs, reset %.2f, extend %.2f, "
             "fired ID %.2f (+%.1f a claim); ZADD %.2f\n",
-            grouped(p->ids_per_shard, a, sizeof a), p->new_us, p->reset_us, p->extend_us,
-            k->fire_us, k->claim_us, k->zadd_us);
+            grouped(p->node_ids, a, sizeof a), p->new_us, p->reset_us, p->extend_us, k->fire_us,
+            k->claim_us, k->zadd_us);
     if (k->new_per_doubling > 0 || k->reset_per_doubling > 0 || k->extend_per_doubling > 0)
         fprintf(f, "  writes grow with the set: +%.2f, +%.2f, +%.2f µs each doubling past %s IDs\n",
                 k->new_per_doubling, k->reset_per_doubling, k->extend_per_doubling,

@@ -125,7 +125,8 @@ struct lapse_plan {
     double claims_per_s;  /* claim calls per second, all shards */
     double ids_per_shard; /* IDs per shard */
     double fires_per_shard;
-    double new_us, reset_us, extend_us; /* the write costs charged: at ids_per_shard */
+    double node_ids;                    /* IDs on the busiest node */
+    double new_us, reset_us, extend_us; /* the write costs charged: at node_ids */
 };
 
 /* The defaults of docs/benchmarks.md ("Per-operation costs"): measured by
@@ -147,10 +148,14 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
                     const struct lapse_plan_limits *limits, struct lapse_plan *out, char *errstr,
                     size_t size);
 
-/* costs->form[form] with its three writes at a set of ids_per_shard IDs
- * (plan_fit.h): what lapse_plan_make charges. */
+/* costs->form[form] with its three writes at node_ids IDs on the node
+ * (plan_fit.h): what lapse_plan_make charges the busiest node's. Why the
+ * node's IDs and not its shard's: the bench's writes cost the same into
+ * one set of 250,000 as into four of 62,500 on one node, and more into
+ * four of 250,000 (docs/benchmarks.md, "lapse-scale plan against measured
+ * Redis CPU"): what grows is the memory the writes spread over. */
 struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
-                                                 double ids_per_shard);
+                                                 double node_ids);
 
 /* Redis memory per pending ID of `form` for IDs of id_bytes, from costs
  * measured with costs->id_bytes (the difference charged at the slope the

@@ -37,6 +37,7 @@ struct cal {
     char keys[LAPSE_SHARD_NKEYS + 1][LAPSE_KEY_MAX]; /* the shard's keys, its lease key */
     char epoch[24];
     long failed; /* operations the producer reported not applied */
+    long top;    /* the one-zset form's larger set: CAL_TOP, less on a node short of memory */
     char *err;
     size_t errsize;
 };
@@ -420,13 +421,15 @@ static int cal_reference(struct cal *c, long n, int64_t base, double *us)
 }
 
 /* What a form is measured with: the set sizes its writes are measured
- * at, the IDs a measurement writes, the IDs fired. One zset: two sizes a
- * decade apart (the fit's slope; plan_fit.h), the larger near the bench's
- * 250,000 a shard; small keys: one (their buckets stay 32-64 IDs whatever
- * the shard holds, and their writes cost several times more, so the run
- * stays short), its writes taken as flat. */
+ * at, the IDs a measurement writes, the IDs fired. One zset: a set of
+ * 30,000 and one of 1,000,000 (the fit's slope, plan_fit.h; what the
+ * writes cost grows most where the set outgrows the CPU's caches, tens of
+ * MB, so the larger must be past them); small keys: one (their writes
+ * cost several times more, and the run must stay short), taken as flat. */
 #define CAL_REPEATS 3
-#define CAL_SPAN 1000000L  /* ms between two writes' deadlines: above every ID's number */
+#define CAL_ID_BYTES \
+    200 /* a pending ID's memory at most, for the room check (~130 B at 16 bytes) */
+#define CAL_SPAN 10000000L /* ms between two writes' deadlines: above every ID's number */
 #define CAL_FRESH 4000000L /* the first ID of the steady and payload phases: above the set */
 static const struct cal_plan {
     long level[2]; /* the set before each size's measurements */
@@ -434,7 +437,7 @@ static const struct cal_plan {
     long per;  /* IDs a measurement */
     long fire; /* IDs fired in full claims */
 } cal_plans[LAPSE_PLAN_FORMS] = {
-    [LAPSE_PLAN_ONE_ZSET] = {{LAPSE_PLAN_CALIBRATE_IDS, 10 * LAPSE_PLAN_CALIBRATE_IDS},
+    [LAPSE_PLAN_ONE_ZSET] = {{LAPSE_PLAN_CALIBRATE_IDS, LAPSE_PLAN_CALIBRATE_TOP},
                              2,
                              LAPSE_PLAN_CALIBRATE_IDS,
                              100000},
@@ -469,7 +472,10 @@ static int cal_measure(struct cal *c, lapse_producer *p, enum cal_op op, long fi
 static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, long *have,
                       struct cal_points *pt)
 {
-    const struct cal_plan *cp = &cal_plans[form];
+    struct cal_plan plan = cal_plans[form];
+    const struct cal_plan *cp = &plan;
+    if (form == LAPSE_PLAN_ONE_ZSET)
+        plan.level[1] = c->top, plan.nlevels = c->top > plan.level[0] ? 2 : 1;
     long block = 0;
     pt->n = 0;
     *have = 0;
@@ -613,6 +619,15 @@ int lapse_plan_calibrate(const struct lapse_config *cfg, lapse_redis *node, int 
     }
     if (lapse_redis_memory(node, 0, &mem) == 0 && mem.max > 0)
         out->maxmemory = mem.max;
+    /* the larger set in at most a quarter of what maxmemory leaves (at
+     * CAL_ID_BYTES an ID): a calibration must not push a node in use to
+     * its limit; under 4 times the smaller set, one size only (no slope) */
+    c.top = LAPSE_PLAN_CALIBRATE_TOP;
+    if (out->maxmemory > 0 && mem.used >= 0) {
+        long long room = (out->maxmemory - mem.used) / 4 / CAL_ID_BYTES;
+        if (room < c.top)
+            c.top = room >= 4 * LAPSE_PLAN_CALIBRATE_IDS ? (long)room : 0;
+    }
     double ref = 0;
     if (cal_now(&c, &now) < 0 || cal_clean(&c, 0) < 0 ||
         cal_reference(&c, CAL_REF_IDS, now + 86400000, &ref) < 0 || cal_clean(&c, 0) < 0 ||
@@ -622,17 +637,22 @@ int lapse_plan_calibrate(const struct lapse_config *cfg, lapse_redis *node, int 
         goto out;
     out->form[LAPSE_PLAN_ONE_ZSET].zadd_us = ref;
     out->form[LAPSE_PLAN_SMALL_KEYS].zadd_us = ref;
+    char top[64] = "";
+    if (c.top > 0)
+        snprintf(top, sizeof top, "%ld", c.top);
+    else
+        snprintf(top, sizeof top, " (no room under maxmemory for a larger: writes flat)");
     time_t t = time(NULL);
     struct tm tm;
     char when[32] = "?";
     if (gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     snprintf(out->origin, sizeof out->origin,
-             "calibrated on %s (%s) at %s: writes of %ld IDs %d times at sets of %ld and %ld "
+             "calibrated on %s (%s) at %s: writes of %ld IDs %d times at sets of %ld%s%s "
              "(one zset), %ld (small keys), %d-byte IDs",
              lapse_redis_name(node), lapse_redis_addr(node), when,
              cal_plans[LAPSE_PLAN_ONE_ZSET].per, CAL_REPEATS,
-             cal_plans[LAPSE_PLAN_ONE_ZSET].level[0], cal_plans[LAPSE_PLAN_ONE_ZSET].level[1],
+             cal_plans[LAPSE_PLAN_ONE_ZSET].level[0], c.top > 0 ? " and " : "", top,
              cal_plans[LAPSE_PLAN_SMALL_KEYS].level[0], id_bytes);
     rc = 0;
 out:
