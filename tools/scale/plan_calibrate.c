@@ -147,24 +147,28 @@ static void cal_on_error(void *ctx, uint64_t tag, const char *reason)
 
 enum cal_op { CAL_TOUCH, CAL_EXTEND };
 
-/* Writes `count` IDs through the producer library, first, first + stride,
- * ...: ID i with deadline base + i, with a CAL_PAYLOAD-byte payload when
- * payload; with `grow`, a claim of nothing after each batch (as the
- * shard's scanner would call one meanwhile: in small keys it splits the
- * buckets that filled). */
+/* Writes `count` IDs through the producer library: first, first + stride,
+ * ..., in that order or, with `shuffle`, in a scrambled one (as devices
+ * call: a reset's ID sits anywhere in the set, and finding it there costs
+ * Redis cache misses that an ID next to the last one's does not); the
+ * j-th write's deadline base + j (later each write, as time goes), with a
+ * CAL_PAYLOAD-byte payload when payload; with `grow`, a claim of nothing
+ * after each batch (as the shard's scanner would call one meanwhile: in
+ * small keys it splits the buckets that filled). */
+#define CAL_PRIME 1000003L /* a prime above every count: j -> j * CAL_PRIME % count permutes */
 static int cal_claim(struct cal *c, int batch, int *took);
 static int cal_lock(struct cal *c);
 static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
-                     long stride, int64_t base, int payload, int grow)
+                     long stride, int shuffle, int64_t base, int payload, int grow)
 {
     char id[600], pl[CAL_PAYLOAD], e[256];
     memset(pl, 'x', sizeof pl);
     long chunk = c->cfg->producer_batch > 0 ? c->cfg->producer_batch : 1000;
     for (long j = 0; j < count; j++) {
-        long i = first + j * stride;
+        long i = first + (shuffle ? (long)((long long)j * CAL_PRIME % count) : j) * stride;
         cal_id(c, i, id);
         int rc = (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
-            p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + i, payload ? pl : NULL,
+            p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + j, payload ? pl : NULL,
             payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
         if (rc < 0)
             return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
@@ -254,8 +258,8 @@ static int cal_fire(struct cal *c, int batch, long max_claims)
 static int cal_steady(struct cal *c, lapse_producer *p, long from, long n, long *claims)
 {
     int64_t now;
-    if (cal_now(c, &now) < 0 ||
-        cal_write(c, p, CAL_TOUCH, from, n, 1, now + 200 - from, 0, 0) < 0 || cal_lock(c) < 0)
+    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, from, n, 1, 0, now + 200, 0, 0) < 0 ||
+        cal_lock(c) < 0)
         return -1;
     int64_t end = lapse_clock_mono_ms() + 200 + n + 300;
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500, took;
@@ -455,10 +459,11 @@ struct cal_points {
 /* One measurement: `count` writes (first, stride: cal_write), its Redis
  * CPU an op into us. */
 static int cal_measure(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
-                       long stride, int64_t base, int grow, double *us)
+                       long stride, int shuffle, int64_t base, int grow, double *us)
 {
     struct cal_mark a, b;
-    if (cal_mark(c, &a) < 0 || cal_write(c, p, op, first, count, stride, base, 0, grow) < 0 ||
+    if (cal_mark(c, &a) < 0 ||
+        cal_write(c, p, op, first, count, stride, shuffle, base, 0, grow) < 0 ||
         cal_mark(c, &b) < 0)
         return -1;
     *us = (b.cpu - a.cpu) * 1e6 / (double)count;
@@ -482,7 +487,7 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
     for (int l = 0; l < cp->nlevels; l++) {
         long grow = cp->level[l] - *have;
         if (grow > 0 &&
-            cal_write(c, p, CAL_TOUCH, *have, grow, 1, day + CAL_SPAN * block++, 0, form) < 0)
+            cal_write(c, p, CAL_TOUCH, *have, grow, 1, 0, day + CAL_SPAN * block++, 0, form) < 0)
             return -1;
         if (grow > 0)
             *have += grow;
@@ -490,18 +495,19 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
             size_t i = pt->n;
             /* new IDs: the set grows by cp->per meanwhile */
             pt->ids[W_NEW][i] = (double)*have + (double)cp->per / 2;
-            if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, day + CAL_SPAN * block++, form,
+            if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, 0, day + CAL_SPAN * block++, form,
                             &pt->us[W_NEW][i]) < 0)
                 return -1;
             *have += cp->per;
             /* resets and extends: cp->per pending IDs spread over the set
-             * (another cut each repeat), each to a later deadline than any */
+             * (another cut each repeat), in a scrambled order, each to a
+             * later deadline than any */
             long stride = *have / cp->per, first = r % stride;
             pt->ids[W_RESET][i] = pt->ids[W_EXTEND][i] = (double)*have;
-            if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, day + CAL_SPAN * block++, 0,
+            if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, 1, day + CAL_SPAN * block++, 0,
                             &pt->us[W_RESET][i]) < 0 ||
-                cal_measure(c, p, CAL_EXTEND, first, cp->per, stride, day + CAL_SPAN * block++, 0,
-                            &pt->us[W_EXTEND][i]) < 0)
+                cal_measure(c, p, CAL_EXTEND, first, cp->per, stride, 1, day + CAL_SPAN * block++,
+                            0, &pt->us[W_EXTEND][i]) < 0)
                 return -1;
         }
     }
@@ -549,7 +555,7 @@ static int cal_form(struct cal *c, int form, struct lapse_plan_form_costs *k)
      * claimed scanner.batch at a time */
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500;
     long n = cp->fire < have ? cp->fire : have;
-    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, 1, now - 60000 - n, 0, 0) < 0 ||
+    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, 1, 0, now - 60000 - n, 0, 0) < 0 ||
         cal_lock(c) < 0 || cal_mark(c, &m4) < 0 || cal_fire(c, batch, n / batch + 16) < 0 ||
         cal_mark(c, &m5) < 0)
         goto out;
@@ -572,7 +578,8 @@ static int cal_form(struct cal *c, int form, struct lapse_plan_form_costs *k)
      * CAL_PAYLOAD bytes */
     long q = cp->per / 4;
     struct cal_mark p0, p1;
-    if (cal_mark(c, &p0) < 0 || cal_write(c, p, CAL_TOUCH, 2 * CAL_FRESH, q, 1, day, 1, form) < 0 ||
+    if (cal_mark(c, &p0) < 0 ||
+        cal_write(c, p, CAL_TOUCH, 2 * CAL_FRESH, q, 1, 0, day, 1, form) < 0 ||
         cal_mark(c, &p1) < 0)
         goto out;
     double extra = (p1.mem - p0.mem) / (double)q - k->bytes_per_id - CAL_PAYLOAD;
