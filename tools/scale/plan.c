@@ -173,6 +173,10 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
                  LAPSE_PLAN_MAX_SHARDS);
         return -1;
     }
+    if (load->nodes != 0 && (load->shards < 1 || load->nodes < 1 || load->nodes > load->shards)) {
+        plan_err(errstr, size, "nodes: %ld needs --shards, at least as many", load->nodes);
+        return -1;
+    }
     if (!(lim->node_cores > 0) || !(lim->node_memory > 0) || !(lim->memory_share > 0) ||
         !(lim->ids_per_shard >= 1) || !(lim->fires_per_shard > 0) || !(lim->claims_per_shard > 0)) {
         plan_err(errstr, size, "the limits must be positive");
@@ -217,10 +221,10 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
     /* the fewest nodes whose busiest one fits, its writes charged at the
      * IDs it holds (more nodes, fewer each: the first that fits is the
      * fewest) */
-    for (long n = 1; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
+    for (long n = load->nodes ? load->nodes : 1; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
         long k = (s + n - 1) / n;
         plan_cpu(costs, load, lim, s, load->ids * (double)k / (double)s, &p);
-        if (!plan_fits(lim, s, n, &p))
+        if (!plan_fits(lim, s, n, &p) && !load->nodes)
             continue;
         double by_cpu = ceil(p.cores / lim->node_cores - 1e-9);
         double by_mem = ceil(p.bytes / node_bytes - 1e-9);
@@ -228,7 +232,8 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
         p.shards = s;
         p.shards_why = s_why;
         p.nodes = n;
-        p.nodes_why = n > n0             ? LAPSE_PLAN_BY_BALANCE
+        p.nodes_why = load->nodes        ? LAPSE_PLAN_BY_GIVEN
+                      : n > n0           ? LAPSE_PLAN_BY_BALANCE
                       : n == 1           ? LAPSE_PLAN_BY_MINIMUM
                       : by_cpu >= by_mem ? LAPSE_PLAN_BY_CPU
                                          : LAPSE_PLAN_BY_MEMORY;
@@ -418,7 +423,7 @@ static const char *why_text(int why)
 {
     switch (why) {
     case LAPSE_PLAN_BY_GIVEN:
-        return "--shards";
+        return "what was given (--shards, --nodes)";
     case LAPSE_PLAN_BY_IDS_PER_SHARD:
         return "IDs per shard";
     case LAPSE_PLAN_BY_FIRES_PER_SHARD:
@@ -604,6 +609,7 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
         {'B', "id-bytes", 1, 512, 1},
         {'H', "shards", 1, 65536, 1},
         {'G', "node-memory", 1e6, 1e15, 0},
+        {'E', "nodes", 1, LAPSE_PLAN_MAX_NODES, 1},
     };
     if (letter == 'C') {
         a->calibrate = 1;
@@ -654,6 +660,9 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
             break;
         case 'G':
             a->node_memory = v;
+            break;
+        case 'E':
+            a->load.nodes = (long)v;
             break;
         }
         return 0;

@@ -80,6 +80,7 @@ struct lapse_plan_load {
     long payload_bytes; /* the payload stored with each ID (0: none) */
     int id_bytes;       /* the IDs' length */
     long shards;        /* the shard count to keep (0: the plan chooses) */
+    long nodes;         /* the node count to keep, at most shards (0: the plan chooses) */
 };
 
 /* The limits the plan keeps to; lapse_plan_limits_default gives the
@@ -137,10 +138,14 @@ void lapse_plan_costs_default(struct lapse_plan_costs *c);
 void lapse_plan_limits_default(struct lapse_plan_limits *l);
 
 /*
- * The plan for `load` under `limits` with `costs`. Returns 0 with *out
- * filled, or -1 with errstr (a load out of range: no IDs, a negative rate, a
- * --shards that is no power of two; or one no number of nodes up to
- * LAPSE_PLAN_MAX_NODES can carry), *out then unspecified.
+ * The plan for `load` under `limits` with `costs`. With load->nodes given
+ * (--nodes: the nodes one has), the figures for that many whatever the
+ * limits say (per_node against limits shows how far over), needing
+ * load->shards (each node holds one at least). Returns 0 with *out filled,
+ * or -1 with errstr (a load out of range: no IDs, a negative rate, a
+ * --shards that is no power of two, --nodes without --shards or above it;
+ * or one no number of nodes up to LAPSE_PLAN_MAX_NODES can carry), *out
+ * then unspecified.
  */
 #define LAPSE_PLAN_MAX_NODES 4096
 #define LAPSE_PLAN_MAX_SHARDS 65536
@@ -202,7 +207,7 @@ void lapse_plan_args_init(struct lapse_plan_args *a);
 
 /* One option, by its letter in lapse-scale's table (LAPSE_PLAN_OPTS); arg
  * its value. 0, or -1 with errstr ("--ids: \"x\" is not a number ..."). */
-#define LAPSE_PLAN_OPTS "ISRFNPBHGCK"
+#define LAPSE_PLAN_OPTS "ISRFNPBHGCKE"
 int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char *errstr,
                    size_t size);
 
