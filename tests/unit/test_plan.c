@@ -453,6 +453,12 @@ TEST(plan_given_nodes)
     CHECK(lapse_plan_make(&costs, &l, &lim, &one, err, sizeof err) == -1);
     struct lapse_plan_args a;
     lapse_plan_args_init(&a);
+    CHECK(lapse_plan_opt(&a, 'I', "1M", err, sizeof err) == 0);
     CHECK(lapse_plan_opt(&a, 'E', "3", err, sizeof err) == 0 && a.load.nodes == 3);
     CHECK(lapse_plan_opt(&a, 'E', "0", err, sizeof err) == -1);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == -1); /* no --shards */
+    CHECK(lapse_plan_opt(&a, 'H', "2", err, sizeof err) == 0);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == -1); /* 3 nodes, 2 shards */
+    CHECK(lapse_plan_opt(&a, 'H', "4", err, sizeof err) == 0);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == 0);
 }

@@ -681,5 +681,9 @@ int lapse_plan_args_check(const struct lapse_plan_args *a, char *errstr, size_t 
         plan_err(errstr, size, "--calibrate and --costs do not go together");
         return -1;
     }
+    if (a->load.nodes && (!a->load.shards || a->load.nodes > a->load.shards)) {
+        plan_err(errstr, size, "--nodes N needs --shards, at least N (each node holds a shard)");
+        return -1;
+    }
     return 0;
 }

@@ -212,7 +212,8 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
                    size_t size);
 
 /* Whether the options make a question: --ids given, --calibrate and --costs
- * not both. 0, or -1 with errstr. */
+ * not both, --nodes with --shards of at least as many. 0, or -1 with
+ * errstr. */
 int lapse_plan_args_check(const struct lapse_plan_args *a, char *errstr, size_t size);
 
 #endif

@@ -503,10 +503,14 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
              * (another cut each repeat), in a scrambled order, each to a
              * later deadline than any */
             long stride = *have / cp->per, first = r % stride;
+            /* (the extends another cut than the resets': the IDs a reset
+             * just moved sit together at the set's end, in the cache, and
+             * would cost an extend half what one anywhere does) */
+            long other = (first + stride / 2) % stride;
             pt->ids[W_RESET][i] = pt->ids[W_EXTEND][i] = (double)*have;
             if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, 1, day + CAL_SPAN * block++, 0,
                             &pt->us[W_RESET][i]) < 0 ||
-                cal_measure(c, p, CAL_EXTEND, first, cp->per, stride, 1, day + CAL_SPAN * block++,
+                cal_measure(c, p, CAL_EXTEND, other, cp->per, stride, 1, day + CAL_SPAN * block++,
                             0, &pt->us[W_EXTEND][i]) < 0)
                 return -1;
         }
