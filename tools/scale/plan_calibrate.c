@@ -145,7 +145,7 @@ static void cal_on_error(void *ctx, uint64_t tag, const char *reason)
         snprintf(c->err, c->errsize, "calibration: a write was not applied: %s", reason);
 }
 
-enum cal_op { CAL_TOUCH, CAL_EXTEND };
+enum cal_op { CAL_TOUCH, CAL_EXTEND, CAL_CANCEL };
 
 /* Writes `count` IDs through the producer library: first, first + stride,
  * ..., in that order or, with `shuffle`, in a scrambled one (as devices
@@ -167,9 +167,11 @@ static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long firs
     for (long j = 0; j < count; j++) {
         long i = first + (shuffle ? (long)((long long)j * CAL_PRIME % count) : j) * stride;
         cal_id(c, i, id);
-        int rc = (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
-            p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + j, payload ? pl : NULL,
-            payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
+        int rc = op == CAL_CANCEL
+                     ? lapse_producer_cancel(p, id, (size_t)c->id_bytes, (uint64_t)i, e, sizeof e)
+                     : (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
+                           p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + j,
+                           payload ? pl : NULL, payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
         if (rc < 0)
             return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
         if ((j + 1) % chunk == 0 || j + 1 == count) {
@@ -426,10 +428,14 @@ static int cal_reference(struct cal *c, long n, int64_t base, double *us)
 
 /* What a form is measured with: the set sizes its writes are measured
  * at, the IDs a measurement writes, the IDs fired. One zset: a set of
- * 30,000 and one of 1,000,000 (the fit's slope, plan_fit.h; what the
+ * 100,000 and one of 800,000 (the fit's slope, plan_fit.h; what the
  * writes cost grows most where the set outgrows the CPU's caches, tens of
- * MB, so the larger must be past them); small keys: one (their writes
- * cost several times more, and the run must stay short), taken as flat. */
+ * MB, so the larger must be past them). Each size sits where the set's
+ * hash table finished its last doubling (at 65,536 and 524,288: a
+ * doubling's rehash takes about half as many writes again) and its next
+ * is more than a measurement's new IDs away. Small keys: one size (their
+ * writes cost several times more, and the run must stay short), taken as
+ * flat. */
 #define CAL_REPEATS 3
 #define CAL_ID_BYTES \
     200 /* a pending ID's memory at most, for the room check (~130 B at 16 bytes) */
@@ -441,7 +447,7 @@ static const struct cal_plan {
     long per;  /* IDs a measurement */
     long fire; /* IDs fired in full claims */
 } cal_plans[LAPSE_PLAN_FORMS] = {
-    [LAPSE_PLAN_ONE_ZSET] = {{LAPSE_PLAN_CALIBRATE_IDS, LAPSE_PLAN_CALIBRATE_TOP},
+    [LAPSE_PLAN_ONE_ZSET] = {{LAPSE_PLAN_CALIBRATE_LOW, LAPSE_PLAN_CALIBRATE_TOP},
                              2,
                              LAPSE_PLAN_CALIBRATE_IDS,
                              100000},
@@ -493,12 +499,15 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
             *have += grow;
         for (int r = 0; r < CAL_REPEATS; r++, pt->n++) {
             size_t i = pt->n;
-            /* new IDs: the set grows by cp->per meanwhile */
+            /* new IDs, cancelled again unmeasured: the set stays at its
+             * size, under the next power of two, where its hash table
+             * would double and rehash every ID (a cost of growing, not of
+             * a set that holds its size, which is what plan answers for) */
             pt->ids[W_NEW][i] = (double)*have + (double)cp->per / 2;
             if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, 0, day + CAL_SPAN * block++, form,
-                            &pt->us[W_NEW][i]) < 0)
+                            &pt->us[W_NEW][i]) < 0 ||
+                cal_write(c, p, CAL_CANCEL, *have, cp->per, 1, 0, 0, 0, 0) < 0)
                 return -1;
-            *have += cp->per;
             /* resets and extends: cp->per pending IDs spread over the set
              * (another cut each repeat), in a scrambled order, each to a
              * later deadline than any */
@@ -632,12 +641,14 @@ int lapse_plan_calibrate(const struct lapse_config *cfg, lapse_redis *node, int 
         out->maxmemory = mem.max;
     /* the larger set in at most a quarter of what maxmemory leaves (at
      * CAL_ID_BYTES an ID): a calibration must not push a node in use to
-     * its limit; under 4 times the smaller set, one size only (no slope) */
+     * its limit; under 4 times the smaller set, one size only (no slope;
+     * the size then need not sit between two doublings: a little of a
+     * rehash more) */
     c.top = LAPSE_PLAN_CALIBRATE_TOP;
     if (out->maxmemory > 0 && mem.used >= 0) {
         long long room = (out->maxmemory - mem.used) / 4 / CAL_ID_BYTES;
         if (room < c.top)
-            c.top = room >= 4 * LAPSE_PLAN_CALIBRATE_IDS ? (long)room : 0;
+            c.top = room >= 4 * LAPSE_PLAN_CALIBRATE_LOW ? (long)room : 0;
     }
     double ref = 0;
     if (cal_now(&c, &now) < 0 || cal_clean(&c, 0) < 0 ||

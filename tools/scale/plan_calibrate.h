@@ -30,11 +30,12 @@
 #include "plan.h"
 #include "redis.h"
 
-/* IDs a measurement of a write (one zset, at a set of this many and at
- * one of _TOP; small keys take fewer: plan_calibrate.c) and the longest
- * the whole run may take before it gives up. */
+/* IDs a measurement of a write (one zset, at a set of _LOW and at one of
+ * _TOP; small keys take fewer: plan_calibrate.c) and the longest the
+ * whole run may take before it gives up. */
 #define LAPSE_PLAN_CALIBRATE_IDS 30000
-#define LAPSE_PLAN_CALIBRATE_TOP 1000000
+#define LAPSE_PLAN_CALIBRATE_LOW 100000
+#define LAPSE_PLAN_CALIBRATE_TOP 800000
 #define LAPSE_PLAN_CALIBRATE_MAX_MS 60000
 
 /*
