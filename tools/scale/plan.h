@@ -32,7 +32,7 @@ enum lapse_plan_form {
 
 /* What one shard form costs Redis, per operation (Redis CPU in µs of
  * used_cpu_user + used_cpu_sys, bytes of used_memory). The three writes
- * grow with the shard's set (plan_fit.h says why and how): each is its cost
+ * grow with the IDs on the node (plan_fit.h says why and how): each is its cost
  * at size_ids IDs plus per_doubling µs each time the set doubles past it;
  * a slope of 0 (small keys, costs files from before the slopes) is flat. */
 struct lapse_plan_form_costs {

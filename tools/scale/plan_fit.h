@@ -1,7 +1,8 @@
 /*
  * plan_fit — how a write's cost grows with the set it goes into, fitted
  * from a calibration's points: cost = us + per_doubling · log2(ids /
- * ref_ids), ids the shard's set size.
+ * ref_ids), ids the IDs on the node (plan.h, lapse_plan_costs_at, says why
+ * the node's and not one shard's).
  *
  * Why a logarithm: a sorted set's insert, update and removal walk a skip
  * list of log2(size) levels, and the deeper walk misses more cache (the
