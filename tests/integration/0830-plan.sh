@@ -16,7 +16,11 @@
 #    busiest under the limit;
 #  - bad flags: a one-line error, exit 2 (no --ids, a bad number, --shards
 #    not a power of two, --calibrate with --costs, an option plan does not
-#    take); a calibration against a Redis nobody runs: exit 1, one line.
+#    take, --nodes without --shards or above them); a calibration against
+#    a Redis nobody runs: exit 1, one line;
+#  - the writes fitted over the node's IDs (size_ids, slopes >= 0, spreads),
+#    per_op_us; a costs file from before the fit loads, flat; --nodes 1
+#    answers for one node over the limits.
 . "$(dirname "$0")/../lib.sh"
 
 redis_start main --appendonly yes --appendfsync everysec
@@ -48,6 +52,17 @@ for form in one_zset small_keys; do
     jq -e ".costs.$form.payload_extra_bytes >= 0" cal.json >/dev/null ||
         fail "costs.$form.payload_extra_bytes: $(jq ".costs.$form.payload_extra_bytes" cal.json)"
 done
+# the writes fitted over the node's IDs (one zset at 100,000 and 800,000; small
+# keys at one size, flat), each with how far its repeats fell from the fit
+jq -e '.costs.one_zset.size_ids == 100000 and .costs.small_keys.size_ids == 20000 and
+    ([.costs.one_zset | .new_us_per_doubling, .reset_us_per_doubling, .extend_us_per_doubling,
+      .new_spread_pct, .reset_spread_pct, .extend_spread_pct] | all(. >= 0)) and
+    ([.costs.small_keys | .new_us_per_doubling, .reset_us_per_doubling, .extend_us_per_doubling]
+      | all(. == 0))' cal.json >/dev/null ||
+    fail "the fit's fields: $(jq -c .costs cal.json)"
+assert_match "$(jq -r .costs.origin cal.json)" "at sets of 100000 and 800000 \\(one zset\\)" "the sizes in costs.origin"
+jq -e '.per_op_us.node_ids > 0 and .per_op_us.extend >= .costs.one_zset.extend_us' cal.json >/dev/null ||
+    fail "per_op_us: $(jq -c .per_op_us cal.json)"
 jq -e '.costs.one_zset.bytes_per_id > 16 and .costs.one_zset.bytes_per_id < 1000' cal.json >/dev/null ||
     fail "bytes per ID in one zset: $(jq .costs.one_zset.bytes_per_id cal.json)"
 jq -e '.costs.small_keys.bytes_per_id > 16 and .costs.small_keys.bytes_per_id < .costs.one_zset.bytes_per_id' \
@@ -79,6 +94,26 @@ for f in redis_cpu.cores memory.bytes; do
         '($a - $b | fabs) <= 0.001 * ([$a, $b] | max)' >/dev/null ||
         fail "$f with --costs: $(jq ".$f" again.json), without: $(jq ".$f" cal.json)"
 done
+
+# a costs file from before the fit (no slopes, sizes, spreads): loads,
+# its writes flat whatever the node holds
+jq '.costs | del(.one_zset.new_us_per_doubling, .one_zset.reset_us_per_doubling,
+    .one_zset.extend_us_per_doubling, .one_zset.size_ids, .one_zset.new_spread_pct,
+    .one_zset.reset_spread_pct, .one_zset.extend_spread_pct, .small_keys.new_us_per_doubling,
+    .small_keys.reset_us_per_doubling, .small_keys.extend_us_per_doubling, .small_keys.size_ids,
+    .small_keys.new_spread_pct, .small_keys.reset_spread_pct, .small_keys.extend_spread_pct)' \
+    cal.json >old.json
+scale plan --ids 1G --signals 50k --costs old.json --json >old-plan.json ||
+    fail "plan --costs with a file from before the fit: exit status $?"
+jq -e '.per_op_us.extend == .costs.one_zset.extend_us and .per_op_us.new == .costs.one_zset.new_us and
+    .costs.one_zset.extend_us_per_doubling == 0' old-plan.json >/dev/null ||
+    fail "a costs file from before the fit: $(jq -c '[.per_op_us, .costs.one_zset]' old-plan.json)"
+
+# --nodes: the figures for the nodes given, over the limits or not
+scale plan --ids 1M --signals 2M --shards 4 --nodes 1 --json >one.json || fail "plan --nodes 1: exit status $?"
+jq -e '.nodes == 1 and .nodes_set_by == "given" and .per_node.shards == 4 and
+    .per_node.redis_cores > .limits.node_cores and .per_op_us.node_ids == 1000000' one.json >/dev/null ||
+    fail "plan --nodes 1: $(jq -c '[.nodes, .nodes_set_by, .per_node, .per_op_us]' one.json)"
 
 # the defaults: no Redis needed; the text names the limits
 plan_shards() { scale plan --ids "$1" --json | jq .shards; }
@@ -117,6 +152,8 @@ bad "--ids 0" --ids 0
 bad "--fires -1" --ids 5 --fires -1
 bad "--shards 12" --ids 5 --shards 12
 bad "--calibrate --costs" --ids 5 --calibrate --costs cal.json
+bad "--nodes without --shards" --ids 5 --nodes 2
+bad "--nodes above --shards" --ids 5 --shards 2 --nodes 4
 bad "--max-overdue" --ids 5 --max-overdue 3
 bad "an operand" --ids 5 extra
 assert_match "$(cat bad.err)" '^lapse-scale: plan: unexpected argument' "the last one's line"

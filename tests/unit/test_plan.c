@@ -2,7 +2,10 @@
  * test_plan — lapse-scale plan's model (tools/scale/plan.c): more load
  * never plans less, shards are powers of two, each figure names the limit
  * that set it, the busiest node stays under the limits, and bad input is
- * refused; the options and a saved calibration read back.
+ * refused; the options and a saved calibration read back, also one from
+ * before the set-size fit; the fit recovers a known line from its points
+ * and keeps it when a repeat in three is disturbed; the writes are charged
+ * at the IDs the busiest node holds.
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +14,7 @@
 #include <unistd.h>
 
 #include "plan.h"
+#include "plan_fit.h"
 #include "t.h"
 
 static struct lapse_plan_costs costs;
@@ -290,4 +294,171 @@ TEST(plan_text_names_the_limits)
     CHECK(strstr(s, "shards     4, set by IDs per shard") != NULL);
     CHECK(strstr(s, "costs: defaults") != NULL);
     free(s);
+}
+
+/* ---------------------------------------------------------------- the set-size fit */
+
+TEST(plan_fit_recovers_a_log)
+{
+    /* cost = 2.5 + 0.4 log2(ids / 30,000), three repeats at each of two
+     * sizes and the sizes between them that the calibration's new IDs
+     * see */
+    double ids[] = {45000, 75000, 105000, 1015000, 1045000, 1075000, 30000, 1000000};
+    double us[8];
+    for (int i = 0; i < 8; i++)
+        us[i] = 2.5 + 0.4 * log2(ids[i] / 30000);
+    struct lapse_plan_fit f;
+    REQUIRE(lapse_plan_fit(ids, us, 8, 30000, &f) == 0);
+    CHECK(fabs(f.us - 2.5) < 1e-9);
+    CHECK(fabs(f.per_doubling - 0.4) < 1e-9);
+    CHECK(f.spread_pct < 1e-6);
+    CHECK(fabs(lapse_plan_fit_at(f.us, f.per_doubling, 30000, 120000) - 3.3) < 1e-9);
+    /* one repeat in three taken twice as long by another process: the
+     * medians hold the fit, the spread says it */
+    us[1] *= 2, us[4] *= 2;
+    REQUIRE(lapse_plan_fit(ids, us, 8, 30000, &f) == 0);
+    CHECK(fabs(f.us - 2.5) < 0.15);
+    CHECK(fabs(f.per_doubling - 0.4) < 0.05);
+    CHECK(f.spread_pct > 90);
+}
+
+TEST(plan_fit_flat_and_refused)
+{
+    struct lapse_plan_fit f;
+    /* one size: flat, at the median */
+    double ids1[] = {25000, 35000, 45000}, us1[] = {10, 14, 11};
+    REQUIRE(lapse_plan_fit(ids1, us1, 3, 20000, &f) == 0);
+    CHECK(f.per_doubling == 0 && f.us == 11);
+    CHECK(fabs(f.spread_pct - 300.0 / 11) < 1e-9);
+    /* a falling fit is noise: flat */
+    double ids2[] = {30000, 1000000}, us2[] = {3, 2};
+    REQUIRE(lapse_plan_fit(ids2, us2, 2, 30000, &f) == 0);
+    CHECK(f.per_doubling == 0 && f.us == 2.5);
+    /* no extrapolating below the smallest set, nor with no slope */
+    CHECK(lapse_plan_fit_at(2, 0.5, 30000, 1000) == 2);
+    CHECK(lapse_plan_fit_at(2, 0, 30000, 1e9) == 2);
+    /* refused: no points, a point of no cost, no reference */
+    CHECK(lapse_plan_fit(ids2, us2, 0, 30000, &f) == -1);
+    us2[0] = 0;
+    CHECK(lapse_plan_fit(ids2, us2, 2, 30000, &f) == -1);
+    us2[0] = 3;
+    CHECK(lapse_plan_fit(ids2, us2, 2, 0, &f) == -1);
+}
+
+TEST(plan_writes_charged_at_the_node)
+{
+    setup();
+    struct lapse_plan_form_costs *k = &costs.form[LAPSE_PLAN_ONE_ZSET];
+    k->size_ids = 30000, k->new_us = 2, k->reset_us = 3, k->extend_us = 1;
+    k->new_per_doubling = 0.5, k->reset_per_doubling = 0.25, k->extend_per_doubling = 0.125;
+    /* 1M IDs on 4 shards, one node: the writes at the node's 1M IDs */
+    struct lapse_plan_load l = load(1e6, 1000, 0);
+    l.resets = 1000, l.news = 1000, l.shards = 4;
+    struct lapse_plan p;
+    REQUIRE(make(&l, &p) == 0);
+    REQUIRE(p.nodes == 1);
+    double d = log2(1e6 / 30000);
+    CHECK(fabs(p.node_ids - 1e6) < 1e-6);
+    CHECK(fabs(p.new_us - (2 + 0.5 * d)) < 1e-9);
+    CHECK(fabs(p.reset_us - (3 + 0.25 * d)) < 1e-9);
+    CHECK(fabs(p.extend_us - (1 + 0.125 * d)) < 1e-9);
+    CHECK(fabs(p.cores_signals - 1000 * p.extend_us / 1e6) < 1e-12);
+    /* a load over several nodes: the busiest node's IDs */
+    l = load(1e9, 2e6, 0);
+    REQUIRE(make(&l, &p) == 0);
+    REQUIRE(p.nodes > 1);
+    CHECK(fabs(p.node_ids - 1e9 * (double)p.node_shards / (double)p.shards) < 1);
+    CHECK(fabs(p.extend_us - (1 + 0.125 * log2(p.node_ids / 30000))) < 1e-9);
+    /* the text says where the writes were charged and how they grow */
+    char *s = lapse_plan_text(&costs, &l, &lim, &p);
+    REQUIRE(s != NULL);
+    CHECK(strstr(s, "IDs a node: new ID") != NULL);
+    CHECK(strstr(s, "each doubling past 30,000 IDs") != NULL);
+    free(s);
+}
+
+TEST(plan_costs_file_without_the_fit_loads_flat)
+{
+    setup();
+    /* a costs file as --calibrate --json wrote it before the fit */
+    char path[] = "/tmp/test_plan_old.XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    REQUIRE(f != NULL);
+    const char *form = "{\"new_us\": 3.95, \"reset_us\": 3.16, \"extend_us\": 1.51, "
+                       "\"fire_us\": 1.46, \"claim_us\": 274, \"zadd_us\": 3.71, "
+                       "\"bytes_per_id\": 126, \"payload_extra_bytes\": 93}";
+    fprintf(f,
+            "{\"costs\": {\"source\": \"calibrated\", \"origin\": \"old\", \"id_bytes\": 16, "
+            "\"calibration_ids\": 100000, \"maxmemory\": 0, \"one_zset\": %s, \"small_keys\": "
+            "%s}}",
+            form, form);
+    fclose(f);
+    struct lapse_plan_costs back;
+    char err[256];
+    REQUIRE(lapse_plan_costs_read(path, &back, err, sizeof err) == 0);
+    unlink(path);
+    const struct lapse_plan_form_costs *k = &back.form[LAPSE_PLAN_ONE_ZSET];
+    CHECK(k->new_per_doubling == 0 && k->size_ids == 0 && k->extend_spread_pct == 0);
+    /* flat: the same per-op costs whatever the node holds */
+    struct lapse_plan_form_costs at = lapse_plan_costs_at(&back, LAPSE_PLAN_ONE_ZSET, 1e8);
+    CHECK(at.new_us == 3.95 && at.reset_us == 3.16 && at.extend_us == 1.51);
+    costs = back;
+    struct lapse_plan_load l = load(1e7, 1000, 100);
+    struct lapse_plan p;
+    REQUIRE(make(&l, &p) == 0);
+    CHECK(fabs(p.cores_signals - 1000 * 1.51 / 1e6) < 1e-12);
+    /* a fit field present but not a number: refused, named */
+    f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fprintf(f, "{\"id_bytes\": 16, \"one_zset\": %s, \"small_keys\": %s}", form, form);
+    fclose(f);
+    REQUIRE(lapse_plan_costs_read(path, &back, err, sizeof err) ==
+            0); /* (the costs object alone) */
+    f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fprintf(f,
+            "{\"id_bytes\": 16, \"one_zset\": {\"new_us\": 1, \"reset_us\": 1, \"extend_us\": 1, "
+            "\"fire_us\": 1, \"claim_us\": 1, \"zadd_us\": 1, \"bytes_per_id\": 100, "
+            "\"payload_extra_bytes\": 1, \"new_us_per_doubling\": \"x\"}, \"small_keys\": %s}",
+            form);
+    fclose(f);
+    CHECK(lapse_plan_costs_read(path, &back, err, sizeof err) == -1);
+    CHECK(strstr(err, "new_us_per_doubling") != NULL);
+    unlink(path);
+}
+
+TEST(plan_given_nodes)
+{
+    setup();
+    /* 1M IDs, 600k signals/s on 4 shards: more than one node may give;
+     * --nodes 1 answers for the one node all the same, over the limit */
+    struct lapse_plan_load l = load(1e6, 600000, 0);
+    l.shards = 4;
+    struct lapse_plan free_, one;
+    REQUIRE(make(&l, &free_) == 0);
+    REQUIRE(free_.nodes > 1);
+    l.nodes = 1;
+    REQUIRE(make(&l, &one) == 0);
+    CHECK(one.nodes == 1 && one.node_shards == 4);
+    CHECK_STR(lapse_plan_why_name(one.nodes_why), "given");
+    CHECK(one.node_cores > lim.node_cores);
+    CHECK(fabs(one.node_ids - 1e6) < 1e-6);
+    /* without --shards, or above them: refused */
+    char err[256];
+    l.shards = 0;
+    CHECK(lapse_plan_make(&costs, &l, &lim, &one, err, sizeof err) == -1);
+    l.shards = 4, l.nodes = 8;
+    CHECK(lapse_plan_make(&costs, &l, &lim, &one, err, sizeof err) == -1);
+    struct lapse_plan_args a;
+    lapse_plan_args_init(&a);
+    CHECK(lapse_plan_opt(&a, 'I', "1M", err, sizeof err) == 0);
+    CHECK(lapse_plan_opt(&a, 'E', "3", err, sizeof err) == 0 && a.load.nodes == 3);
+    CHECK(lapse_plan_opt(&a, 'E', "0", err, sizeof err) == -1);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == -1); /* no --shards */
+    CHECK(lapse_plan_opt(&a, 'H', "2", err, sizeof err) == 0);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == -1); /* 3 nodes, 2 shards */
+    CHECK(lapse_plan_opt(&a, 'H', "4", err, sizeof err) == 0);
+    CHECK(lapse_plan_args_check(&a, err, sizeof err) == 0);
 }

@@ -139,7 +139,7 @@ static void usage(FILE *out)
         "                                 scaler\"), logging each decision with its figures;\n"
         "                                 --dry-run prints what it would do and why, changes nothing\n"
         "  plan --ids N [--signals S] [--resets R] [--fires F] [--new W] [--small-keys]\n"
-        "       [--payload BYTES] [--id-bytes B] [--shards N] [--node-memory BYTES]\n"
+        "       [--payload BYTES] [--id-bytes B] [--shards N] [--nodes N] [--node-memory BYTES]\n"
         "       [--calibrate | --costs FILE] [--json]\n"
         "                                 shards, Redis nodes, cores and memory for N IDs pending,\n"
         "                                 S signals/s (extends), R resets/s (touches of pending\n"
@@ -362,6 +362,7 @@ static const struct option scale_opts[] = {
     {"id-bytes", required_argument, NULL, 'B'},
     {"shards", required_argument, NULL, 'H'},
     {"node-memory", required_argument, NULL, 'G'},
+    {"nodes", required_argument, NULL, 'E'},
     {"calibrate", no_argument, NULL, 'C'},
     {"costs", required_argument, NULL, 'K'},
     {"help", no_argument, NULL, 'h'},

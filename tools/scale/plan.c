@@ -15,6 +15,7 @@
  *             memory.
  */
 #include "plan.h"
+#include "plan_fit.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,10 +95,28 @@ double lapse_plan_bytes_per_id(const struct lapse_plan_costs *costs, int form, i
     return b > id_bytes ? b : id_bytes; /* (an ID costs its own bytes at least) */
 }
 
-/* The Redis CPU of the load with `shards` shards, into p's cores_*. */
-static void plan_cpu(const struct lapse_plan_form_costs *c, const struct lapse_plan_load *load,
-                     const struct lapse_plan_limits *lim, long shards, struct lapse_plan *p)
+struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
+                                                 double node_ids)
 {
+    struct lapse_plan_form_costs k = costs->form[form];
+    k.new_us = lapse_plan_fit_at(k.new_us, k.new_per_doubling, k.size_ids, node_ids);
+    k.reset_us = lapse_plan_fit_at(k.reset_us, k.reset_per_doubling, k.size_ids, node_ids);
+    k.extend_us = lapse_plan_fit_at(k.extend_us, k.extend_per_doubling, k.size_ids, node_ids);
+    return k;
+}
+
+/* The Redis CPU of the load with `shards` shards, into p's cores_*: the
+ * writes charged at node_ids, the IDs the node holds (its shards' sets
+ * together: what the writes' memory accesses spread over; fewer IDs a
+ * node, cheaper writes). */
+static void plan_cpu(const struct lapse_plan_costs *costs, const struct lapse_plan_load *load,
+                     const struct lapse_plan_limits *lim, long shards, double node_ids,
+                     struct lapse_plan *p)
+{
+    struct lapse_plan_form_costs k = lapse_plan_costs_at(costs, load->form, node_ids);
+    const struct lapse_plan_form_costs *c = &k;
+    p->node_ids = node_ids;
+    p->new_us = c->new_us, p->reset_us = c->reset_us, p->extend_us = c->extend_us;
     p->news = load->news < 0 ? load->fires : load->news;
     p->cores_new = p->news * c->new_us / 1e6;
     p->cores_signals = load->signals * c->extend_us / 1e6;
@@ -154,6 +173,10 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
                  LAPSE_PLAN_MAX_SHARDS);
         return -1;
     }
+    if (load->nodes != 0 && (load->shards < 1 || load->nodes < 1 || load->nodes > load->shards)) {
+        plan_err(errstr, size, "nodes: %ld needs --shards, at least as many", load->nodes);
+        return -1;
+    }
     if (!(lim->node_cores > 0) || !(lim->node_memory > 0) || !(lim->memory_share > 0) ||
         !(lim->ids_per_shard >= 1) || !(lim->fires_per_shard > 0) || !(lim->claims_per_shard > 0)) {
         plan_err(errstr, size, "the limits must be positive");
@@ -183,29 +206,37 @@ int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_pla
      * so that whole shards placed round-robin fill the nodes evenly enough
      * and a node never waits on one shard alone */
     double node_bytes = lim->node_memory * lim->memory_share;
-    plan_cpu(c, load, lim, s0, &p);
+    /* (the IDs a node may hold at most: the writes' cost for this rule,
+     * before the nodes are known; the nodes' own below) */
+    double node_ids_max = fmin(load->ids, node_bytes / (p.bytes / load->ids));
+    plan_cpu(costs, load, lim, s0, fmax(node_ids_max, load->ids / (double)s0), &p);
     long s = s0;
     int s_why = s0_why;
     while (!load->shards && s < LAPSE_PLAN_MAX_SHARDS &&
            (p.cores / (double)s > lim->node_cores / 2 || p.bytes / (double)s > node_bytes / 2)) {
         s *= 2, s_why = LAPSE_PLAN_BY_NODES;
-        plan_cpu(c, load, lim, s, &p);
+        plan_cpu(costs, load, lim, s, fmax(node_ids_max, load->ids / (double)s), &p);
     }
 
-    /* the fewest nodes whose busiest one fits */
-    double by_cpu = ceil(p.cores / lim->node_cores);
-    double by_mem = ceil(p.bytes / node_bytes);
-    long n0 = (long)fmax(1, fmax(by_cpu, by_mem));
-    int n0_why = n0 == 1            ? LAPSE_PLAN_BY_MINIMUM
-                 : by_cpu >= by_mem ? LAPSE_PLAN_BY_CPU
-                                    : LAPSE_PLAN_BY_MEMORY;
-    for (long n = n0; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
-        if (!plan_fits(lim, s, n, &p))
+    /* the fewest nodes whose busiest one fits, its writes charged at the
+     * IDs it holds (more nodes, fewer each: the first that fits is the
+     * fewest) */
+    for (long n = load->nodes ? load->nodes : 1; n <= s && n <= LAPSE_PLAN_MAX_NODES; n++) {
+        long k = (s + n - 1) / n;
+        plan_cpu(costs, load, lim, s, load->ids * (double)k / (double)s, &p);
+        if (!plan_fits(lim, s, n, &p) && !load->nodes)
             continue;
+        double by_cpu = ceil(p.cores / lim->node_cores - 1e-9);
+        double by_mem = ceil(p.bytes / node_bytes - 1e-9);
+        long n0 = (long)fmax(1, fmax(by_cpu, by_mem));
         p.shards = s;
         p.shards_why = s_why;
         p.nodes = n;
-        p.nodes_why = n == n0 ? n0_why : LAPSE_PLAN_BY_BALANCE;
+        p.nodes_why = load->nodes        ? LAPSE_PLAN_BY_GIVEN
+                      : n > n0           ? LAPSE_PLAN_BY_BALANCE
+                      : n == 1           ? LAPSE_PLAN_BY_MINIMUM
+                      : by_cpu >= by_mem ? LAPSE_PLAN_BY_CPU
+                                         : LAPSE_PLAN_BY_MEMORY;
         p.scanners = s;
         p.scanner_cores = load->fires * lim->scanner_us / 1e6;
         p.ids_per_shard = load->ids / (double)s;
@@ -262,15 +293,44 @@ static json_t *num(double v)
     return json_real(round(v * mag) / mag);
 }
 
-static const char *const cost_names[] = {"new_us",       "reset_us",           "extend_us",
-                                         "fire_us",      "claim_us",           "zadd_us",
-                                         "bytes_per_id", "payload_extra_bytes"};
+/* The costs' names in --json, in their order; the first NCOSTS_REQUIRED
+ * every costs file has, the rest came with the set-size fit (files from
+ * before it lack them: 0, flat). */
+static const char *const cost_names[] = {"new_us",
+                                         "reset_us",
+                                         "extend_us",
+                                         "fire_us",
+                                         "claim_us",
+                                         "zadd_us",
+                                         "bytes_per_id",
+                                         "payload_extra_bytes",
+                                         "new_us_per_doubling",
+                                         "reset_us_per_doubling",
+                                         "extend_us_per_doubling",
+                                         "size_ids",
+                                         "new_spread_pct",
+                                         "reset_spread_pct",
+                                         "extend_spread_pct"};
 #define NCOSTS (sizeof cost_names / sizeof cost_names[0])
+#define NCOSTS_REQUIRED 8
 
 static double *cost_field(struct lapse_plan_form_costs *c, size_t i)
 {
-    double *f[NCOSTS] = {&c->new_us,   &c->reset_us, &c->extend_us,    &c->fire_us,
-                         &c->claim_us, &c->zadd_us,  &c->bytes_per_id, &c->payload_extra};
+    double *f[NCOSTS] = {&c->new_us,
+                         &c->reset_us,
+                         &c->extend_us,
+                         &c->fire_us,
+                         &c->claim_us,
+                         &c->zadd_us,
+                         &c->bytes_per_id,
+                         &c->payload_extra,
+                         &c->new_per_doubling,
+                         &c->reset_per_doubling,
+                         &c->extend_per_doubling,
+                         &c->size_ids,
+                         &c->new_spread_pct,
+                         &c->reset_spread_pct,
+                         &c->extend_spread_pct};
     return f[i];
 }
 
@@ -308,6 +368,14 @@ json_t *lapse_plan_json(const struct lapse_plan_costs *costs, const struct lapse
                                   "signals", num(p->cores_signals), "resets", num(p->cores_resets),
                                   "new", num(p->cores_new), "fires", num(p->cores_fires), "claims",
                                   num(p->cores_claims), "claims_per_s", num(p->claims_per_s)));
+    /* the per-op costs charged, the writes at ids_per_shard (the costs
+     * object holds them at the size measured, and how they grow) */
+    const struct lapse_plan_form_costs *k = &costs->form[load->form];
+    json_object_set_new(o, "per_op_us",
+                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "node_ids", num(p->node_ids),
+                                  "new", num(p->new_us), "reset", num(p->reset_us), "extend",
+                                  num(p->extend_us), "fire", num(k->fire_us), "claim",
+                                  num(k->claim_us)));
     json_object_set_new(o, "memory",
                         json_pack("{s:o, s:o, s:o}", "bytes", num(p->bytes), "gb",
                                   num(p->bytes / 1e9), "bytes_per_id", num(p->bytes / load->ids)));
@@ -355,7 +423,7 @@ static const char *why_text(int why)
 {
     switch (why) {
     case LAPSE_PLAN_BY_GIVEN:
-        return "--shards";
+        return "what was given (--shards, --nodes)";
     case LAPSE_PLAN_BY_IDS_PER_SHARD:
         return "IDs per shard";
     case LAPSE_PLAN_BY_FIRES_PER_SHARD:
@@ -396,9 +464,19 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
         fprintf(f, "no payload\n");
     fprintf(f, "costs: %s\n", costs->origin);
     fprintf(f,
-            "  Redis CPU per op: new ID %.2f µs, reset %.2f, extend %.2f, fired ID %.2f "
-            "(+%.1f a claim); ZADD %.2f\n",
-            k->new_us, k->reset_us, k->extend_us, k->fire_us, k->claim_us, k->zadd_us);
+            "  Redis CPU per op at %s IDs a node: new ID %.2f µs, reset %.2f, extend %.2f, "
+            "fired ID %.2f (+%.1f a claim); ZADD %.2f\n",
+            grouped(p->node_ids, a, sizeof a), p->new_us, p->reset_us, p->extend_us, k->fire_us,
+            k->claim_us, k->zadd_us);
+    if (k->new_per_doubling > 0 || k->reset_per_doubling > 0 || k->extend_per_doubling > 0)
+        fprintf(f, "  writes grow with the set: +%.2f, +%.2f, +%.2f µs each doubling past %s IDs\n",
+                k->new_per_doubling, k->reset_per_doubling, k->extend_per_doubling,
+                grouped(k->size_ids, a, sizeof a));
+    if (k->new_spread_pct > 0 || k->reset_spread_pct > 0 || k->extend_spread_pct > 0)
+        fprintf(f,
+                "  the calibration's repeats fell within %.0f, %.0f, %.0f %% of these (new, "
+                "reset, extend)\n",
+                k->new_spread_pct, k->reset_spread_pct, k->extend_spread_pct);
     fprintf(f, "\n");
     fprintf(
         f,
@@ -466,6 +544,8 @@ int lapse_plan_costs_read(const char *path, struct lapse_plan_costs *c, char *er
         }
         for (size_t i = 0; i < NCOSTS; i++) {
             json_t *x = json_object_get(e, cost_names[i]);
+            if (!x && i >= NCOSTS_REQUIRED)
+                continue; /* (memset: 0) */
             double d = json_is_number(x) ? json_number_value(x) : -1;
             if (!(d >= 0) || !isfinite(d)) {
                 plan_err(errstr, size, "%s: costs.%s.%s: missing or not a number >= 0", path,
@@ -529,6 +609,7 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
         {'B', "id-bytes", 1, 512, 1},
         {'H', "shards", 1, 65536, 1},
         {'G', "node-memory", 1e6, 1e15, 0},
+        {'E', "nodes", 1, LAPSE_PLAN_MAX_NODES, 1},
     };
     if (letter == 'C') {
         a->calibrate = 1;
@@ -580,6 +661,9 @@ int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char 
         case 'G':
             a->node_memory = v;
             break;
+        case 'E':
+            a->load.nodes = (long)v;
+            break;
         }
         return 0;
     }
@@ -595,6 +679,10 @@ int lapse_plan_args_check(const struct lapse_plan_args *a, char *errstr, size_t 
     }
     if (a->calibrate && a->costs) {
         plan_err(errstr, size, "--calibrate and --costs do not go together");
+        return -1;
+    }
+    if (a->load.nodes && (!a->load.shards || a->load.nodes > a->load.shards)) {
+        plan_err(errstr, size, "--nodes N needs --shards, at least N (each node holds a shard)");
         return -1;
     }
     return 0;

@@ -31,11 +31,19 @@ enum lapse_plan_form {
 };
 
 /* What one shard form costs Redis, per operation (Redis CPU in µs of
- * used_cpu_user + used_cpu_sys, bytes of used_memory). */
+ * used_cpu_user + used_cpu_sys, bytes of used_memory). The three writes
+ * grow with the IDs on the node (plan_fit.h says why and how): each is its cost
+ * at size_ids IDs plus per_doubling µs each time the set doubles past it;
+ * a slope of 0 (small keys, costs files from before the slopes) is flat. */
 struct lapse_plan_form_costs {
-    double new_us;        /* a touch of an ID not pending (it becomes pending) */
-    double reset_us;      /* a touch of a pending ID (a reset) */
-    double extend_us;     /* an extend of a pending ID to a later deadline */
+    double new_us;    /* a touch of an ID not pending (it becomes pending) */
+    double reset_us;  /* a touch of a pending ID (a reset) */
+    double extend_us; /* an extend of a pending ID to a later deadline */
+    double new_per_doubling, reset_per_doubling, extend_per_doubling; /* µs, >= 0 */
+    double size_ids; /* the set the write costs are at (0: not known; flat) */
+    /* how far the calibration's repeats of each write fell from its fit, %
+     * (0: not known): the costs are no surer than this */
+    double new_spread_pct, reset_spread_pct, extend_spread_pct;
     double fire_us;       /* a fired ID in full claims: claim.lua + ack.lua, per ID */
     double claim_us;      /* what a claim and its ack cost beyond their IDs, per claim */
     double zadd_us;       /* the reference: a pipelined ZADD of the same IDs, one zset */
@@ -72,6 +80,7 @@ struct lapse_plan_load {
     long payload_bytes; /* the payload stored with each ID (0: none) */
     int id_bytes;       /* the IDs' length */
     long shards;        /* the shard count to keep (0: the plan chooses) */
+    long nodes;         /* the node count to keep, at most shards (0: the plan chooses) */
 };
 
 /* The limits the plan keeps to; lapse_plan_limits_default gives the
@@ -117,6 +126,8 @@ struct lapse_plan {
     double claims_per_s;  /* claim calls per second, all shards */
     double ids_per_shard; /* IDs per shard */
     double fires_per_shard;
+    double node_ids;                    /* IDs on the busiest node */
+    double new_us, reset_us, extend_us; /* the write costs charged: at node_ids */
 };
 
 /* The defaults of docs/benchmarks.md ("Per-operation costs"): measured by
@@ -127,16 +138,29 @@ void lapse_plan_costs_default(struct lapse_plan_costs *c);
 void lapse_plan_limits_default(struct lapse_plan_limits *l);
 
 /*
- * The plan for `load` under `limits` with `costs`. Returns 0 with *out
- * filled, or -1 with errstr (a load out of range: no IDs, a negative rate, a
- * --shards that is no power of two; or one no number of nodes up to
- * LAPSE_PLAN_MAX_NODES can carry), *out then unspecified.
+ * The plan for `load` under `limits` with `costs`. With load->nodes given
+ * (--nodes: the nodes one has), the figures for that many whatever the
+ * limits say (per_node against limits shows how far over), needing
+ * load->shards (each node holds one at least). Returns 0 with *out filled,
+ * or -1 with errstr (a load out of range: no IDs, a negative rate, a
+ * --shards that is no power of two, --nodes without --shards or above it;
+ * or one no number of nodes up to LAPSE_PLAN_MAX_NODES can carry), *out
+ * then unspecified.
  */
 #define LAPSE_PLAN_MAX_NODES 4096
 #define LAPSE_PLAN_MAX_SHARDS 65536
 int lapse_plan_make(const struct lapse_plan_costs *costs, const struct lapse_plan_load *load,
                     const struct lapse_plan_limits *limits, struct lapse_plan *out, char *errstr,
                     size_t size);
+
+/* costs->form[form] with its three writes at node_ids IDs on the node
+ * (plan_fit.h): what lapse_plan_make charges the busiest node's. Why the
+ * node's IDs and not its shard's: the bench's writes cost the same into
+ * one set of 250,000 as into four of 62,500 on one node, and more into
+ * four of 250,000 (docs/benchmarks.md, "lapse-scale plan against measured
+ * Redis CPU"): what grows is the memory the writes spread over. */
+struct lapse_plan_form_costs lapse_plan_costs_at(const struct lapse_plan_costs *costs, int form,
+                                                 double node_ids);
 
 /* Redis memory per pending ID of `form` for IDs of id_bytes, from costs
  * measured with costs->id_bytes (the difference charged at the slope the
@@ -159,8 +183,10 @@ char *lapse_plan_text(const struct lapse_plan_costs *costs, const struct lapse_p
                       const struct lapse_plan_limits *limits, const struct lapse_plan *p);
 
 /* Reads back the costs of a plan's --json output (its "costs" object, as
- * --calibrate --json wrote them) from `path`. 0, or -1 with errstr naming
- * the file and what is wrong; *c is then unspecified. */
+ * --calibrate --json wrote them) from `path`. The slopes, size_ids and
+ * spreads may be missing (files written before they were measured): then
+ * 0, flat costs as those files meant. 0, or -1 with errstr naming the file
+ * and what is wrong; *c is then unspecified. */
 int lapse_plan_costs_read(const char *path, struct lapse_plan_costs *c, char *errstr, size_t size);
 
 /*
@@ -181,12 +207,13 @@ void lapse_plan_args_init(struct lapse_plan_args *a);
 
 /* One option, by its letter in lapse-scale's table (LAPSE_PLAN_OPTS); arg
  * its value. 0, or -1 with errstr ("--ids: \"x\" is not a number ..."). */
-#define LAPSE_PLAN_OPTS "ISRFNPBHGCK"
+#define LAPSE_PLAN_OPTS "ISRFNPBHGCKE"
 int lapse_plan_opt(struct lapse_plan_args *a, int letter, const char *arg, char *errstr,
                    size_t size);
 
 /* Whether the options make a question: --ids given, --calibrate and --costs
- * not both. 0, or -1 with errstr. */
+ * not both, --nodes with --shards of at least as many. 0, or -1 with
+ * errstr. */
 int lapse_plan_args_check(const struct lapse_plan_args *a, char *errstr, size_t size);
 
 #endif

@@ -16,16 +16,15 @@
 
 #include "clock.h"
 #include "layout.h"
+#include "plan_fit.h"
 #include "producer.h"
 #include "script.h"
 #include "stop.h"
 
-/* IDs a phase in small keys: each new one costs several times a one-zset
- * one (bucket splits), and the run must stay short. */
-#define CAL_SMALL_IDS 40000
-#define CAL_CLAIMS 1000   /* IDs falling due one a ms: a claim's own cost */
-#define CAL_PAYLOAD 32    /* the payload the payload phase stores */
-#define CAL_REF_PIPE 1000 /* ZADDs a round trip in the reference */
+#define CAL_CLAIMS 1000    /* IDs falling due one a ms: a claim's own cost */
+#define CAL_PAYLOAD 32     /* the payload the payload phase stores */
+#define CAL_REF_PIPE 1000  /* ZADDs a round trip in the reference */
+#define CAL_REF_IDS 100000 /* ZADDs in the reference, into one zset */
 
 struct cal {
     const struct lapse_config *cfg;
@@ -38,6 +37,7 @@ struct cal {
     char keys[LAPSE_SHARD_NKEYS + 1][LAPSE_KEY_MAX]; /* the shard's keys, its lease key */
     char epoch[24];
     long failed; /* operations the producer reported not applied */
+    long top;    /* the one-zset form's larger set: CAL_TOP, less on a node short of memory */
     char *err;
     size_t errsize;
 };
@@ -145,28 +145,36 @@ static void cal_on_error(void *ctx, uint64_t tag, const char *reason)
         snprintf(c->err, c->errsize, "calibration: a write was not applied: %s", reason);
 }
 
-enum cal_op { CAL_TOUCH, CAL_EXTEND };
+enum cal_op { CAL_TOUCH, CAL_EXTEND, CAL_CANCEL };
 
-/* Writes IDs from..to-1 through the producer library, deadline
- * base + i, with a CAL_PAYLOAD-byte payload when payload; with `grow`,
- * a claim of nothing after each batch (as the shard's scanner would call
- * one meanwhile: in small keys it splits the buckets that filled). */
+/* Writes `count` IDs through the producer library: first, first + stride,
+ * ..., in that order or, with `shuffle`, in a scrambled one (as devices
+ * call: a reset's ID sits anywhere in the set, and finding it there costs
+ * Redis cache misses that an ID next to the last one's does not); the
+ * j-th write's deadline base + j (later each write, as time goes), with a
+ * CAL_PAYLOAD-byte payload when payload; with `grow`, a claim of nothing
+ * after each batch (as the shard's scanner would call one meanwhile: in
+ * small keys it splits the buckets that filled). */
+#define CAL_PRIME 1000003L /* a prime above every count: j -> j * CAL_PRIME % count permutes */
 static int cal_claim(struct cal *c, int batch, int *took);
 static int cal_lock(struct cal *c);
-static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long from, long to,
-                     int64_t base, int payload, int grow)
+static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
+                     long stride, int shuffle, int64_t base, int payload, int grow)
 {
     char id[600], pl[CAL_PAYLOAD], e[256];
     memset(pl, 'x', sizeof pl);
     long chunk = c->cfg->producer_batch > 0 ? c->cfg->producer_batch : 1000;
-    for (long i = from; i < to; i++) {
+    for (long j = 0; j < count; j++) {
+        long i = first + (shuffle ? (long)((long long)j * CAL_PRIME % count) : j) * stride;
         cal_id(c, i, id);
-        int rc = (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
-            p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + i, payload ? pl : NULL,
-            payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
+        int rc = op == CAL_CANCEL
+                     ? lapse_producer_cancel(p, id, (size_t)c->id_bytes, (uint64_t)i, e, sizeof e)
+                     : (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
+                           p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + j,
+                           payload ? pl : NULL, payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
         if (rc < 0)
             return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
-        if ((i - from + 1) % chunk == 0 || i + 1 == to) {
+        if ((j + 1) % chunk == 0 || j + 1 == count) {
             if (lapse_producer_flush(p, e, sizeof e) < 0)
                 return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
             int took;
@@ -252,8 +260,8 @@ static int cal_fire(struct cal *c, int batch, long max_claims)
 static int cal_steady(struct cal *c, lapse_producer *p, long from, long n, long *claims)
 {
     int64_t now;
-    if (cal_now(c, &now) < 0 ||
-        cal_write(c, p, CAL_TOUCH, from, from + n, now + 200 - from, 0, 0) < 0 || cal_lock(c) < 0)
+    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, from, n, 1, 0, now + 200, 0, 0) < 0 ||
+        cal_lock(c) < 0)
         return -1;
     int64_t end = lapse_clock_mono_ms() + 200 + n + 300;
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500, took;
@@ -418,60 +426,173 @@ static int cal_reference(struct cal *c, long n, int64_t base, double *us)
     return 0;
 }
 
+/* What a form is measured with: the set sizes its writes are measured
+ * at, the IDs a measurement writes, the IDs fired. One zset: a set of
+ * 100,000 and one of 800,000 (the fit's slope, plan_fit.h; what the
+ * writes cost grows most where the set outgrows the CPU's caches, tens of
+ * MB, so the larger must be past them). Each size sits where the set's
+ * hash table finished its last doubling (at 65,536 and 524,288: a
+ * doubling's rehash takes about half as many writes again) and its next
+ * is more than a measurement's new IDs away. Small keys: one size (their
+ * writes cost several times more, and the run must stay short), taken as
+ * flat. */
+#define CAL_REPEATS 3
+#define CAL_ID_BYTES \
+    200 /* a pending ID's memory at most, for the room check (~130 B at 16 bytes) */
+#define CAL_SPAN 10000000L /* ms between two writes' deadlines: above every ID's number */
+#define CAL_FRESH 4000000L /* the first ID of the steady and payload phases: above the set */
+static const struct cal_plan {
+    long level[2]; /* the set before each size's measurements */
+    int nlevels;
+    long per;  /* IDs a measurement */
+    long fire; /* IDs fired in full claims */
+} cal_plans[LAPSE_PLAN_FORMS] = {
+    [LAPSE_PLAN_ONE_ZSET] = {{LAPSE_PLAN_CALIBRATE_LOW, LAPSE_PLAN_CALIBRATE_TOP},
+                             2,
+                             LAPSE_PLAN_CALIBRATE_IDS,
+                             100000},
+    [LAPSE_PLAN_SMALL_KEYS] = {{20000, 0}, 1, 10000, 40000},
+};
+
+/* The writes' points: for each of new, reset, extend, the set's size and
+ * the µs an op of each measurement. */
+enum { W_NEW, W_RESET, W_EXTEND, CAL_WRITES };
+struct cal_points {
+    double ids[CAL_WRITES][2 * CAL_REPEATS], us[CAL_WRITES][2 * CAL_REPEATS];
+    size_t n;
+};
+
+/* One measurement: `count` writes (first, stride: cal_write), its Redis
+ * CPU an op into us. */
+static int cal_measure(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
+                       long stride, int shuffle, int64_t base, int grow, double *us)
+{
+    struct cal_mark a, b;
+    if (cal_mark(c, &a) < 0 ||
+        cal_write(c, p, op, first, count, stride, shuffle, base, 0, grow) < 0 ||
+        cal_mark(c, &b) < 0)
+        return -1;
+    *us = (b.cpu - a.cpu) * 1e6 / (double)count;
+    return 0;
+}
+
+/* The writes at each of the form's sizes, interleaved (new, reset,
+ * extend, new, ...: what drifts over the run, another process's load,
+ * falls on the three alike), CAL_REPEATS times a size; *have: the IDs
+ * pending after, numbered 0..*have-1. */
+static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, long *have,
+                      struct cal_points *pt)
+{
+    struct cal_plan plan = cal_plans[form];
+    const struct cal_plan *cp = &plan;
+    if (form == LAPSE_PLAN_ONE_ZSET)
+        plan.level[1] = c->top, plan.nlevels = c->top > plan.level[0] ? 2 : 1;
+    long block = 0;
+    pt->n = 0;
+    *have = 0;
+    for (int l = 0; l < cp->nlevels; l++) {
+        long grow = cp->level[l] - *have;
+        if (grow > 0 &&
+            cal_write(c, p, CAL_TOUCH, *have, grow, 1, 0, day + CAL_SPAN * block++, 0, form) < 0)
+            return -1;
+        if (grow > 0)
+            *have += grow;
+        for (int r = 0; r < CAL_REPEATS; r++, pt->n++) {
+            size_t i = pt->n;
+            /* new IDs, cancelled again unmeasured: the set stays at its
+             * size, under the next power of two, where its hash table
+             * would double and rehash every ID (a cost of growing, not of
+             * a set that holds its size, which is what plan answers for) */
+            pt->ids[W_NEW][i] = (double)*have + (double)cp->per / 2;
+            if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, 0, day + CAL_SPAN * block++, form,
+                            &pt->us[W_NEW][i]) < 0 ||
+                cal_write(c, p, CAL_CANCEL, *have, cp->per, 1, 0, 0, 0, 0) < 0)
+                return -1;
+            /* resets and extends: cp->per pending IDs spread over the set
+             * (another cut each repeat), in a scrambled order, each to a
+             * later deadline than any */
+            long stride = *have / cp->per, first = r % stride;
+            /* (the extends another cut than the resets': the IDs a reset
+             * just moved sit together at the set's end, in the cache, and
+             * would cost an extend half what one anywhere does) */
+            long other = (first + stride / 2) % stride;
+            pt->ids[W_RESET][i] = pt->ids[W_EXTEND][i] = (double)*have;
+            if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, 1, day + CAL_SPAN * block++, 0,
+                            &pt->us[W_RESET][i]) < 0 ||
+                cal_measure(c, p, CAL_EXTEND, other, cp->per, stride, 1, day + CAL_SPAN * block++,
+                            0, &pt->us[W_EXTEND][i]) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* One form's phases into *k. */
-static int cal_form(struct cal *c, int form, long n, struct lapse_plan_form_costs *k)
+static int cal_form(struct cal *c, int form, struct lapse_plan_form_costs *k)
 {
     if (cal_shard(c, form) < 0)
         return -1;
+    const struct cal_plan *cp = &cal_plans[form];
     char e[512];
     c->failed = 0;
     lapse_producer *p = lapse_producer_new(&c->scratch, cal_on_error, c, e, sizeof e);
     if (!p)
         return cal_fail(c, "calibration: producer: %s", e);
     int64_t now;
-    struct cal_mark m0, m1, m2, m3, m4, m5, m6, m7;
+    struct cal_mark m0, m1, m4, m5, m6, m7;
+    struct cal_points pt;
+    long have = 0;
     int rc = -1;
     if (cal_now(c, &now) < 0)
         goto out;
-    int64_t day = now + 86400000; /* deadlines a day away: nothing falls due */
-    /* new IDs (their memory: the delta over them) */
-    if (cal_mark(c, &m0) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, day, 0, form) < 0 ||
-        cal_mark(c, &m1) < 0)
+    int64_t day = now + 86400000; /* deadlines a day away and later: nothing falls due */
+    /* the writes (and their memory: the delta over them, per ID left) */
+    if (cal_mark(c, &m0) < 0 || cal_writes(c, p, form, day, &have, &pt) < 0 || cal_mark(c, &m1) < 0)
         goto out;
-    /* resets, extends: later deadlines of the same IDs */
-    if (cal_write(c, p, CAL_TOUCH, 0, n, day + n, 0, 0) < 0 || cal_mark(c, &m2) < 0 ||
-        cal_write(c, p, CAL_EXTEND, 0, n, day + 2 * n, 0, 0) < 0 || cal_mark(c, &m3) < 0)
-        goto out;
-    /* fires: all of them due (deadlines a minute ago, distinct), claimed
-     * scanner.batch at a time */
+    const double ref = (double)cp->level[0];
+    struct lapse_plan_fit f[CAL_WRITES];
+    for (int w = 0; w < CAL_WRITES; w++)
+        if (lapse_plan_fit(pt.ids[w], pt.us[w], pt.n, ref, &f[w]) < 0) {
+            cal_fail(c, "calibration: a write measured no Redis CPU (INFO cpu did not move)");
+            goto out;
+        }
+    k->size_ids = ref;
+    k->new_us = f[W_NEW].us, k->new_per_doubling = f[W_NEW].per_doubling;
+    k->new_spread_pct = f[W_NEW].spread_pct;
+    k->reset_us = f[W_RESET].us, k->reset_per_doubling = f[W_RESET].per_doubling;
+    k->reset_spread_pct = f[W_RESET].spread_pct;
+    k->extend_us = f[W_EXTEND].us, k->extend_per_doubling = f[W_EXTEND].per_doubling;
+    k->extend_spread_pct = f[W_EXTEND].spread_pct;
+    k->bytes_per_id = (m1.mem - m0.mem) / (double)have;
+    /* fires: cp->fire of them due (deadlines a minute ago, distinct),
+     * claimed scanner.batch at a time */
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500;
-    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, now - 60000 - n, 0, 0) < 0 ||
+    long n = cp->fire < have ? cp->fire : have;
+    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, 1, 0, now - 60000 - n, 0, 0) < 0 ||
         cal_lock(c) < 0 || cal_mark(c, &m4) < 0 || cal_fire(c, batch, n / batch + 16) < 0 ||
         cal_mark(c, &m5) < 0)
         goto out;
+    k->fire_us = (m5.cpu - m4.cpu) * 1e6 / (double)n;
     /* a claim's own cost: CAL_CLAIMS IDs falling due one a ms, claimed as
      * they do (the writes before the first deadline count too: a small
      * part, taken out below at the new ID's cost) */
     long claims = 0;
-    if (cal_mark(c, &m6) < 0 || cal_steady(c, p, n, CAL_CLAIMS, &claims) < 0 ||
+    if (cal_mark(c, &m6) < 0 || cal_steady(c, p, CAL_FRESH, CAL_CLAIMS, &claims) < 0 ||
         cal_mark(c, &m7) < 0)
         goto out;
     if (claims < CAL_CLAIMS / 10) {
         cal_fail(c, "calibration: only %ld claims took IDs falling due (Redis too slow?)", claims);
         goto out;
     }
-    k->new_us = (m1.cpu - m0.cpu) * 1e6 / (double)n;
-    k->reset_us = (m2.cpu - m1.cpu) * 1e6 / (double)n;
-    k->extend_us = (m3.cpu - m2.cpu) * 1e6 / (double)n;
-    k->fire_us = (m5.cpu - m4.cpu) * 1e6 / (double)n;
-    double claim =
-        ((m7.cpu - m6.cpu) * 1e6 - CAL_CLAIMS * (k->new_us + k->fire_us)) / (double)claims;
+    double new_now = lapse_plan_fit_at(k->new_us, k->new_per_doubling, ref, (double)(have - n));
+    double claim = ((m7.cpu - m6.cpu) * 1e6 - CAL_CLAIMS * (new_now + k->fire_us)) / (double)claims;
     k->claim_us = claim > 0 ? claim : 0;
-    k->bytes_per_id = (m1.mem - m0.mem) / (double)n;
-    /* a payload: a quarter as many new IDs, each with CAL_PAYLOAD bytes */
-    long q = n / 4;
+    /* a payload: a quarter of a measurement's IDs, new, each with
+     * CAL_PAYLOAD bytes */
+    long q = cp->per / 4;
     struct cal_mark p0, p1;
-    if (cal_mark(c, &p0) < 0 || cal_write(c, p, CAL_TOUCH, 2 * n, 2 * n + q, day, 1, form) < 0 ||
+    if (cal_mark(c, &p0) < 0 ||
+        cal_write(c, p, CAL_TOUCH, 2 * CAL_FRESH, q, 1, 0, day, 1, form) < 0 ||
         cal_mark(c, &p1) < 0)
         goto out;
     double extra = (p1.mem - p0.mem) / (double)q - k->bytes_per_id - CAL_PAYLOAD;
@@ -518,27 +639,43 @@ int lapse_plan_calibrate(const struct lapse_config *cfg, lapse_redis *node, int 
     }
     if (lapse_redis_memory(node, 0, &mem) == 0 && mem.max > 0)
         out->maxmemory = mem.max;
+    /* the larger set in at most a quarter of what maxmemory leaves (at
+     * CAL_ID_BYTES an ID): a calibration must not push a node in use to
+     * its limit; under 4 times the smaller set, one size only (no slope;
+     * the size then need not sit between two doublings: a little of a
+     * rehash more) */
+    c.top = LAPSE_PLAN_CALIBRATE_TOP;
+    if (out->maxmemory > 0 && mem.used >= 0) {
+        long long room = (out->maxmemory - mem.used) / 4 / CAL_ID_BYTES;
+        if (room < c.top)
+            c.top = room >= 4 * LAPSE_PLAN_CALIBRATE_LOW ? (long)room : 0;
+    }
     double ref = 0;
     if (cal_now(&c, &now) < 0 || cal_clean(&c, 0) < 0 ||
-        cal_reference(&c, LAPSE_PLAN_CALIBRATE_IDS, now + 86400000, &ref) < 0 ||
+        cal_reference(&c, CAL_REF_IDS, now + 86400000, &ref) < 0 || cal_clean(&c, 0) < 0 ||
+        cal_form(&c, LAPSE_PLAN_ONE_ZSET, &out->form[LAPSE_PLAN_ONE_ZSET]) < 0 ||
         cal_clean(&c, 0) < 0 ||
-        cal_form(&c, LAPSE_PLAN_ONE_ZSET, LAPSE_PLAN_CALIBRATE_IDS,
-                 &out->form[LAPSE_PLAN_ONE_ZSET]) < 0 ||
-        cal_clean(&c, 0) < 0 ||
-        cal_form(&c, LAPSE_PLAN_SMALL_KEYS, CAL_SMALL_IDS, &out->form[LAPSE_PLAN_SMALL_KEYS]) < 0)
+        cal_form(&c, LAPSE_PLAN_SMALL_KEYS, &out->form[LAPSE_PLAN_SMALL_KEYS]) < 0)
         goto out;
     out->form[LAPSE_PLAN_ONE_ZSET].zadd_us = ref;
     out->form[LAPSE_PLAN_SMALL_KEYS].zadd_us = ref;
+    char top[64] = "";
+    if (c.top > 0)
+        snprintf(top, sizeof top, "%ld", c.top);
+    else
+        snprintf(top, sizeof top, " (no room under maxmemory for a larger: writes flat)");
     time_t t = time(NULL);
     struct tm tm;
     char when[32] = "?";
     if (gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     snprintf(out->origin, sizeof out->origin,
-             "calibrated on %s (%s) at %s: %d and %d IDs a phase (one zset, small keys), "
-             "%d-byte IDs",
-             lapse_redis_name(node), lapse_redis_addr(node), when, LAPSE_PLAN_CALIBRATE_IDS,
-             CAL_SMALL_IDS, id_bytes);
+             "calibrated on %s (%s) at %s: writes of %ld IDs %d times at sets of %ld%s%s "
+             "(one zset), %ld (small keys), %d-byte IDs",
+             lapse_redis_name(node), lapse_redis_addr(node), when,
+             cal_plans[LAPSE_PLAN_ONE_ZSET].per, CAL_REPEATS,
+             cal_plans[LAPSE_PLAN_ONE_ZSET].level[0], c.top > 0 ? " and " : "", top,
+             cal_plans[LAPSE_PLAN_SMALL_KEYS].level[0], id_bytes);
     rc = 0;
 out:
     if (cal_clean(&c, rc < 0) < 0)

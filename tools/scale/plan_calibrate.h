@@ -30,10 +30,13 @@
 #include "plan.h"
 #include "redis.h"
 
-/* IDs a phase (one zset; small keys take fewer: plan_calibrate.c) and the
- * longest the whole run may take before it gives up. */
-#define LAPSE_PLAN_CALIBRATE_IDS 100000
-#define LAPSE_PLAN_CALIBRATE_MAX_MS 30000
+/* IDs a measurement of a write (one zset, at a set of _LOW and at one of
+ * _TOP; small keys take fewer: plan_calibrate.c) and the longest the
+ * whole run may take before it gives up. */
+#define LAPSE_PLAN_CALIBRATE_IDS 30000
+#define LAPSE_PLAN_CALIBRATE_LOW 100000
+#define LAPSE_PLAN_CALIBRATE_TOP 800000
+#define LAPSE_PLAN_CALIBRATE_MAX_MS 60000
 
 /*
  * Measures both forms' costs on `node` (cfg->nodes[0]'s handle, connected
