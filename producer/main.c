@@ -12,8 +12,6 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <poll.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,52 +266,20 @@ static int start_failed(const char *err)
 }
 
 /*
- * --from-kafka: the ingress's heap is kept once grown, and grown before the
- * first message. librdkafka's fetch thread allocates every message it reads
- * and our thread frees it. With glibc's defaults the heap was given back
- * and faulted in again, 4 kB at a time, at each swing of the consumer's
- * queue (malloc and page faults were half the ingress's CPU with a backlog:
- * tests/bench/ingress-run, 2026-11-29); kept, it still faulted in once, at
- * the worst time: a restart with a backlog, when the queue fills at once
- * (a third of the ingress's CPU for 500,000 waiting signals). So the fetch
- * thread allocates from the one heap (one arena), and a thread touches as
- * much of it as the full queue takes (lapse_ingress_queue_bytes) while the
- * consumer joins its group (3 s or more), then hands it back to malloc,
- * which keeps it (M_TRIM_THRESHOLD above it). (Transparent huge pages,
- * glibc.malloc.hugetlb=1, cut the CPU further but stalled the fetch thread
- * at its page faults: 0.6 of the rate with slack.)
+ * --from-kafka: the ingress's heap is kept once grown. librdkafka's fetch
+ * thread allocates every message it reads and our thread frees it; with
+ * glibc's defaults the heap was given back and faulted in again, 4 kB at a
+ * time, at each swing of the consumer's queue (malloc and page faults were
+ * half the ingress's CPU with a backlog: tests/bench/ingress-run,
+ * 2026-11-29). The queue's bound (queued.min.messages) bounds what is kept.
+ * (Transparent huge pages, glibc.malloc.hugetlb=1, cut the CPU further but
+ * stalled the fetch thread at its page faults: 0.6 of the rate with slack.)
  */
-#define HEAP_KEPT (256u << 20) /* trimmed past this */
-#define HEAP_PAD (64u << 20)   /* and down to this */
-#define HEAP_CHUNK (16u << 20) /* touched in pieces under the mmap threshold */
-
-static void *heap_warm(void *arg)
+static void ingress_heap(void)
 {
-    size_t n = (size_t)(uintptr_t)arg;
-    char *piece[(HEAP_KEPT - HEAP_PAD) / HEAP_CHUNK];
-    size_t got = 0;
-    for (; got < n; got++) {
-        piece[got] = malloc(HEAP_CHUNK);
-        if (!piece[got])
-            break;
-        memset(piece[got], 0, HEAP_CHUNK);
-    }
-    while (got > 0)
-        free(piece[--got]);
-    return NULL;
-}
-
-static void ingress_heap(const struct lapse_config *cfg)
-{
-    mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_THRESHOLD, 2 * HEAP_CHUNK);
-    mallopt(M_TRIM_THRESHOLD, HEAP_KEPT);
-    mallopt(M_TOP_PAD, HEAP_PAD);
-    size_t max = (HEAP_KEPT - HEAP_PAD) / HEAP_CHUNK;
-    size_t n = (lapse_ingress_queue_bytes(cfg) + HEAP_CHUNK - 1) / HEAP_CHUNK;
-    pthread_t t;
-    if (pthread_create(&t, NULL, heap_warm, (void *)(uintptr_t)(n < max ? n : max)) == 0)
-        pthread_detach(t); /* (without it, the heap just grows as it did) */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 64 << 20);
 }
 
 /* --from-kafka: the ingress owns the producer's error callback. Returns the
@@ -370,6 +336,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "lapse-producer: -c FILE is required\n");
         return 2;
     }
+    if (from_kafka)
+        ingress_heap();
     lapse_log_init("lapse-producer", LAPSE_LOG_INFO);
     struct lapse_config cfg;
     char err[2048]; /* every problem of a config, a line each */
@@ -382,7 +350,6 @@ int main(int argc, char **argv)
      * clean stop too, never death by the default action */
     lapse_stop_on_signals(1);
     if (from_kafka) {
-        ingress_heap(&cfg);
         int rc = serve_kafka(&cfg);
         lapse_config_free(&cfg);
         return rc;

@@ -29,17 +29,13 @@
 #include "log.h"
 #include "watchdog.h"
 
-#define POLL_IDLE_MS 100             /* longest consumer wait: how soon a stop is seen */
-#define BACKOFF_MIN_MS 200           /* first wait before reading a failed batch again */
-#define BACKOFF_MAX_MS 5000          /* the back-off doubles up to this */
-#define STATS_EVERY_MS 60000         /* a counters line at most this often, when they moved */
-#define HOLD_BATCHES 32              /* producer.batch messages uncommitted at most, times this */
-#define READ_MAX 1024                /* messages taken from librdkafka's queue in one call */
-#define PREFETCH_AHEAD 8             /* messages between a slack prefetch and its lookup */
-#define QUEUED_MIN_MESSAGES "300000" /* librdkafka's prefetch bound: see consumer_new */
-#define QUEUED_BYTES_EACH \
-    400 /* heap a queued message takes: librdkafka's op and
-                                        message (~250 B) and a small signal's bytes */
+#define POLL_IDLE_MS 100     /* longest consumer wait: how soon a stop is seen */
+#define BACKOFF_MIN_MS 200   /* first wait before reading a failed batch again */
+#define BACKOFF_MAX_MS 5000  /* the back-off doubles up to this */
+#define STATS_EVERY_MS 60000 /* a counters line at most this often, when they moved */
+#define HOLD_BATCHES 32      /* producer.batch messages uncommitted at most, times this */
+#define READ_MAX 1024        /* messages taken from librdkafka's queue in one call */
+#define PREFETCH_AHEAD 8     /* messages between a slack prefetch and its lookup */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -132,7 +128,7 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * (queued.max.messages.kbytes, 64 MB of payload, does not count
          * that): 10000000 let 3M waiting messages on 64 partitions take
          * 612 MB of RSS, 300000 about 130 MB, the default about 60 MB. */
-        {"queued.min.messages", QUEUED_MIN_MESSAGES},
+        {"queued.min.messages", "300000"},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
     size_t ndefaults = sizeof defaults / sizeof defaults[0];
@@ -169,26 +165,6 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
     rd_kafka_set_log_queue(rk, NULL); /* the main queue, which is the consumer's: */
     rd_kafka_poll_set_consumer(rk);   /* served by rd_kafka_consumer_poll */
     return rk;
-}
-
-/* The value of librdkafka property `key` the consumer gets from
- * ingress.properties or kafka.properties, or NULL: its default. */
-static const char *prop_set(const struct lapse_config *cfg, const char *key)
-{
-    for (size_t i = 0; i < cfg->ningress_props; i++)
-        if (strcmp(cfg->ingress_props[i].key, key) == 0)
-            return cfg->ingress_props[i].value;
-    for (size_t i = 0; i < cfg->nkafka_props; i++)
-        if (strcmp(cfg->kafka_props[i].key, key) == 0)
-            return cfg->kafka_props[i].value;
-    return NULL;
-}
-
-size_t lapse_ingress_queue_bytes(const struct lapse_config *cfg)
-{
-    const char *v = prop_set(cfg, "queued.min.messages");
-    long long n = atoll(v ? v : QUEUED_MIN_MESSAGES);
-    return n > 0 ? (size_t)n * QUEUED_BYTES_EACH : 0;
 }
 
 lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, size_t size)

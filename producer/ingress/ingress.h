@@ -76,11 +76,6 @@ struct lapse_ingress_stats {
  */
 lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, size_t size);
 
-/* About how much heap the consumer's prefetch queue takes when full
- * (queued.min.messages, lapse's default or the config's, times what a
- * queued small message costs): what a program may set aside for it. */
-size_t lapse_ingress_queue_bytes(const struct lapse_config *cfg);
-
 /* Closes the Kafka clients without committing anything; accepts NULL. */
 void lapse_ingress_free(lapse_ingress *ing);
 

@@ -5,7 +5,6 @@
  */
 #include "config.h"
 #include "config_text.h"
-#include "ingress.h"
 #include "t.h"
 
 #include <stdlib.h>
@@ -226,24 +225,4 @@ TEST(config_ingress_metrics)
                "FILE:5: ingress.metrics_port: expected an integer");
     expect_err(MIN "ingress = {\n  metrics_bind = \"\";\n};\n",
                "FILE:5: ingress.metrics_bind: must be 1..255 bytes");
-}
-
-/* What the ingress sets aside for its prefetch queue follows
- * queued.min.messages: lapse's default, or ingress.properties' value, or
- * kafka.properties' (ingress.properties first, as the consumer gets them). */
-TEST(ingress_queue_bytes)
-{
-    struct lapse_config c;
-    REQUIRE(load_text(&c, MIN) == 0);
-    CHECK(lapse_ingress_queue_bytes(&c) == 300000u * 400);
-    lapse_config_free(&c);
-    REQUIRE(load_text(&c, MIN
-                      "ingress = { properties = ( (\"queued.min.messages\", 1000) ); };\n") == 0);
-    CHECK(lapse_ingress_queue_bytes(&c) == 1000u * 400);
-    lapse_config_free(&c);
-    REQUIRE(load_text(&c, MIN_NS MIN_REDIS
-                      "kafka = { brokers = \"b:1\"; topic = \"t\"; "
-                      "properties = ( (\"queued.min.messages\", 2000) ); };\n") == 0);
-    CHECK(lapse_ingress_queue_bytes(&c) == 2000u * 400);
-    lapse_config_free(&c);
 }
