@@ -133,7 +133,8 @@ int lapse_producer_submit(lapse_producer *p, const struct lapse_cmd *cmd, uint64
 void lapse_producer_prefetch(const lapse_producer *p, const char *id, size_t id_len);
 
 /* lapse_producer_submit and lapse_producer_prefetch for a caller that has
- * hashed the ID already (`hash` = lapse_hash of it, hash.h): the same,
+ * hashed the ID already (`hash` = XXH64 of its bytes, seed 0: protocol.md,
+ * "Where an ID lives"; a recovered event's mark skipped): the same,
  * without hashing it again (the Kafka ingress hashes a message's key once
  * for the prefetch, its ID and the submit). */
 int lapse_producer_submit_hashed(lapse_producer *p, const struct lapse_cmd *cmd, uint64_t hash,
