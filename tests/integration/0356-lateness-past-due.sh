@@ -3,7 +3,7 @@
 # scanner, not the writer's clock.
 #
 #  1. `touch @0` and `touch @<an hour ago>`, written while the scanner keeps
-#     up, fire at once; the histogram counts 2 events with a sum under 1 s
+#     up, fire at once; the histogram counts 2 events with a sum under 60 s
 #     (not 56 years and an hour), and lapse_scanner_written_past_due_total
 #     is 2.
 #  2. An ID back from an expired lease (its holder never settled it; its
@@ -36,7 +36,9 @@ wait_until 2000 '[[ $(metric "$mp" lateness_seconds_count) == 2 ]]' || true
 assert_eq "$(metric "$mp" lateness_seconds_count)" 2 "events counted in the lateness histogram"
 sum=$(metric "$mp" lateness_seconds_sum)
 note "lateness sum of @0 and @<an hour ago>: $sum s"
-flt_le "$sum" 1 "lateness sum (s) of two deadlines written in the past"
+# (what it catches is 56 years and an hour; a loaded machine makes the
+# scanner's own lateness a second or more: 1.16 s beside a CPU hog)
+flt_le "$sum" 60 "lateness sum (s) of two deadlines written in the past"
 assert_eq "$(metric "$mp" written_past_due_total)" 2 "written_past_due_total"
 
 # ---- 2. back from an expired lease: it waited
