@@ -392,9 +392,10 @@ local function repeats_on(id, first, per, pl)
     if not rec then return false end
     local rper, fired = string.match(rec, '^(%d+):(%d+)$')
     if tonumber(rper) ~= per then return false end
+    fired = tonumber(fired)
     local d = pending(id)
-    if d == nil or d < first + tonumber(fired) * per or (d - first) % per ~= 0 then return false end
-    if tonumber(fired) == 0 and d ~= first then return false end
+    if d == nil or (d - first) % per ~= 0 then return false end
+    if fired == 0 and d ~= first or d < first + fired * per then return false end
     return pl == nil or bk_one(sh, 'HGET', 'p', id) == pl
 end
 
