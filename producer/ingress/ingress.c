@@ -167,6 +167,11 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
     return rk;
 }
 
+static void destroy_message(void *m)
+{
+    rd_kafka_message_destroy(m);
+}
+
 lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, size_t size)
 {
     if (lapse_config_check_ingress(cfg, errstr, size) < 0)
@@ -179,9 +184,11 @@ lapse_ingress *lapse_ingress_new(const struct lapse_config *cfg, char *errstr, s
     ing->cfg = cfg;
     lapse_backoff_init(&ing->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     ing->stats_at = lapse_clock_mono_ms();
-    if (!(ing->metrics = lapse_ingress_metrics_new(cfg->ns)))
+    ing->metrics = lapse_ingress_metrics_new(cfg->ns);
+    ing->reaper = lapse_reaper_new(destroy_message);
+    if (!ing->metrics || !ing->reaper)
         snprintf(errstr, size, "out of memory");
-    if (!ing->metrics ||
+    if (!ing->metrics || !ing->reaper ||
         (cfg->ingress_metrics_port &&
          !(ing->httpd = lapse_ingress_metrics_serve(ing->metrics, cfg->ingress_metrics_bind,
                                                     cfg->ingress_metrics_port, errstr, size))) ||
@@ -200,6 +207,7 @@ void lapse_ingress_free(lapse_ingress *ing)
     if (!ing)
         return;
     ingress_release(ing);
+    lapse_reaper_free(ing->reaper); /* every message destroyed before the consumer is */
     free(ing->batch);
     free(ing->stamps);
     lapse_httpd_stop(ing->httpd); /* before what it reads goes */
@@ -549,6 +557,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         rc = -1; /* the last batch failed (maybe just before the stop) */
     }
     ing->p = NULL; /* the revoke during close has nothing left to settle */
+    lapse_reaper_drain(ing->reaper);
     rd_kafka_consumer_close(ing->rk);
     log_stats(ing, 1);
     if (rc < 0)

@@ -46,13 +46,16 @@
 #define SEEK_MS 5000          /* longest wait for a seek back */
 #define DLQ_STOP_WAIT_MS 5000 /* at a stop, longest wait for dead-letter acks */
 
-/* Frees the messages of slots [from, to). */
+/* Frees the messages of slots [from, to) (destroyed by the reaper). */
 static void release_slots(lapse_ingress *ing, size_t from, size_t to)
 {
+    if (from == to)
+        return;
     for (size_t i = from; i < to; i++) {
-        rd_kafka_message_destroy(ing->batch[i].m);
+        lapse_reaper_put(ing->reaper, ing->batch[i].m);
         free(ing->batch[i].why);
     }
+    lapse_reaper_hand(ing->reaper);
 }
 
 void ingress_release(lapse_ingress *ing)

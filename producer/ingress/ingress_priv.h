@@ -23,6 +23,7 @@
 #include "ingress_metrics.h"
 #include "log.h"
 #include "producer.h"
+#include "reaper.h"
 
 #define LOG_PER_SEC 10 /* rate limit of each input-triggered log line */
 #define WHY_MAX 512    /* a reason, as logged and put in the header */
@@ -42,6 +43,7 @@ struct lapse_ingress {
     const struct lapse_config *cfg;
     rd_kafka_t *rk;              /* the consumer */
     lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
+    lapse_reaper *reaper;        /* destroys released messages, or NULL: at once */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
     /* The batch: the messages taken and not committed yet, in consumer

@@ -1,0 +1,102 @@
+/*
+ * test_reaper — the ingress's reaper: every item put is destroyed exactly
+ * once, in the order put, on the reaper's thread; after a drain nothing is
+ * left; and when the thread is far behind, the owner destroys the items
+ * itself instead of holding more than LAPSE_REAPER_BACKLOG.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "reaper.h"
+#include "t.h"
+
+#define ITEMS 300000
+
+static unsigned char destroyed[ITEMS];
+static atomic_size_t ndestroyed, on_owner, out_of_order;
+static pthread_t owner;
+static size_t last = SIZE_MAX;
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER; /* held: the thread stops at item 0 */
+
+static void destroy_item(void *item)
+{
+    size_t i = (size_t)(uintptr_t)item - 1;
+    if (i == 0) {
+        pthread_mutex_lock(&gate);
+        pthread_mutex_unlock(&gate);
+    }
+    destroyed[i]++;
+    if (pthread_equal(pthread_self(), owner))
+        on_owner++;
+    else if (last != SIZE_MAX && i < last)
+        out_of_order++; /* the thread's own items come in the order put */
+    if (!pthread_equal(pthread_self(), owner))
+        last = i;
+    ndestroyed++;
+}
+
+static void *item_of(size_t i)
+{
+    return (void *)(uintptr_t)(i + 1);
+}
+
+TEST(reaper_destroys_each_once_in_order)
+{
+    owner = pthread_self();
+    lapse_reaper *r = lapse_reaper_new(destroy_item);
+    REQUIRE(r);
+    for (size_t i = 0; i < 100000; i++) {
+        lapse_reaper_put(r, item_of(i));
+        if (i % 700 == 699)
+            lapse_reaper_hand(r);
+    }
+    lapse_reaper_drain(r); /* hands the last 100000 % 700 too */
+    CHECK(ndestroyed == 100000);
+    size_t twice = 0, never = 0;
+    for (size_t i = 0; i < 100000; i++) {
+        twice += destroyed[i] > 1;
+        never += destroyed[i] == 0;
+    }
+    CHECK(twice == 0 && never == 0);
+    CHECK(on_owner == 0);
+    CHECK(out_of_order == 0);
+    lapse_reaper_put(r, item_of(100000)); /* put, never handed: free destroys it */
+    lapse_reaper_free(r);
+    CHECK(destroyed[100000] == 1);
+    lapse_reaper_free(NULL);
+}
+
+/* The thread held at its first item: once LAPSE_REAPER_BACKLOG items wait,
+ * the owner destroys the next hand-overs itself; released, the thread
+ * destroys its backlog, and nothing is destroyed twice. */
+TEST(reaper_far_behind_owner_destroys)
+{
+    owner = pthread_self();
+    pthread_mutex_lock(&gate);
+    lapse_reaper *r = lapse_reaper_new(destroy_item);
+    REQUIRE(r);
+    size_t hands = 0;
+    for (size_t i = 0; i < ITEMS; i++) {
+        lapse_reaper_put(r, item_of(i));
+        if (i % 1000 == 999) {
+            lapse_reaper_hand(r);
+            hands++;
+        }
+    }
+    /* the thread took item 0 and waits: the backlog held what fit, the
+     * owner destroyed the rest, each hand-over whole */
+    CHECK(on_owner >= ITEMS - LAPSE_REAPER_BACKLOG);
+    CHECK(on_owner % 1000 == 0);
+    CHECK(destroyed[0] == 0);
+    pthread_mutex_unlock(&gate);
+    lapse_reaper_drain(r);
+    CHECK(ndestroyed == ITEMS);
+    size_t bad = 0;
+    for (size_t i = 0; i < ITEMS; i++)
+        bad += destroyed[i] != 1;
+    CHECK(bad == 0);
+    CHECK(hands == ITEMS / 1000);
+    lapse_reaper_free(r);
+}
