@@ -26,6 +26,16 @@ static void setup(void)
     lapse_plan_limits_default(&lim);
 }
 
+/* The writes' costs flat at every set size (the slopes at 0): for the
+ * tests of what the figures add up to, not of the fit. */
+static void flat(void)
+{
+    for (int f = 0; f < LAPSE_PLAN_FORMS; f++) {
+        struct lapse_plan_form_costs *k = &costs.form[f];
+        k->new_per_doubling = k->reset_per_doubling = k->extend_per_doubling = 0;
+    }
+}
+
 static struct lapse_plan_load load(double ids, double signals, double fires)
 {
     return (struct lapse_plan_load){
@@ -60,9 +70,15 @@ TEST(plan_figures_add_up)
     struct lapse_plan p;
     REQUIRE(make(&l, &p) == 0);
     const struct lapse_plan_form_costs *k = &costs.form[LAPSE_PLAN_ONE_ZSET];
-    CHECK(fabs(p.cores_signals - 1000 * k->extend_us / 1e6) < 1e-9);
+    /* the writes charged at the node's IDs, by the fit */
+    CHECK(fabs(p.node_ids - 1e6) < 1e-6);
+    CHECK(fabs(p.extend_us -
+               lapse_plan_fit_at(k->extend_us, k->extend_per_doubling, k->size_ids, 1e6)) < 1e-9);
+    CHECK(fabs(p.new_us - lapse_plan_fit_at(k->new_us, k->new_per_doubling, k->size_ids, 1e6)) <
+          1e-9);
+    CHECK(fabs(p.cores_signals - 1000 * p.extend_us / 1e6) < 1e-9);
     CHECK(p.cores_resets == 0);
-    CHECK(fabs(p.cores_new - 50 * k->new_us / 1e6) < 1e-9);
+    CHECK(fabs(p.cores_new - 50 * p.new_us / 1e6) < 1e-9);
     CHECK(fabs(p.cores_fires - 100 * k->fire_us / 1e6) < 1e-9);
     /* one shard, 100 fires/s: a claim each */
     CHECK(fabs(p.claims_per_s - 100) < 1e-9);
@@ -70,7 +86,7 @@ TEST(plan_figures_add_up)
     l.resets = 200;
     struct lapse_plan r;
     REQUIRE(make(&l, &r) == 0);
-    CHECK(fabs(r.cores_resets - 200 * k->reset_us / 1e6) < 1e-9);
+    CHECK(fabs(r.cores_resets - 200 * r.reset_us / 1e6) < 1e-9);
     CHECK(fabs(r.cores - p.cores - r.cores_resets) < 1e-9);
     l.resets = 0;
     CHECK(fabs(p.bytes - 1e6 * k->bytes_per_id) < 1);
@@ -113,9 +129,10 @@ TEST(plan_shards_power_of_two_and_named)
 TEST(plan_nodes_by_cpu_and_memory)
 {
     setup();
+    flat();
     struct lapse_plan p;
-    /* 1M signals/s at ~2 µs: ~2 cores of Redis, 0.5 a node */
-    struct lapse_plan_load l = load(1e6, 1e6, 0);
+    /* signals for 1.9 cores of Redis, 0.5 a node: 4 nodes of 2 shards */
+    struct lapse_plan_load l = load(1e6, 1.9e6 / costs.form[LAPSE_PLAN_ONE_ZSET].extend_us, 0);
     REQUIRE(make(&l, &p) == 0);
     CHECK(p.nodes >= 4);
     CHECK_STR(lapse_plan_why_name(p.nodes_why), "redis_cpu");
@@ -432,6 +449,7 @@ TEST(plan_costs_file_without_the_fit_loads_flat)
 TEST(plan_given_nodes)
 {
     setup();
+    flat();
     /* 1M IDs, 600k signals/s on 4 shards: more than one node may give;
      * --nodes 1 answers for the one node all the same, over the limit */
     struct lapse_plan_load l = load(1e6, 600000, 0);

@@ -25,33 +25,40 @@
 #include <string.h>
 
 /* The defaults: lapse-scale plan --calibrate on the machine of
- * docs/benchmarks.md, "Per-operation costs (make bench-plan, 2026-11-29)":
- * 2 vCPUs, Redis 7.0.15 with AOF everysec, 16-byte IDs, 100,000 a phase
- * (small keys 40,000). A change here is a change there. */
+ * docs/benchmarks.md, "lapse-scale plan against measured Redis CPU: sets
+ * that have lived (make bench-plan, 2026-11-29, evening)": 2 vCPUs, Redis
+ * 7.0.15 with AOF everysec, 16-byte IDs, 30,000 writes a measurement at
+ * sets of 100,000 and 800,000 IDs (small keys 20,000, flat); one zset: the
+ * median of the three runs' calibrations, small keys: the third's. A change
+ * here is a change there. */
 static const struct lapse_plan_costs plan_defaults = {
     .form =
         {
-            [LAPSE_PLAN_ONE_ZSET] = {.new_us = 3.95,
-                                     .reset_us = 3.16,
-                                     .extend_us = 1.51,
-                                     .fire_us = 1.46,
-                                     .claim_us = 274,
-                                     .zadd_us = 3.71,
-                                     .bytes_per_id = 126,
-                                     .payload_extra = 93},
-            [LAPSE_PLAN_SMALL_KEYS] = {.new_us = 10.7,
-                                       .reset_us = 6.63,
-                                       .extend_us = 5.81,
-                                       .fire_us = 1.52,
-                                       .claim_us = 320,
-                                       .zadd_us = 3.71,
-                                       .bytes_per_id = 34.1,
-                                       .payload_extra = 45},
+            [LAPSE_PLAN_ONE_ZSET] = {.new_us = 2.57,
+                                     .reset_us = 2.83,
+                                     .extend_us = 2.34,
+                                     .new_per_doubling = 0.18,
+                                     .reset_per_doubling = 1.56,
+                                     .extend_per_doubling = 1.45,
+                                     .size_ids = 100000,
+                                     .fire_us = 2.05,
+                                     .claim_us = 240,
+                                     .zadd_us = 2.16,
+                                     .bytes_per_id = 128,
+                                     .payload_extra = 79},
+            [LAPSE_PLAN_SMALL_KEYS] = {.new_us = 6.59,
+                                       .reset_us = 5.90,
+                                       .extend_us = 4.93,
+                                       .fire_us = 1.53,
+                                       .claim_us = 248,
+                                       .zadd_us = 2.05,
+                                       .bytes_per_id = 35.8,
+                                       .payload_extra = 92},
         },
     .source = LAPSE_PLAN_DEFAULTS,
     .origin = "defaults: docs/benchmarks.md, 2026-11-29, a 2-vCPU VM, Redis 7.0.15, AOF everysec",
     .id_bytes = 16,
-    .calibration_ids = 100000,
+    .calibration_ids = 30000,
     .maxmemory = 0,
 };
 

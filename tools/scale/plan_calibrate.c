@@ -148,37 +148,51 @@ static void cal_on_error(void *ctx, uint64_t tag, const char *reason)
 enum cal_op { CAL_TOUCH, CAL_EXTEND, CAL_CANCEL };
 
 /* Writes `count` IDs through the producer library: first, first + stride,
- * ..., in that order or, with `shuffle`, in a scrambled one (as devices
- * call: a reset's ID sits anywhere in the set, and finding it there costs
- * Redis cache misses that an ID next to the last one's does not); the
- * j-th write's deadline base + j (later each write, as time goes), with a
- * CAL_PAYLOAD-byte payload when payload; with `grow`, a claim of nothing
- * after each batch (as the shard's scanner would call one meanwhile: in
- * small keys it splits the buckets that filled). */
+ * ..., the j-th write's deadline base + j (later each write, as time
+ * goes), with a CAL_PAYLOAD-byte payload when payload; with `grow`, a
+ * claim of nothing after each batch (as the shard's scanner would call one
+ * meanwhile: in small keys it splits the buckets that filled). `order`:
+ *   CAL_IN_ORDER   as said;
+ *   CAL_SHUFFLED   the IDs in a scrambled order (as devices call: a reset's
+ *                  ID sits anywhere in the set, and finding it there costs
+ *                  Redis cache misses that an ID next to the last one's
+ *                  does not);
+ *   CAL_SCATTERED  the IDs in order, their deadlines scrambled: the set's
+ *                  order by deadline is not the order its entries were
+ *                  allocated in, as in a set whose IDs have moved for a
+ *                  while. A set written with rising deadlines lies in
+ *                  memory in its own order, and a write that walks it costs
+ *                  less there than in any set that has lived: bench-plan's
+ *                  extends, after its resets had moved every ID once, cost
+ *                  1.3 times what they cost on the set fresh from its writes
+ *                  (docs/benchmarks.md). */
 #define CAL_PRIME 1000003L /* a prime above every count: j -> j * CAL_PRIME % count permutes */
+enum cal_order { CAL_IN_ORDER, CAL_SHUFFLED, CAL_SCATTERED };
 static int cal_claim(struct cal *c, int batch, int *took);
 static int cal_lock(struct cal *c);
 static int cal_write(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
-                     long stride, int shuffle, int64_t base, int payload, int grow)
+                     long stride, enum cal_order order, int64_t base, int payload, int grow)
 {
     char id[600], pl[CAL_PAYLOAD], e[256];
     memset(pl, 'x', sizeof pl);
     long chunk = c->cfg->producer_batch > 0 ? c->cfg->producer_batch : 1000;
     for (long j = 0; j < count; j++) {
-        long i = first + (shuffle ? (long)((long long)j * CAL_PRIME % count) : j) * stride;
+        long k = (long)((long long)j * CAL_PRIME % count);
+        long i = first + (order == CAL_SHUFFLED ? k : j) * stride;
+        int64_t at = base + (order == CAL_SCATTERED ? k : j);
         cal_id(c, i, id);
         int rc = op == CAL_CANCEL
                      ? lapse_producer_cancel(p, id, (size_t)c->id_bytes, (uint64_t)i, e, sizeof e)
                      : (op == CAL_TOUCH ? lapse_producer_touch : lapse_producer_extend)(
-                           p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, base + j,
-                           payload ? pl : NULL, payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
+                           p, id, (size_t)c->id_bytes, LAPSE_WHEN_ABS, at, payload ? pl : NULL,
+                           payload ? sizeof pl : 0, (uint64_t)i, e, sizeof e);
         if (rc < 0)
             return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
         if ((j + 1) % chunk == 0 || j + 1 == count) {
             if (lapse_producer_flush(p, e, sizeof e) < 0)
                 return c->failed ? -1 : cal_fail(c, "calibration: a write failed: %s", e);
             int took;
-            for (int k = 0; grow && k < 2; k++)
+            for (int k2 = 0; grow && k2 < 2; k2++)
                 if (cal_claim(c, 1, &took) < 0)
                     return -1;
             if (cal_check(c) < 0)
@@ -260,7 +274,8 @@ static int cal_fire(struct cal *c, int batch, long max_claims)
 static int cal_steady(struct cal *c, lapse_producer *p, long from, long n, long *claims)
 {
     int64_t now;
-    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, from, n, 1, 0, now + 200, 0, 0) < 0 ||
+    if (cal_now(c, &now) < 0 ||
+        cal_write(c, p, CAL_TOUCH, from, n, 1, CAL_IN_ORDER, now + 200, 0, 0) < 0 ||
         cal_lock(c) < 0)
         return -1;
     int64_t end = lapse_clock_mono_ms() + 200 + n + 300;
@@ -465,12 +480,11 @@ struct cal_points {
 /* One measurement: `count` writes (first, stride: cal_write), its Redis
  * CPU an op into us. */
 static int cal_measure(struct cal *c, lapse_producer *p, enum cal_op op, long first, long count,
-                       long stride, int shuffle, int64_t base, int grow, double *us)
+                       long stride, enum cal_order order, int64_t base, int grow, double *us)
 {
     struct cal_mark a, b;
     if (cal_mark(c, &a) < 0 ||
-        cal_write(c, p, op, first, count, stride, shuffle, base, 0, grow) < 0 ||
-        cal_mark(c, &b) < 0)
+        cal_write(c, p, op, first, count, stride, order, base, 0, grow) < 0 || cal_mark(c, &b) < 0)
         return -1;
     *us = (b.cpu - a.cpu) * 1e6 / (double)count;
     return 0;
@@ -492,8 +506,8 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
     *have = 0;
     for (int l = 0; l < cp->nlevels; l++) {
         long grow = cp->level[l] - *have;
-        if (grow > 0 &&
-            cal_write(c, p, CAL_TOUCH, *have, grow, 1, 0, day + CAL_SPAN * block++, 0, form) < 0)
+        if (grow > 0 && cal_write(c, p, CAL_TOUCH, *have, grow, 1, CAL_SCATTERED,
+                                  day + CAL_SPAN * block++, 0, form) < 0)
             return -1;
         if (grow > 0)
             *have += grow;
@@ -504,9 +518,9 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
              * would double and rehash every ID (a cost of growing, not of
              * a set that holds its size, which is what plan answers for) */
             pt->ids[W_NEW][i] = (double)*have + (double)cp->per / 2;
-            if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, 0, day + CAL_SPAN * block++, form,
-                            &pt->us[W_NEW][i]) < 0 ||
-                cal_write(c, p, CAL_CANCEL, *have, cp->per, 1, 0, 0, 0, 0) < 0)
+            if (cal_measure(c, p, CAL_TOUCH, *have, cp->per, 1, CAL_IN_ORDER,
+                            day + CAL_SPAN * block++, form, &pt->us[W_NEW][i]) < 0 ||
+                cal_write(c, p, CAL_CANCEL, *have, cp->per, 1, CAL_IN_ORDER, 0, 0, 0) < 0)
                 return -1;
             /* resets and extends: cp->per pending IDs spread over the set
              * (another cut each repeat), in a scrambled order, each to a
@@ -517,10 +531,10 @@ static int cal_writes(struct cal *c, lapse_producer *p, int form, int64_t day, l
              * would cost an extend half what one anywhere does) */
             long other = (first + stride / 2) % stride;
             pt->ids[W_RESET][i] = pt->ids[W_EXTEND][i] = (double)*have;
-            if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, 1, day + CAL_SPAN * block++, 0,
-                            &pt->us[W_RESET][i]) < 0 ||
-                cal_measure(c, p, CAL_EXTEND, other, cp->per, stride, 1, day + CAL_SPAN * block++,
-                            0, &pt->us[W_EXTEND][i]) < 0)
+            if (cal_measure(c, p, CAL_TOUCH, first, cp->per, stride, CAL_SHUFFLED,
+                            day + CAL_SPAN * block++, 0, &pt->us[W_RESET][i]) < 0 ||
+                cal_measure(c, p, CAL_EXTEND, other, cp->per, stride, CAL_SHUFFLED,
+                            day + CAL_SPAN * block++, 0, &pt->us[W_EXTEND][i]) < 0)
                 return -1;
         }
     }
@@ -568,7 +582,8 @@ static int cal_form(struct cal *c, int form, struct lapse_plan_form_costs *k)
      * claimed scanner.batch at a time */
     int batch = c->cfg->scanner_batch > 0 ? c->cfg->scanner_batch : 500;
     long n = cp->fire < have ? cp->fire : have;
-    if (cal_now(c, &now) < 0 || cal_write(c, p, CAL_TOUCH, 0, n, 1, 0, now - 60000 - n, 0, 0) < 0 ||
+    if (cal_now(c, &now) < 0 ||
+        cal_write(c, p, CAL_TOUCH, 0, n, 1, CAL_IN_ORDER, now - 60000 - n, 0, 0) < 0 ||
         cal_lock(c) < 0 || cal_mark(c, &m4) < 0 || cal_fire(c, batch, n / batch + 16) < 0 ||
         cal_mark(c, &m5) < 0)
         goto out;
@@ -592,7 +607,7 @@ static int cal_form(struct cal *c, int form, struct lapse_plan_form_costs *k)
     long q = cp->per / 4;
     struct cal_mark p0, p1;
     if (cal_mark(c, &p0) < 0 ||
-        cal_write(c, p, CAL_TOUCH, 2 * CAL_FRESH, q, 1, 0, day, 1, form) < 0 ||
+        cal_write(c, p, CAL_TOUCH, 2 * CAL_FRESH, q, 1, CAL_IN_ORDER, day, 1, form) < 0 ||
         cal_mark(c, &p1) < 0)
         goto out;
     double extra = (p1.mem - p0.mem) / (double)q - k->bytes_per_id - CAL_PAYLOAD;
