@@ -26,7 +26,7 @@ struct list {
 
 struct lapse_reaper {
     void (*destroy)(void *item);
-    int threaded;        /* the thread runs: else the owner destroys */
+    int threaded; /* the thread runs: else the owner destroys */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t more; /* something handed, or stop */
