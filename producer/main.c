@@ -267,11 +267,13 @@ static int start_failed(const char *err)
 
 /*
  * --from-kafka: the ingress's heap is kept once grown. librdkafka's fetch
- * thread allocates every message it reads and our thread frees it; with
- * glibc's defaults the heap was given back and faulted in again, 4 kB at a
- * time, at each swing of the consumer's queue (malloc and page faults were
- * half the ingress's CPU with a backlog: tests/bench/ingress-run,
- * 2026-11-29). The queue's bound (queued.min.messages) bounds what is kept.
+ * thread allocates every message it reads and our reaper thread frees it;
+ * with glibc's defaults the heap was given back and faulted in again, 4 kB
+ * at a time, at each swing of the consumer's queue (malloc and page faults
+ * were half the ingress's CPU with a backlog: tests/bench/ingress-run,
+ * 2026-11-29). What bounds what is kept: the queue's bound
+ * (queued.min.messages), the messages held uncommitted, and the reaper's
+ * backlog (LAPSE_REAPER_BACKLOG).
  * (Transparent huge pages, glibc.malloc.hugetlb=1, cut the CPU further but
  * stalled the fetch thread at its page faults: 0.6 of the rate with slack.)
  */

@@ -208,6 +208,7 @@ void lapse_ingress_free(lapse_ingress *ing)
         return;
     ingress_release(ing);
     lapse_reaper_free(ing->reaper); /* every message destroyed before the consumer is */
+    ing->reaper = NULL;             /* a revoke in rd_kafka_destroy releases at once */
     free(ing->batch);
     free(ing->stamps);
     lapse_httpd_stop(ing->httpd); /* before what it reads goes */
@@ -557,6 +558,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         rc = -1; /* the last batch failed (maybe just before the stop) */
     }
     ing->p = NULL; /* the revoke during close has nothing left to settle */
+    /* librdkafka: every message destroyed before the consumer is closed */
     lapse_reaper_drain(ing->reaper);
     rd_kafka_consumer_close(ing->rk);
     log_stats(ing, 1);

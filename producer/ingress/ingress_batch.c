@@ -46,16 +46,20 @@
 #define SEEK_MS 5000          /* longest wait for a seek back */
 #define DLQ_STOP_WAIT_MS 5000 /* at a stop, longest wait for dead-letter acks */
 
-/* Frees the messages of slots [from, to) (destroyed by the reaper). */
+/* Frees the messages of slots [from, to): destroyed by the reaper, or at
+ * once when there is none (a failed lapse_ingress_new, or after it was
+ * freed). */
 static void release_slots(lapse_ingress *ing, size_t from, size_t to)
 {
-    if (from == to)
-        return;
     for (size_t i = from; i < to; i++) {
-        lapse_reaper_put(ing->reaper, ing->batch[i].m);
+        if (ing->reaper)
+            lapse_reaper_put(ing->reaper, ing->batch[i].m);
+        else
+            rd_kafka_message_destroy(ing->batch[i].m);
         free(ing->batch[i].why);
     }
-    lapse_reaper_hand(ing->reaper);
+    if (ing->reaper)
+        lapse_reaper_hand(ing->reaper);
 }
 
 void ingress_release(lapse_ingress *ing)

@@ -43,7 +43,7 @@ struct lapse_ingress {
     const struct lapse_config *cfg;
     rd_kafka_t *rk;              /* the consumer */
     lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
-    lapse_reaper *reaper;        /* destroys released messages, or NULL: at once */
+    lapse_reaper *reaper;        /* destroys released messages; NULL (freed): at once */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
     /* The batch: the messages taken and not committed yet, in consumer

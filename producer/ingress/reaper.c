@@ -20,21 +20,21 @@
 #define REAPER_FIRST 1024 /* a list's first capacity */
 
 struct list {
-    void **item;
-    size_t n, cap;
+    void **item;   /* the items, in the order put */
+    size_t n, cap; /* items held, room for */
 };
 
 struct lapse_reaper {
-    void (*destroy)(void *item);
-    int threaded; /* the thread runs: else the owner destroys */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t more; /* something handed, or stop */
-    pthread_cond_t idle; /* nothing handed or busy */
-    struct list staged;  /* the owner's */
-    struct list handed;  /* under lock */
-    size_t busy;         /* under lock: items the thread is destroying */
-    int stop;            /* under lock: the thread ends once nothing is handed */
+    void (*destroy)(void *item); /* the owner's: what destroying an item is */
+    int threaded;                /* the thread runs: else the owner destroys */
+    pthread_t thread;            /* reaper_main, when threaded */
+    pthread_mutex_t lock;        /* over handed, busy, stop, and the two conditions */
+    pthread_cond_t more;         /* something handed, or stop */
+    pthread_cond_t idle;         /* nothing handed or busy */
+    struct list staged;          /* the owner's */
+    struct list handed;          /* under lock */
+    size_t busy;                 /* under lock: items the thread is destroying */
+    int stop;                    /* under lock: the thread ends once nothing is handed */
 };
 
 static void list_swap(struct list *a, struct list *b)
@@ -99,9 +99,17 @@ lapse_reaper *lapse_reaper_new(void (*destroy)(void *item))
     r->destroy = destroy;
     if (pthread_mutex_init(&r->lock, NULL) != 0)
         return r; /* unthreaded */
-    pthread_cond_init(&r->more, NULL);
-    pthread_cond_init(&r->idle, NULL);
-    /* signals are for the program's own threads: this one blocks them all */
+    if (pthread_cond_init(&r->more, NULL) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        return r;
+    }
+    if (pthread_cond_init(&r->idle, NULL) != 0) {
+        pthread_cond_destroy(&r->more);
+        pthread_mutex_destroy(&r->lock);
+        return r;
+    }
+    /* a signal goes to the main thread, whose handler sets the stop flag
+     * its loop reads: this thread blocks them all */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -25,13 +25,19 @@ typedef struct lapse_reaper lapse_reaper;
 
 /* A reaper that calls destroy(item) for each item put (the ingress:
  * rd_kafka_message_destroy), on its thread when that started, else on the
+ * owner's: destroy must be safe to call from another thread than the
  * owner's. NULL when out of memory. */
 lapse_reaper *lapse_reaper_new(void (*destroy)(void *item));
 
-/* Takes ownership of item: destroyed at the next hand-over at the latest. */
+/* Takes ownership of item. It is destroyed after the next hand-over (by
+ * the thread, or by the owner in that hand-over when the thread is
+ * LAPSE_REAPER_BACKLOG behind), and by the next drain or free at the
+ * latest; at once when the thread did not start or memory runs out. */
 void lapse_reaper_put(lapse_reaper *r, void *item);
 
-/* Hands every item put since the last hand-over to the thread. */
+/* Hands every item put since the last hand-over to the thread: all of
+ * them, or (the thread too far behind, memory out) none, and then the
+ * owner destroys them here. */
 void lapse_reaper_hand(lapse_reaper *r);
 
 /* Hands over what is put and returns once every item is destroyed: the

@@ -1,13 +1,18 @@
 /*
  * test_reaper — the ingress's reaper: every item put is destroyed exactly
- * once, in the order put, on the reaper's thread; after a drain nothing is
- * left; and when the thread is far behind, the owner destroys the items
- * itself instead of holding more than LAPSE_REAPER_BACKLOG.
+ * once, in the order put, on the reaper's thread; a drain returns only
+ * once nothing is left, also while the thread is in the middle of a
+ * hand-over; and when the thread is far behind, the owner destroys the
+ * items itself instead of holding more than LAPSE_REAPER_BACKLOG. Each
+ * test ends by SIGALRM within 60 s (a lost wake-up hangs).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "reaper.h"
 #include "t.h"
@@ -18,14 +23,16 @@ static unsigned char destroyed[ITEMS];
 static atomic_size_t ndestroyed, on_owner, out_of_order;
 static pthread_t owner;
 static size_t last = SIZE_MAX;
-static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER; /* held: the thread stops at item 0 */
+static atomic_int held;    /* set: the thread stops at item 0 until it is cleared */
+static atomic_int stopped; /* the thread is stopped at item 0 */
 
 static void destroy_item(void *item)
 {
     size_t i = (size_t)(uintptr_t)item - 1;
-    if (i == 0) {
-        pthread_mutex_lock(&gate);
-        pthread_mutex_unlock(&gate);
+    stopped = i == 0 && held;
+    while (i == 0 && held) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
     }
     destroyed[i]++;
     if (pthread_equal(pthread_self(), owner))
@@ -44,6 +51,7 @@ static void *item_of(size_t i)
 
 TEST(reaper_destroys_each_once_in_order)
 {
+    alarm(60);
     owner = pthread_self();
     lapse_reaper *r = lapse_reaper_new(destroy_item);
     REQUIRE(r);
@@ -73,8 +81,9 @@ TEST(reaper_destroys_each_once_in_order)
  * destroys its backlog, and nothing is destroyed twice. */
 TEST(reaper_far_behind_owner_destroys)
 {
+    alarm(60);
     owner = pthread_self();
-    pthread_mutex_lock(&gate);
+    held = 1;
     lapse_reaper *r = lapse_reaper_new(destroy_item);
     REQUIRE(r);
     size_t hands = 0;
@@ -90,7 +99,7 @@ TEST(reaper_far_behind_owner_destroys)
     CHECK(on_owner >= ITEMS - LAPSE_REAPER_BACKLOG);
     CHECK(on_owner % 1000 == 0);
     CHECK(destroyed[0] == 0);
-    pthread_mutex_unlock(&gate);
+    held = 0;
     lapse_reaper_drain(r);
     CHECK(ndestroyed == ITEMS);
     size_t bad = 0;
@@ -98,5 +107,37 @@ TEST(reaper_far_behind_owner_destroys)
         bad += destroyed[i] != 1;
     CHECK(bad == 0);
     CHECK(hands == ITEMS / 1000);
+    lapse_reaper_free(r);
+}
+
+static void *release_later(void *arg)
+{
+    (void)arg;
+    struct timespec ms50 = {0, 50 * 1000000L};
+    nanosleep(&ms50, NULL);
+    held = 0;
+    return NULL;
+}
+
+/* The thread holds a whole hand-over (nothing handed, all of it in its
+ * hands, stopped at item 0): the drain waits for those too. */
+TEST(reaper_drain_waits_for_the_thread)
+{
+    alarm(60);
+    owner = pthread_self();
+    held = 1;
+    lapse_reaper *r = lapse_reaper_new(destroy_item);
+    REQUIRE(r);
+    for (size_t i = 0; i < 100; i++)
+        lapse_reaper_put(r, item_of(i));
+    lapse_reaper_hand(r);
+    while (!stopped) /* the thread took the whole hand-over */
+        sched_yield();
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, release_later, NULL) == 0);
+    lapse_reaper_drain(r);
+    CHECK(ndestroyed == 100);
+    CHECK(on_owner == 0);
+    pthread_join(t, NULL);
     lapse_reaper_free(r);
 }
