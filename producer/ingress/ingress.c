@@ -36,6 +36,7 @@
 #define HOLD_BATCHES 32      /* producer.batch messages uncommitted at most, times this */
 #define READ_MAX 1024        /* messages taken from librdkafka's queue in one call */
 #define PREFETCH_AHEAD 8     /* messages between a slack prefetch and its lookup */
+#define QUEUED_MIN "20000"   /* queued.min.messages, unless ingress.properties says */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -117,18 +118,16 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * lapse-kafka-dev how long a group waits after its last member
          * left: docs/operating.md, "What an ingress start and restart cost". */
         {"session.timeout.ms", "10000"},
-        /* librdkafka (before 2.1.0's fetch.queue.backoff.ms) stops fetching
-         * for a while once the consumer's queue holds queued.min.messages
-         * (100000 by default, counted over all partitions): an ingress a
-         * little slower than the fetch then waits for it, empty-handed, at
-         * every fetch round (8 partitions of 1 MB fetches: ~115k small
-         * messages a round; issue 37: half the throughput). 300000 leaves
-         * room for rounds in flight. It is also what bounds the prefetch's
-         * memory, some 250 B a queued message on top of its bytes
-         * (queued.max.messages.kbytes, 64 MB of payload, does not count
-         * that): 10000000 let 3M waiting messages on 64 partitions take
-         * 612 MB of RSS, 300000 about 130 MB, the default about 60 MB. */
-        {"queued.min.messages", "300000"},
+        /* The prefetch: librdkafka fetches ahead until its queue holds this
+         * many messages (counted over all partitions), then waits for a
+         * wake-up that the kicker sends once the queue drained (kick.h).
+         * Small, so the fetch thread reuses the memory the ingress frees
+         * rather than faulting in fresh pages on the CPU Redis needs: with
+         * 300000 (librdkafka's 100000 without the kicks paused a backlog
+         * for a second at each fill) a 500,000-message backlog took 0.85 s
+         * of the ingress's CPU and 130 MB of RSS, with QUEUED_MIN 0.45 s and
+         * 35 MB (bench-ingress, 2026-11-29). */
+        {"queued.min.messages", QUEUED_MIN},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };
     size_t ndefaults = sizeof defaults / sizeof defaults[0];
@@ -149,6 +148,12 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
+    char qmin[32];
+    size_t qsize = sizeof qmin;
+    ing->queued_min =
+        rd_kafka_conf_get(conf, "queued.min.messages", qmin, &qsize) == RD_KAFKA_CONF_OK
+            ? (size_t)strtoull(qmin, NULL, 10)
+            : 100000; /* librdkafka's default */
     rd_kafka_conf_set_opaque(conf, ing);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
     rd_kafka_conf_set_log_cb(conf, on_kafka_log);
@@ -207,6 +212,7 @@ void lapse_ingress_free(lapse_ingress *ing)
     if (!ing)
         return;
     ingress_release(ing);
+    lapse_kick_free(ing->kick);
     lapse_reaper_free(ing->reaper); /* every message destroyed before the consumer is */
     ing->reaper = NULL;             /* a revoke in rd_kafka_destroy releases at once */
     free(ing->batch);
@@ -494,6 +500,10 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         log_error("ingress: subscribe %s: %s", ing->cfg->ingress_topic, rd_kafka_err2str(err));
         return -1;
     }
+    ing->kick = lapse_kick_new(ing->rk, ing->queue, ing->queued_min, &ing->metrics->messages,
+                               &ing->metrics->fetch_kicks);
+    if (!ing->kick)
+        log_warn("ingress: cannot start the fetch kicker: a backlog is read with pauses");
     M_SET(consuming, 1); /* waiting for partitions or holding some */
     ing->lap_ns = ingress_now_ns();
     if (ing->httpd)
@@ -557,7 +567,9 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
     } else if (ingress_settle(ing, 1) < 0 || ing->backoff_ms) {
         rc = -1; /* the last batch failed (maybe just before the stop) */
     }
-    ing->p = NULL; /* the revoke during close has nothing left to settle */
+    ing->p = NULL;              /* the revoke during close has nothing left to settle */
+    lapse_kick_free(ing->kick); /* its requests use the consumer */
+    ing->kick = NULL;
     /* librdkafka: every message destroyed before the consumer is closed */
     lapse_reaper_drain(ing->reaper);
     rd_kafka_consumer_close(ing->rk);

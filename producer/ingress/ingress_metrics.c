@@ -215,6 +215,10 @@ int lapse_ingress_metrics_render(struct lapse_ingress_metrics *m, char *buf, siz
     for (int s = 0; s < LAPSE_STAGE_COUNT; s++)
         lapse_prom_printf(&o, "lapse_ingress_stage_seconds_total{%s,stage=\"%s\"} %.6f\n", labels,
                           stages[s], (double)LOAD(m->stage_ns[s]) / 1e9);
+    ONE("fetch_kicks_total", "counter",
+        "Times the Kafka fetcher was woken after the consumer's queue drained, so a "
+        "backlog is read on without librdkafka's one-second pause.",
+        fetch_kicks);
     ONE("redis_errors_total", "counter",
         "Batches not applied because Redis was unreachable or answered \"not now\".", redis_errors);
     ONE("redis_reconnects_total", "counter", "Redis reconnections.", redis_reconnects);

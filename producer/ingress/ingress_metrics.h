@@ -69,6 +69,7 @@ struct lapse_ingress_metrics {
     atomic_uint_fast64_t absorbed;         /* extends absorbed by producer slack (a copy) */
     atomic_uint_fast64_t dead_lettered;    /* copies the dead-letter topic acknowledged */
     atomic_uint_fast64_t rejected[LAPSE_REJECT_COUNT];
+    atomic_uint_fast64_t fetch_kicks;      /* the fetcher woken after the queue drained (kick.h) */
     atomic_uint_fast64_t redis_errors;     /* batches not applied for Redis's sake */
     atomic_uint_fast64_t redis_reconnects; /* (a copy of the producer's) */
     atomic_int_fast64_t redis_up;          /* 1: Redis answered the last write or probe */

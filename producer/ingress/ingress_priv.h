@@ -21,6 +21,7 @@
 #include "httpd.h"
 #include "ingress.h"
 #include "ingress_metrics.h"
+#include "kick.h"
 #include "log.h"
 #include "producer.h"
 #include "reaper.h"
@@ -44,6 +45,8 @@ struct lapse_ingress {
     rd_kafka_t *rk;              /* the consumer */
     lapse_deadletter *dlq;       /* dead-letter copies, or NULL: none */
     lapse_reaper *reaper;        /* destroys released messages; NULL (freed): at once */
+    lapse_kick *kick;            /* wakes the fetcher while serving, or NULL */
+    size_t queued_min;           /* the consumer's queued.min.messages */
     lapse_producer *p;           /* set by serve */
     volatile sig_atomic_t *stop; /* set by serve */
     /* The batch: the messages taken and not committed yet, in consumer
