@@ -478,9 +478,12 @@ static size_t read_some(lapse_ingress *ing, rd_kafka_message_t **msgs)
         rd_kafka_topic_partition_list_destroy(ing->revoked);
         ing->revoked = NULL;
     }
+    size_t before = ing->kick ? rd_kafka_queue_length(ing->queue) : 0;
     ssize_t more = rd_kafka_consume_batch_queue(ing->queue, 0, msgs + got, READ_MAX - got);
     if (more > 0)
         got += (size_t)more;
+    if (ing->kick) /* the fetcher may have stopped on a full queue */
+        lapse_kick_read(ing->kick, before, more > 0 ? (size_t)more : 0);
     return ing->revoked ? drop_revoked(ing, msgs, got) : got;
 }
 
@@ -500,8 +503,7 @@ int lapse_ingress_serve(lapse_ingress *ing, lapse_producer *p, volatile sig_atom
         log_error("ingress: subscribe %s: %s", ing->cfg->ingress_topic, rd_kafka_err2str(err));
         return -1;
     }
-    ing->kick = lapse_kick_new(ing->rk, ing->queue, ing->queued_min, &ing->metrics->messages,
-                               &ing->metrics->fetch_kicks);
+    ing->kick = lapse_kick_new(ing->rk, ing->queue, ing->queued_min, &ing->metrics->fetch_kicks);
     if (!ing->kick)
         log_warn("ingress: cannot start the fetch kicker: a backlog is read with pauses");
     M_SET(consuming, 1); /* waiting for partitions or holding some */

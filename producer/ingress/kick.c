@@ -2,12 +2,13 @@
  * kick — wakes librdkafka's fetcher once the consumer's queue has drained
  * (see kick.h for why and when).
  *
- * The thread looks at the queue's length (a lock in librdkafka) every
- * LAPSE_KICK_EVERY_MS; the lag (the assignment, the positions, the high
- * watermarks of the last fetches: all local) at most every
- * LAPSE_KICK_LAG_EVERY_MS, and only while the queue is low. A kick is one
- * rd_kafka_offsets_for_times call: a ListOffsets request to each leader,
- * whose answer is not used; the request is what wakes the broker thread.
+ * The owner applies the rule at each read and wakes the thread only when
+ * it asks for a kick or a look at the lag (the assignment, the positions,
+ * the high watermarks of the last fetches: all local to librdkafka). A
+ * kick is one rd_kafka_offsets_for_times call: a ListOffsets request to
+ * each leader, whose answer is not used; the request is what wakes the
+ * broker thread. The thread sleeps otherwise: a followed stream costs a
+ * look every LAPSE_KICK_CHECK_MS at most.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "kick.h"
@@ -15,7 +16,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "clock.h"
 
@@ -23,11 +23,13 @@ struct lapse_kick {
     rd_kafka_t *rk;
     rd_kafka_queue_t *queue; /* the consumer's: its length is what librdkafka weighs */
     size_t queued_min;       /* queued.min.messages */
-    const atomic_uint_fast64_t *taken;
     atomic_uint_fast64_t *kicks;
-    pthread_t thread;
-    pthread_mutex_t lock; /* over stop */
-    pthread_cond_t wake;  /* stop (on the monotonic clock) */
+    int was_high;              /* the owner's: lapse_kick_rule */
+    int64_t checked_ms;        /* the owner's: monotonic ms of the last look asked for */
+    pthread_t thread;          /* kick_main */
+    pthread_mutex_t lock;      /* over want and stop */
+    pthread_cond_t wake;       /* want or stop set */
+    enum lapse_kick_want want; /* what the owner asked for since the thread last took it */
     int stop;
 };
 
@@ -37,13 +39,16 @@ static size_t low_mark(size_t queued_min)
     return queued_min / 2 ? queued_min / 2 : 1;
 }
 
-int lapse_kick_due(size_t queued, int64_t arrived, size_t queued_min, int was_high,
-                   int64_t unfetched)
+enum lapse_kick_want lapse_kick_rule(size_t before, size_t taken, size_t queued_min, int *was_high)
 {
-    size_t low = low_mark(queued_min);
-    /* a fetch that filled the queue paused the fetcher: seen above low at
-     * a look, or (taken between two looks) by what arrived */
-    return queued < low && (was_high || arrived >= (int64_t)low || unfetched > 0);
+    size_t low = low_mark(queued_min), after = before > taken ? before - taken : 0;
+    if (before >= low) /* (also a fetch that arrived and was taken in one read) */
+        *was_high = 1;
+    if (after < low && *was_high) {
+        *was_high = 0;
+        return LAPSE_KICK_NOW;
+    }
+    return after == 0 ? LAPSE_KICK_CHECK : LAPSE_KICK_NONE;
 }
 
 /* Messages of the assignment l at the brokers, as the last fetches saw
@@ -74,59 +79,52 @@ static void kick(lapse_kick *k, rd_kafka_topic_partition_list_t *l)
     atomic_fetch_add_explicit(k->kicks, 1, memory_order_relaxed);
 }
 
-/* Waits LAPSE_KICK_EVERY_MS or for a stop; 1 when stopped. */
-static int kick_wait(lapse_kick *k)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += LAPSE_KICK_EVERY_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&k->lock);
-    if (!k->stop)
-        pthread_cond_timedwait(&k->wake, &k->lock, &until);
-    int stop = k->stop;
-    pthread_mutex_unlock(&k->lock);
-    return stop;
-}
-
 static void *kick_main(void *arg)
 {
     lapse_kick *k = arg;
-    int was_high = 0;
-    size_t queued_before = 0;
-    uint64_t taken_before = atomic_load_explicit(k->taken, memory_order_relaxed);
-    int64_t lag_at = 0; /* monotonic ms of the last look at the lag */
-    while (!kick_wait(k)) {
-        uint64_t taken = atomic_load_explicit(k->taken, memory_order_relaxed);
-        size_t queued = rd_kafka_queue_length(k->queue);
-        int64_t arrived =
-            (int64_t)(taken - taken_before) + (int64_t)queued - (int64_t)queued_before;
-        int64_t now = lapse_clock_mono_ms();
-        int filled = lapse_kick_due(queued, arrived, k->queued_min, was_high, 0);
-        if (filled ||
-            (queued < low_mark(k->queued_min) && now - lag_at >= LAPSE_KICK_LAG_EVERY_MS)) {
-            rd_kafka_topic_partition_list_t *l = NULL;
-            if (rd_kafka_assignment(k->rk, &l) == RD_KAFKA_RESP_ERR_NO_ERROR && l) {
-                if (!filled)
-                    lag_at = now;
-                if (l->cnt && (filled || lapse_kick_due(queued, arrived, k->queued_min, 0,
-                                                        unfetched(k, l, queued))))
-                    kick(k, l);
-                rd_kafka_topic_partition_list_destroy(l);
-            }
+    pthread_mutex_lock(&k->lock);
+    for (;;) {
+        while (k->want == LAPSE_KICK_NONE && !k->stop)
+            pthread_cond_wait(&k->wake, &k->lock);
+        if (k->stop)
+            break;
+        enum lapse_kick_want want = k->want;
+        k->want = LAPSE_KICK_NONE;
+        pthread_mutex_unlock(&k->lock);
+        rd_kafka_topic_partition_list_t *l = NULL;
+        if (rd_kafka_assignment(k->rk, &l) == RD_KAFKA_RESP_ERR_NO_ERROR && l) {
+            if (l->cnt &&
+                (want == LAPSE_KICK_NOW || unfetched(k, l, rd_kafka_queue_length(k->queue)) > 0))
+                kick(k, l);
+            rd_kafka_topic_partition_list_destroy(l);
         }
-        was_high = queued >= low_mark(k->queued_min);
-        queued_before = queued;
-        taken_before = taken;
+        pthread_mutex_lock(&k->lock);
     }
+    pthread_mutex_unlock(&k->lock);
     return NULL;
 }
 
+void lapse_kick_read(lapse_kick *k, size_t before, size_t taken)
+{
+    enum lapse_kick_want w = lapse_kick_rule(before, taken, k->queued_min, &k->was_high);
+    if (w == LAPSE_KICK_CHECK) { /* a look at the lag: not at every read of a followed stream */
+        int64_t now = lapse_clock_mono_ms();
+        if (now - k->checked_ms < LAPSE_KICK_CHECK_MS)
+            return;
+        k->checked_ms = now;
+    }
+    if (w == LAPSE_KICK_NONE)
+        return;
+    pthread_mutex_lock(&k->lock);
+    if (w > k->want) {
+        k->want = w;
+        pthread_cond_signal(&k->wake);
+    }
+    pthread_mutex_unlock(&k->lock);
+}
+
 lapse_kick *lapse_kick_new(rd_kafka_t *rk, rd_kafka_queue_t *queue, size_t queued_min,
-                           const atomic_uint_fast64_t *taken, atomic_uint_fast64_t *kicks)
+                           atomic_uint_fast64_t *kicks)
 {
     lapse_kick *k = calloc(1, sizeof *k);
     if (!k)
@@ -134,37 +132,32 @@ lapse_kick *lapse_kick_new(rd_kafka_t *rk, rd_kafka_queue_t *queue, size_t queue
     k->rk = rk;
     k->queue = queue;
     k->queued_min = queued_min;
-    k->taken = taken;
     k->kicks = kicks;
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0) {
+    k->checked_ms = lapse_clock_mono_ms() - LAPSE_KICK_CHECK_MS;
+    if (pthread_mutex_init(&k->lock, NULL) != 0) {
         free(k);
         return NULL;
     }
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int ok = pthread_mutex_init(&k->lock, NULL) == 0;
-    if (ok && pthread_cond_init(&k->wake, &ca) != 0) {
+    if (pthread_cond_init(&k->wake, NULL) != 0) {
         pthread_mutex_destroy(&k->lock);
-        ok = 0;
+        free(k);
+        return NULL;
     }
-    pthread_condattr_destroy(&ca);
-    if (ok) {
-        /* signals go to the main thread, whose handler sets the stop flag
-         * its loop reads: this thread blocks them all */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        ok = pthread_create(&k->thread, NULL, kick_main, k) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (ok) {
-            pthread_setname_np(k->thread, "lapse-kick"); /* as top and perf show it */
-            return k;
-        }
+    /* signals go to the main thread, whose handler sets the stop flag its
+     * loop reads: this thread blocks them all */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int ok = pthread_create(&k->thread, NULL, kick_main, k) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!ok) {
         pthread_cond_destroy(&k->wake);
         pthread_mutex_destroy(&k->lock);
+        free(k);
+        return NULL;
     }
-    free(k);
-    return NULL;
+    pthread_setname_np(k->thread, "lapse-kick"); /* as top and perf show it */
+    return k;
 }
 
 void lapse_kick_free(lapse_kick *k)

@@ -1,8 +1,8 @@
 /*
- * test_kick — the ingress's fetch kicker: its rule (kick once the queue fell
- * below half of queued.min.messages after a look saw it above, or while
- * messages wait at the broker unfetched; never while it is full or caught
- * up), and its point: against librdkafka's mock cluster, a consumer whose
+ * test_kick — the ingress's fetch kicker: its rule (kick once a read leaves
+ * the queue below half of queued.min.messages after a read saw it not
+ * low; look at the lag when a read empties it; nothing else), and its
+ * point: against librdkafka's mock cluster, a consumer whose
  * queue fills at every fetch (queued.min.messages 20, each fetch 100
  * messages) reads 8,000 messages in 80 fetches. librdkafka 2.0.2 pauses
  * each refill up to a second without a wake-up: without the kicker about
@@ -27,29 +27,35 @@
 #define QMIN "20"  /* queued.min.messages: below one fetch's 100 */
 #define DEADLINE_S 20
 
+/* lapse_kick_rule for one read, from a given was_high; the new one in *after */
+static enum lapse_kick_want rule(size_t before, size_t taken, size_t qmin, int was_high, int *after)
+{
+    *after = was_high;
+    return lapse_kick_rule(before, taken, qmin, after);
+}
+
 TEST(kick_rule)
 {
-    /* low after high: kick */
-    CHECK(lapse_kick_due(0, 0, 20000, 1, 0));
-    CHECK(lapse_kick_due(9999, -5000, 20000, 1, 0));
-    /* not low: never, whatever arrived or waits */
-    CHECK(!lapse_kick_due(10000, 0, 20000, 1, 0));
-    CHECK(!lapse_kick_due(30000, 30000, 20000, 1, 500000));
-    /* low, not high before: a fetch of half the queue or more arrived
-     * (and was taken between two looks) */
-    CHECK(lapse_kick_due(0, 10000, 20000, 0, 0));
-    CHECK(lapse_kick_due(500, 25000, 20000, 0, 0));
-    CHECK(!lapse_kick_due(0, 9999, 20000, 0, 0)); /* a stream followed */
-    CHECK(!lapse_kick_due(0, -300, 20000, 0, 0));
-    /* low, nothing arrived: only with messages unfetched */
-    CHECK(!lapse_kick_due(0, 0, 20000, 0, 0));
-    CHECK(!lapse_kick_due(0, 0, 20000, 0, -5));
-    CHECK(lapse_kick_due(0, 0, 20000, 0, 1));
+    int h;
+    /* reads that leave the queue low after one saw it not low: kick */
+    CHECK(rule(10500, 1024, 20000, 0, &h) == LAPSE_KICK_NOW && h == 0);
+    CHECK(rule(9000, 1024, 20000, 1, &h) == LAPSE_KICK_NOW && h == 0);
+    CHECK(rule(900, 900, 20000, 1, &h) == LAPSE_KICK_NOW && h == 0);
+    /* a fetch that arrived and was taken in one read (a small queue) */
+    CHECK(rule(100, 100, 20, 0, &h) == LAPSE_KICK_NOW && h == 0);
+    /* not low after the read: nothing yet, but remembered */
+    CHECK(rule(30000, 1024, 20000, 0, &h) == LAPSE_KICK_NONE && h == 1);
+    CHECK(rule(11024, 1024, 20000, 0, &h) == LAPSE_KICK_NONE && h == 1);
+    /* low, and no read saw it otherwise since the last kick: a stream
+     * followed; a look at the lag when a read empties the queue */
+    CHECK(rule(500, 100, 20000, 0, &h) == LAPSE_KICK_NONE && h == 0);
+    CHECK(rule(500, 500, 20000, 0, &h) == LAPSE_KICK_CHECK && h == 0);
+    CHECK(rule(0, 0, 20000, 0, &h) == LAPSE_KICK_CHECK && h == 0);
+    CHECK(rule(10, 30, 20000, 0, &h) == LAPSE_KICK_CHECK && h == 0); /* more arrived meanwhile */
     /* queued.min.messages of 1 (or 0): low means empty */
-    CHECK(lapse_kick_due(0, 0, 1, 1, 0));
-    CHECK(!lapse_kick_due(1, 5, 1, 1, 0));
-    CHECK(lapse_kick_due(0, 0, 0, 1, 0));
-    CHECK(lapse_kick_due(0, 1, 0, 0, 0));
+    CHECK(rule(1, 0, 1, 0, &h) == LAPSE_KICK_NONE && h == 1);
+    CHECK(rule(1, 1, 1, 0, &h) == LAPSE_KICK_NOW && h == 0);
+    CHECK(rule(0, 0, 0, 1, &h) == LAPSE_KICK_NOW && h == 0);
 }
 
 static double now_s(void)
@@ -124,21 +130,23 @@ TEST(kick_wakes_a_paused_fetcher)
     REQUIRE(rd_kafka_assign(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
-    atomic_uint_fast64_t kicks = 0, taken = 0;
-    lapse_kick *k = lapse_kick_new(rk, q, 20, &taken, &kicks);
+    atomic_uint_fast64_t kicks = 0;
+    lapse_kick *k = lapse_kick_new(rk, q, 20, &kicks);
     REQUIRE(k);
 
     long got = 0, want = (long)ROUNDS * PARTS * PER_SET;
     double end = now_s() + DEADLINE_S;
     rd_kafka_message_t *ms[256];
     while (got < want && now_s() < end) {
-        /* as the ingress reads: what is ready, else a wait for one */
+        /* as the ingress reads: what is ready (told to the kicker), else a
+         * wait for one */
+        size_t before = rd_kafka_queue_length(q);
         ssize_t n = rd_kafka_consume_batch_queue(q, 0, ms, 256);
+        lapse_kick_read(k, before, n > 0 ? (size_t)n : 0);
         if (n == 0 && (ms[0] = rd_kafka_consumer_poll(rk, 100)))
             n = 1;
         for (ssize_t i = 0; i < n; i++) {
             got += !ms[i]->err;
-            atomic_fetch_add(&taken, 1);
             rd_kafka_message_destroy(ms[i]);
         }
     }
