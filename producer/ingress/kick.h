@@ -23,7 +23,9 @@
  * the lag and kicks if the last fetches saw messages that are neither
  * fetched nor taken (a fetcher stopped by the bytes limit). Nothing is
  * kicked while a stream is followed: fetches smaller than half the queue,
- * nothing waiting at the broker.
+ * nothing waiting at the broker. While a leader is down a kick waits
+ * LAPSE_KICK_TIMEOUT_MS for nothing, and its request waits in librdkafka
+ * (socket.timeout.ms): two a second at most.
  */
 #ifndef LAPSE_KICK_H
 #define LAPSE_KICK_H
