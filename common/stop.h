@@ -8,6 +8,7 @@
 #ifndef LAPSE_STOP_H
 #define LAPSE_STOP_H
 
+#include <pthread.h>
 #include <signal.h>
 
 /* Set (to 1) by SIGTERM and SIGINT once lapse_stop_on_signals ran. */
@@ -22,5 +23,13 @@ extern volatile sig_atomic_t lapse_stop;
  * anything slow, such as connecting. 0, or -1 with errno set.
  */
 int lapse_stop_on_signals(int ignore_sigpipe);
+
+/*
+ * Starts fn(arg) on a helper thread named `name` (as top -H and perf show
+ * it; 15 characters at most), with every signal blocked there: SIGTERM and
+ * SIGINT then reach the main thread, whose blocked poll or read they must
+ * interrupt. 0, or pthread_create's error.
+ */
+int lapse_stop_thread(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 
 #endif

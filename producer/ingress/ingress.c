@@ -122,11 +122,10 @@ static rd_kafka_t *consumer_new(lapse_ingress *ing, char *errstr, size_t size)
          * many messages (counted over all partitions), then waits for a
          * wake-up that the kicker sends once the queue drained (kick.h).
          * Small, so the fetch thread reuses the memory the ingress frees
-         * rather than faulting in fresh pages on the CPU Redis needs: with
-         * 300000 (librdkafka's 100000 without the kicks paused a backlog
-         * for a second at each fill) a 500,000-message backlog took 0.85 s
-         * of the ingress's CPU and 130 MB of RSS, with QUEUED_MIN 0.45 s and
-         * 35 MB (bench-ingress, 2026-11-29). */
+         * rather than faulting in fresh pages on the CPU Redis needs: a
+         * 500,000-message backlog took 0.7-1.3 s of the ingress's CPU and
+         * 105-140 MB of RSS with 300000 and no kicks, 0.5-0.8 s and
+         * 30-60 MB with QUEUED_MIN (bench-ingress, 2026-11-29). */
         {"queued.min.messages", QUEUED_MIN},
         {"statistics.interval.ms", "1000"}, /* (with metrics_port only): the lag; last */
     };

@@ -10,14 +10,13 @@
  * broker thread. The thread sleeps otherwise: a followed stream costs a
  * look every LAPSE_KICK_CHECK_MS at most.
  */
-#define _GNU_SOURCE /* pthread_setname_np */
 #include "kick.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "clock.h"
+#include "stop.h"
 
 struct lapse_kick {
     rd_kafka_t *rk;
@@ -143,20 +142,12 @@ lapse_kick *lapse_kick_new(rd_kafka_t *rk, rd_kafka_queue_t *queue, size_t queue
         free(k);
         return NULL;
     }
-    /* signals go to the main thread, whose handler sets the stop flag its
-     * loop reads: this thread blocks them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int ok = pthread_create(&k->thread, NULL, kick_main, k) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!ok) {
+    if (lapse_stop_thread(&k->thread, kick_main, k, "lapse-kick") != 0) {
         pthread_cond_destroy(&k->wake);
         pthread_mutex_destroy(&k->lock);
         free(k);
         return NULL;
     }
-    pthread_setname_np(k->thread, "lapse-kick"); /* as top and perf show it */
     return k;
 }
 

@@ -10,12 +10,12 @@
  * not empty, so handed + busy is the backlog, and both zero means
  * everything handed is destroyed.
  */
-#define _GNU_SOURCE /* pthread_setname_np */
 #include "reaper.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
+
+#include "stop.h"
 
 #define REAPER_FIRST 1024 /* a list's first capacity */
 
@@ -108,15 +108,7 @@ lapse_reaper *lapse_reaper_new(void (*destroy)(void *item))
         pthread_mutex_destroy(&r->lock);
         return r;
     }
-    /* a signal goes to the main thread, whose handler sets the stop flag
-     * its loop reads: this thread blocks them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    r->threaded = pthread_create(&r->thread, NULL, reaper_main, r) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (r->threaded)
-        pthread_setname_np(r->thread, "lapse-reaper"); /* as top and perf show it */
+    r->threaded = lapse_stop_thread(&r->thread, reaper_main, r, "lapse-reaper") == 0;
     if (!r->threaded) {
         pthread_cond_destroy(&r->idle);
         pthread_cond_destroy(&r->more);
