@@ -133,22 +133,16 @@ lapse_kick *lapse_kick_new(rd_kafka_t *rk, rd_kafka_queue_t *queue, size_t queue
     k->queued_min = queued_min;
     k->kicks = kicks;
     k->checked_ms = lapse_clock_mono_ms() - LAPSE_KICK_CHECK_MS;
-    if (pthread_mutex_init(&k->lock, NULL) != 0) {
-        free(k);
-        return NULL;
-    }
-    if (pthread_cond_init(&k->wake, NULL) != 0) {
-        pthread_mutex_destroy(&k->lock);
-        free(k);
-        return NULL;
-    }
-    if (lapse_stop_thread(&k->thread, kick_main, k, "lapse-kick") != 0) {
+    int locked = pthread_mutex_init(&k->lock, NULL) == 0;
+    int waits = locked && pthread_cond_init(&k->wake, NULL) == 0;
+    if (waits && lapse_stop_thread(&k->thread, kick_main, k, "lapse-kick") == 0)
+        return k;
+    if (waits)
         pthread_cond_destroy(&k->wake);
+    if (locked)
         pthread_mutex_destroy(&k->lock);
-        free(k);
-        return NULL;
-    }
-    return k;
+    free(k);
+    return NULL;
 }
 
 void lapse_kick_free(lapse_kick *k)
